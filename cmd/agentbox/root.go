@@ -1,0 +1,66 @@
+package main
+
+import (
+	"io"
+	"sync"
+
+	"github.com/agentbox/agentbox/config"
+	"github.com/spf13/cobra"
+)
+
+// app carries the global flags and the lazily loaded configuration to
+// every subcommand.
+type app struct {
+	configFile string
+	jsonOut    bool
+	root       *cobra.Command
+
+	once sync.Once
+	cfg  *config.Config
+	err  error
+}
+
+// Config loads the configuration once, from defaults, the config file,
+// AGENTBOX_* variables and the global flags.
+func (a *app) Config() (*config.Config, error) {
+	a.once.Do(func() {
+		a.cfg, a.err = config.Load(config.LoadOptions{File: a.configFile, Flags: a.root.PersistentFlags()})
+	})
+	return a.cfg, a.err
+}
+
+func (a *app) stdout() io.Writer { return a.root.OutOrStdout() }
+func (a *app) stderr() io.Writer { return a.root.ErrOrStderr() }
+
+// commands holds the constructors of the subcommands; each file adds its
+// own from an init function.
+var commands []func(*app) *cobra.Command
+
+func register(fn func(*app) *cobra.Command) { commands = append(commands, fn) }
+
+func newRoot() *cobra.Command {
+	a := &app{}
+	root := &cobra.Command{
+		Use:   "agentbox",
+		Short: "Run an AI coding agent's tool calls contained, judged and reversible",
+		Long: `agentbox runs an AI coding agent's tool calls safely.
+
+Shell commands and file writes run in a fresh, hardened container that sees
+only the workspace; every shell command is parsed and classified read_only,
+dangerous or forbidden before it runs; every change is snapshotted so it can
+be seen, undone, or rolled back.`,
+		Version:       version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	a.root = root
+	pf := root.PersistentFlags()
+	pf.String("workspace", "", "workspace directory (default: the current directory)")
+	pf.StringVar(&a.configFile, "config", "", "config file (default: ~/.config/agentbox/config.yaml if present)")
+	pf.String("state-dir", "", "state directory (default: $XDG_STATE_HOME/agentbox)")
+	pf.BoolVar(&a.jsonOut, "json", false, "print machine-readable JSON")
+	for _, fn := range commands {
+		root.AddCommand(fn(a))
+	}
+	return root
+}

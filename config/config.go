@@ -1,0 +1,297 @@
+// Package config loads agentbox's configuration into typed structs.
+//
+// Values come, lowest precedence first, from built-in defaults, the user's
+// config file (~/.config/agentbox/config.yaml or --config FILE), AGENTBOX_*
+// environment variables (AGENTBOX_SANDBOX_POOL_SIZE for sandbox.pool_size)
+// and command-line flags. A key in a config file that agentbox does not know
+// is an error that names the key and the file: a misspelt security setting
+// must never be silently ignored.
+//
+// Each domain owns one section struct in its own file (Sandbox in
+// sandbox.go, Snapshot in snapshot.go, ...) together with its defaults.
+// A loaded *Config is read-only and safe for concurrent use.
+package config
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+)
+
+// Config is the whole effective configuration.
+type Config struct {
+	// Workspace is the real (symlink-free) absolute path of the workspace.
+	Workspace string `mapstructure:"workspace" yaml:"workspace"`
+	// StateDir holds agentbox's state for all workspaces; never inside one.
+	StateDir string `mapstructure:"state_dir" yaml:"state_dir"`
+
+	Classifier Classifier `mapstructure:"classifier" yaml:"classifier"`
+	Sandbox    Sandbox    `mapstructure:"sandbox" yaml:"sandbox"`
+	Snapshot   Snapshot   `mapstructure:"snapshot" yaml:"snapshot"`
+	Tools      Tools      `mapstructure:"tools" yaml:"tools"`
+	MCP        MCP        `mapstructure:"mcp" yaml:"mcp"`
+}
+
+// ErrInvalid is wrapped by every error about bad configuration.
+var ErrInvalid = errors.New("invalid configuration")
+
+// Default returns the built-in defaults. Workspace and StateDir are left
+// for Load to fill from the environment.
+func Default() Config {
+	return Config{
+		Classifier: defaultClassifier(),
+		Sandbox:    defaultSandbox(),
+		Snapshot:   defaultSnapshot(),
+		Tools:      defaultTools(),
+		MCP:        defaultMCP(),
+	}
+}
+
+// LoadOptions says where to look.
+type LoadOptions struct {
+	// File is an explicit config file (--config). When empty the user file
+	// is used if it exists.
+	File string
+	// Flags are bound by name: a flag "state-dir" sets key "state_dir".
+	Flags *pflag.FlagSet
+	// Getenv defaults to os.Getenv; tests inject their own.
+	Getenv func(string) string
+}
+
+// Load builds the effective configuration and validates it.
+func Load(opts LoadOptions) (*Config, error) {
+	getenv := opts.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	v := viper.New()
+	def := Default()
+	for key, val := range flatten(reflect.ValueOf(def), "") {
+		v.SetDefault(key, val)
+	}
+	// Keys with an empty default still need registering so that
+	// AGENTBOX_* variables reach Unmarshal.
+	v.SetDefault("workspace", "")
+	v.SetDefault("state_dir", "")
+
+	file := opts.File
+	if file == "" {
+		if p := userConfigFile(getenv); p != "" {
+			if _, err := os.Stat(p); err == nil {
+				file = p
+			}
+		}
+	}
+	if file != "" {
+		if err := mergeFile(v, file); err != nil {
+			return nil, err
+		}
+	}
+	// Environment: AGENTBOX_ plus the key upper-cased with dots as
+	// underscores. Read explicitly (not AutomaticEnv) so that every known
+	// key is reachable and tests can inject the environment.
+	for key := range KnownKeys() {
+		name := "AGENTBOX_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+		if val := getenv(name); val != "" {
+			v.Set(key, val)
+		}
+	}
+	if opts.Flags != nil {
+		opts.Flags.VisitAll(func(f *pflag.Flag) {
+			key := strings.ReplaceAll(f.Name, "-", "_")
+			if _, known := KnownKeys()[key]; known && f.Changed {
+				v.Set(key, f.Value.String())
+			}
+		})
+	}
+	var c Config
+	if err := v.UnmarshalExact(&c); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if err := c.resolvePaths(getenv); err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+func mergeFile(v *viper.Viper, file string) error {
+	fv := viper.New()
+	fv.SetConfigFile(file)
+	fv.SetConfigType("yaml")
+	if err := fv.ReadInConfig(); err != nil {
+		return fmt.Errorf("%w: reading %s: %v", ErrInvalid, file, err)
+	}
+	known := KnownKeys()
+	var unknown []string
+	for _, k := range fv.AllKeys() {
+		if _, ok := known[k]; !ok && !underMapKey(k, known) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return fmt.Errorf("%w: %s: unknown key %q", ErrInvalid, file, strings.Join(unknown, `", "`))
+	}
+	return v.MergeConfigMap(fv.AllSettings())
+}
+
+// underMapKey reports whether k lies below a key whose value is a map
+// (for example sandbox.env.FOO under sandbox.env).
+func underMapKey(k string, known map[string]reflect.Kind) bool {
+	for i := strings.LastIndexByte(k, '.'); i > 0; i = strings.LastIndexByte(k[:i], '.') {
+		if kind, ok := known[k[:i]]; ok {
+			return kind == reflect.Map
+		}
+	}
+	return false
+}
+
+// KnownKeys lists every configuration key (dotted, lower case) with the
+// kind of its value.
+func KnownKeys() map[string]reflect.Kind {
+	keys := map[string]reflect.Kind{}
+	walk(reflect.TypeOf(Config{}), "", func(key string, t reflect.Type) { keys[key] = t.Kind() })
+	return keys
+}
+
+func walk(t reflect.Type, prefix string, fn func(string, reflect.Type)) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name := f.Tag.Get("mapstructure")
+		if name == "" || name == "-" {
+			continue
+		}
+		key := prefix + name
+		if f.Type.Kind() == reflect.Struct {
+			walk(f.Type, key+".", fn)
+			continue
+		}
+		fn(key, f.Type)
+	}
+}
+
+func flatten(v reflect.Value, prefix string) map[string]any {
+	out := map[string]any{}
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name := f.Tag.Get("mapstructure")
+		if name == "" || name == "-" {
+			continue
+		}
+		key := prefix + name
+		if f.Type.Kind() == reflect.Struct {
+			for k, val := range flatten(v.Field(i), key+".") {
+				out[k] = val
+			}
+			continue
+		}
+		out[key] = v.Field(i).Interface()
+	}
+	return out
+}
+
+func userConfigFile(getenv func(string) string) string {
+	if d := getenv("XDG_CONFIG_HOME"); d != "" {
+		return filepath.Join(d, "agentbox", "config.yaml")
+	}
+	if h := getenv("HOME"); h != "" {
+		return filepath.Join(h, ".config", "agentbox", "config.yaml")
+	}
+	return ""
+}
+
+func (c *Config) resolvePaths(getenv func(string) string) error {
+	ws := c.Workspace
+	if ws == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return fmt.Errorf("workspace: %w", err)
+		}
+		ws = wd
+	}
+	real, err := RealDir(ws)
+	if err != nil {
+		return fmt.Errorf("%w: workspace: %v", ErrInvalid, err)
+	}
+	c.Workspace = real
+	if c.StateDir == "" {
+		base := getenv("XDG_STATE_HOME")
+		if base == "" {
+			home := getenv("HOME")
+			if home == "" {
+				return fmt.Errorf("%w: no state dir: set AGENTBOX_STATE_DIR or HOME", ErrInvalid)
+			}
+			base = filepath.Join(home, ".local", "state")
+		}
+		c.StateDir = filepath.Join(base, "agentbox")
+	}
+	sd, err := filepath.Abs(c.StateDir)
+	if err != nil {
+		return fmt.Errorf("%w: state dir: %v", ErrInvalid, err)
+	}
+	c.StateDir = sd
+	return nil
+}
+
+// RealDir returns the absolute, symlink-free path of an existing directory.
+func RealDir(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", err
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("%s is not a directory", p)
+	}
+	return real, nil
+}
+
+// WorkspaceStateDir is the per-workspace state directory: one subdirectory
+// of the state dir per workspace, keyed by the workspace's real path.
+func (c *Config) WorkspaceStateDir() string {
+	sum := sha256.Sum256([]byte(c.Workspace))
+	name := filepath.Base(c.Workspace)
+	if name == "/" || name == "." {
+		name = "root"
+	}
+	return filepath.Join(c.StateDir, "workspaces", name+"-"+hex.EncodeToString(sum[:6]))
+}
+
+// Validate checks cross-field rules. It returns an error wrapping
+// ErrInvalid that names the offending key.
+func (c *Config) Validate() error {
+	if isWithin(c.StateDir, c.Workspace) {
+		return fmt.Errorf("%w: state_dir %s is inside the workspace %s; state must live outside it", ErrInvalid, c.StateDir, c.Workspace)
+	}
+	for _, check := range []func() error{c.Sandbox.validate, c.Snapshot.validate, c.Tools.validate, c.MCP.validate, c.Classifier.validate} {
+		if err := check(); err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+	}
+	return nil
+}
+
+func isWithin(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}

@@ -1,0 +1,59 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestLoadDefaultsAndStateDir(t *testing.T) {
+	ws := t.TempDir()
+	home := t.TempDir()
+	c, err := Load(LoadOptions{Getenv: env(map[string]string{"HOME": home, "AGENTBOX_WORKSPACE": ws})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	real, _ := filepath.EvalSymlinks(ws)
+	if c.Workspace != real {
+		t.Errorf("workspace = %q, want %q", c.Workspace, real)
+	}
+	if want := filepath.Join(home, ".local", "state", "agentbox"); c.StateDir != want {
+		t.Errorf("state dir = %q, want %q", c.StateDir, want)
+	}
+	if !strings.HasPrefix(c.WorkspaceStateDir(), c.StateDir+"/workspaces/") {
+		t.Errorf("workspace state dir %q not under state dir", c.WorkspaceStateDir())
+	}
+}
+
+func TestUnknownKeyNamed(t *testing.T) {
+	ws := t.TempDir()
+	f := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(f, []byte("sandbox:\n  no_such_knob: 3\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(LoadOptions{File: f, Getenv: env(map[string]string{"HOME": t.TempDir(), "AGENTBOX_WORKSPACE": ws})})
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "sandbox.no_such_knob") {
+		t.Fatalf("err = %v, want ErrInvalid naming sandbox.no_such_knob", err)
+	}
+}
+
+func TestStateDirInsideWorkspaceRefused(t *testing.T) {
+	ws := t.TempDir()
+	_, err := Load(LoadOptions{Getenv: env(map[string]string{"AGENTBOX_WORKSPACE": ws, "AGENTBOX_STATE_DIR": filepath.Join(ws, ".state")})})
+	if !errors.Is(err, ErrInvalid) {
+		t.Fatalf("err = %v, want ErrInvalid", err)
+	}
+}
+
+func TestMissingWorkspace(t *testing.T) {
+	_, err := Load(LoadOptions{Getenv: env(map[string]string{"HOME": t.TempDir(), "AGENTBOX_WORKSPACE": "/nonexistent/ws"})})
+	if !errors.Is(err, ErrInvalid) {
+		t.Fatalf("err = %v, want ErrInvalid", err)
+	}
+}
