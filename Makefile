@@ -7,7 +7,7 @@ STATICCHECK_VERSION := v0.8.2
 
 export CGO_ENABLED := 0
 
-.PHONY: build test unit check bench demo clean
+.PHONY: build test unit integration engine images check bench demo clean
 
 ## build: the static agentbox binary (also the in-container init)
 build:
@@ -18,7 +18,16 @@ unit:
 	$(GO) test -count=1 ./...
 
 ## test: the whole suite (unit tests, then integration tests against a real engine)
-test: build unit
+test: build unit integration
+
+## engine: make sure an engine answers (starts a private dockerd if none does)
+engine: build
+
+## images: build the sandbox images locally (no registry)
+images: engine
+
+## integration: end-to-end tests against the real engine; fail, never skip, without one
+integration: images
 
 ## check: formatting, vet and staticcheck
 check: bin/staticcheck

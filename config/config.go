@@ -35,6 +35,7 @@ type Config struct {
 	StateDir string `mapstructure:"state_dir" yaml:"state_dir"`
 
 	Classifier Classifier `mapstructure:"classifier" yaml:"classifier"`
+	Engine     Engine     `mapstructure:"engine" yaml:"engine"`
 	Sandbox    Sandbox    `mapstructure:"sandbox" yaml:"sandbox"`
 	Snapshot   Snapshot   `mapstructure:"snapshot" yaml:"snapshot"`
 	Tools      Tools      `mapstructure:"tools" yaml:"tools"`
@@ -49,6 +50,7 @@ var ErrInvalid = errors.New("invalid configuration")
 func Default() Config {
 	return Config{
 		Classifier: defaultClassifier(),
+		Engine:     defaultEngine(),
 		Sandbox:    defaultSandbox(),
 		Snapshot:   defaultSnapshot(),
 		Tools:      defaultTools(),
@@ -283,7 +285,7 @@ func (c *Config) Validate() error {
 	if isWithin(c.StateDir, c.Workspace) {
 		return fmt.Errorf("%w: state_dir %s is inside the workspace %s; state must live outside it", ErrInvalid, c.StateDir, c.Workspace)
 	}
-	for _, check := range []func() error{c.Sandbox.validate, c.Snapshot.validate, c.Tools.validate, c.MCP.validate, c.Classifier.validate} {
+	for _, check := range []func() error{c.Engine.validate, c.Sandbox.validate, c.Snapshot.validate, c.Tools.validate, c.MCP.validate, c.Classifier.validate} {
 		if err := check(); err != nil {
 			return fmt.Errorf("%w: %v", ErrInvalid, err)
 		}
