@@ -1,0 +1,81 @@
+package sandbox
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Fixed parts of every command's environment.
+const (
+	// Path is the PATH every command gets.
+	Path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	// Home is HOME: a directory in the container's private tmpfs.
+	Home = "/tmp/home"
+)
+
+// baseEnv is the scrubbed environment; passthrough and Spec.Env come on top.
+var baseEnv = []string{
+	"PATH=" + Path,
+	"HOME=" + Home,
+	"TMPDIR=/tmp",
+	"TERM=dumb",
+	"PAGER=cat",
+	"GIT_PAGER=cat",
+	"GIT_TERMINAL_PROMPT=0",
+	"GIT_EDITOR=true",
+	"EDITOR=true",
+	"VISUAL=true",
+	"DEBIAN_FRONTEND=noninteractive",
+	"LANG=C.UTF-8",
+	"NO_COLOR=1",
+}
+
+// fixedKeys may not be overridden by passthrough (they are what makes the
+// environment predictable); Spec.Env may still set them explicitly.
+var fixedKeys = map[string]bool{"PATH": true, "HOME": true}
+
+// Env builds a command's environment: the scrubbed base, then the named
+// passthrough variables taken from getenv when set (never PATH or HOME),
+// then extra KEY=VALUE entries (later ones win). The result is sorted by
+// key and has one entry per key.
+func Env(passthrough []string, getenv func(string) (string, bool), extra []string) []string {
+	m := map[string]string{}
+	for _, kv := range baseEnv {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	for _, k := range passthrough {
+		if fixedKeys[k] || getenv == nil {
+			continue
+		}
+		if v, ok := getenv(k); ok {
+			m[k] = v
+		}
+	}
+	for _, kv := range extra {
+		if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
+			m[k] = v
+		}
+	}
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ValidEnvName reports whether s is a usable environment variable name.
+func ValidEnvName(s string) error {
+	if s == "" {
+		return fmt.Errorf("empty variable name")
+	}
+	for i, r := range s {
+		if r == '_' || (r >= 'A' && r <= 'Z') || (r >= 'a' && r <= 'z') || (i > 0 && r >= '0' && r <= '9') {
+			continue
+		}
+		return fmt.Errorf("invalid variable name %q", s)
+	}
+	return nil
+}

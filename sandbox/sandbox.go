@@ -1,0 +1,204 @@
+// Package sandbox owns the contract for running one command in a fresh,
+// hardened, throwaway environment: Spec in, Result out.
+//
+// A Runner runs exactly one command per container (or whatever isolation
+// unit its backend uses) and destroys it afterwards. It promises that the
+// command sees only the workspace (at the same absolute path), a
+// read-only toolchain and a private /tmp; that its environment is
+// scrubbed (see Env); that it is killed as a whole when its timeout
+// expires or its ctx is cancelled; and that output beyond the cap keeps
+// head and tail with the dropped byte count reported.
+//
+// Backends live in sub-packages (sandbox/docker); every backend passes the
+// conformance suite in sandbox/sandboxtest. Jobs runs commands in the
+// background on top of any Runner.
+//
+// This package knows nothing of classification, tools or snapshots.
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Timeouts applied by Normalize.
+const (
+	DefaultTimeout = 2 * time.Minute
+	MaxTimeout     = 10 * time.Minute
+	// DefaultOutputCap is the bytes kept per stream when Spec.OutputCap is 0.
+	DefaultOutputCap = 1 << 20
+	// MaxStdin bounds Spec.Stdin.
+	MaxStdin = 8 << 20
+)
+
+// Sentinel errors. Backends wrap them; test with errors.Is.
+var (
+	// ErrInvalidSpec: the Spec itself is wrong (no command, relative or
+	// outside workdir, bad env entry, stdin too large).
+	ErrInvalidSpec = errors.New("invalid command spec")
+	// ErrTimeout: the command outlived its timeout and was killed. The
+	// Result returned alongside is complete (TimedOut, Killed, exit 137).
+	ErrTimeout = errors.New("command timed out")
+	// ErrCanceled: the caller's ctx ended; the command was killed. The
+	// Result returned alongside holds what was captured.
+	ErrCanceled = errors.New("command canceled")
+	// ErrUnavailable: the backend (engine, image) cannot run commands.
+	ErrUnavailable = errors.New("sandbox unavailable")
+	// ErrUnsafeWorkspace: the workspace is in a state the sandbox refuses
+	// to run in (for example a protected path that is a symlink).
+	ErrUnsafeWorkspace = errors.New("unsafe workspace")
+	// ErrClosed: the Runner or Jobs was closed.
+	ErrClosed = errors.New("sandbox closed")
+	// ErrNotFound: no such background job.
+	ErrNotFound = errors.New("no such job")
+)
+
+// Stream names an output stream.
+type Stream uint8
+
+// The two output streams.
+const (
+	Stdout Stream = 1
+	Stderr Stream = 2
+)
+
+func (s Stream) String() string {
+	switch s {
+	case Stdout:
+		return "stdout"
+	case Stderr:
+		return "stderr"
+	}
+	return fmt.Sprintf("stream(%d)", uint8(s))
+}
+
+// Spec is one command to run. Exactly one of Argv and Shell is set.
+type Spec struct {
+	// Argv is run exactly as given (Argv[0] looked up in the fixed PATH).
+	Argv []string
+	// Shell is run under `bash -c` (`sh -c` when the image has no bash),
+	// non-interactive, with no profile or rc file.
+	Shell string
+	// Workdir is absolute and inside the workspace; "" means the
+	// workspace root.
+	Workdir string
+	// Env holds extra KEY=VALUE entries applied on top of the scrubbed
+	// environment.
+	Env []string
+	// Stdin is the command's whole standard input; nil means /dev/null.
+	Stdin []byte
+	// Timeout: 0 means DefaultTimeout; values above MaxTimeout are capped.
+	Timeout time.Duration
+	// OutputCap is the number of bytes kept per stream (head and tail);
+	// 0 means the backend's configured cap.
+	OutputCap int
+	// OnOutput, when set, receives every chunk of output as it arrives,
+	// uncapped, from a single goroutine. It must not block for long and
+	// must not retain p.
+	OnOutput func(stream Stream, p []byte)
+}
+
+// Result is what happened. For a command killed on timeout, TimedOut and
+// Killed are set, ExitCode is 137 and Signal "SIGKILL".
+type Result struct {
+	// ExitCode is the command's exit status; 128+n when killed by signal n.
+	ExitCode int
+	// Signal names the signal that ended the command ("SIGKILL"), or "".
+	Signal string
+	// Stdout and Stderr hold head and tail of each stream within the cap;
+	// when bytes were dropped, a marker line separates head from tail.
+	Stdout, Stderr []byte
+	// StdoutDropped and StderrDropped count the bytes left out.
+	StdoutDropped, StderrDropped int64
+	// Cwd is the shell's working directory when it exited (Workdir when
+	// unknown or for Argv commands).
+	Cwd string
+	// TimedOut: killed because the timeout expired.
+	TimedOut bool
+	// Killed: the container was killed from outside (timeout or cancel).
+	Killed bool
+	// OOMKilled: a process of the command was killed for exceeding the
+	// memory limit.
+	OOMKilled bool
+	// Duration is wall time from hand-over to exit.
+	Duration time.Duration
+	// ContainerID identifies the throwaway container (for logs).
+	ContainerID string
+}
+
+// Runner runs commands, one fresh environment each. Implementations are
+// safe for concurrent use.
+type Runner interface {
+	// Run runs spec to completion. The error is nil when the command ran
+	// (whatever its exit status); it wraps ErrTimeout or ErrCanceled (with
+	// a valid Result) when the command was killed for that reason, and
+	// ErrInvalidSpec, ErrUnavailable, ErrUnsafeWorkspace or ErrClosed
+	// when it could not run at all.
+	Run(ctx context.Context, spec Spec) (Result, error)
+	// Close kills running commands and removes every container this
+	// runner owns.
+	Close(ctx context.Context) error
+}
+
+// Normalize validates spec against the workspace and fills defaults: the
+// workdir (cleaned, default workspace), the timeout (default, capped).
+// It does not touch OutputCap.
+func Normalize(spec Spec, workspace string) (Spec, error) {
+	if (len(spec.Argv) == 0) == (spec.Shell == "") {
+		return spec, fmt.Errorf("%w: exactly one of argv and shell must be set", ErrInvalidSpec)
+	}
+	if len(spec.Argv) > 0 && spec.Argv[0] == "" {
+		return spec, fmt.Errorf("%w: empty argv[0]", ErrInvalidSpec)
+	}
+	for _, s := range append(append([]string{spec.Shell}, spec.Argv...), spec.Env...) {
+		if strings.IndexByte(s, 0) >= 0 {
+			return spec, fmt.Errorf("%w: NUL byte in command or env", ErrInvalidSpec)
+		}
+	}
+	for _, kv := range spec.Env {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return spec, fmt.Errorf("%w: env entry %q is not KEY=VALUE", ErrInvalidSpec, kv)
+		}
+	}
+	if len(spec.Stdin) > MaxStdin {
+		return spec, fmt.Errorf("%w: stdin is %d bytes, max %d", ErrInvalidSpec, len(spec.Stdin), MaxStdin)
+	}
+	if spec.Workdir == "" {
+		spec.Workdir = workspace
+	}
+	if !filepath.IsAbs(spec.Workdir) {
+		return spec, fmt.Errorf("%w: workdir %q is not absolute", ErrInvalidSpec, spec.Workdir)
+	}
+	spec.Workdir = filepath.Clean(spec.Workdir)
+	if !Within(spec.Workdir, workspace) {
+		return spec, fmt.Errorf("%w: workdir %s is outside the workspace %s", ErrInvalidSpec, spec.Workdir, workspace)
+	}
+	if spec.Timeout < 0 {
+		return spec, fmt.Errorf("%w: negative timeout", ErrInvalidSpec)
+	}
+	if spec.Timeout == 0 {
+		spec.Timeout = DefaultTimeout
+	}
+	if spec.Timeout > MaxTimeout {
+		spec.Timeout = MaxTimeout
+	}
+	if spec.OutputCap < 0 {
+		return spec, fmt.Errorf("%w: negative output cap", ErrInvalidSpec)
+	}
+	return spec, nil
+}
+
+// Within reports whether the clean absolute path p is dir or below it.
+func Within(p, dir string) bool {
+	if p == dir {
+		return true
+	}
+	if dir == "/" {
+		return strings.HasPrefix(p, "/")
+	}
+	return strings.HasPrefix(p, dir+"/")
+}
