@@ -89,4 +89,3 @@ answers.`,
 	cmd.AddCommand(start, status, stop)
 	return cmd
 }
-
