@@ -1,0 +1,69 @@
+// Package tools owns the tool system agents talk to: the Tool contract,
+// the Registry, schema generation from Go structs, strict decoding with
+// coercion, declaration export (MCP, OpenAI, Anthropic, Gemini), and the
+// pipeline that every call goes through:
+//
+//	decode → backfill → validate → permission rules → classifier (Bash)
+//	→ mode → approval → snapshot → execute → change capture + journal
+//	→ truncate → audit
+//
+// Each stage is a Stage (middleware around a Handler) in its own file and
+// can be tested alone. A refusal at any stage is a Result with Err set,
+// written for the model; a Go error means agentbox itself failed and
+// becomes an ErrInternal result. Panics in a tool become ErrInternal.
+//
+// # Contract for tool authors (tools/builtin)
+//
+// Make a tool with New from a params struct and a run function:
+//
+//	type ReadParams struct {
+//		FilePath string `json:"file_path" jsonschema:"The absolute path to the file to read" agentbox:"path"`
+//		Offset   int    `json:"offset,omitempty" jsonschema:"Line to start from" minimum:"0"`
+//		Limit    int    `json:"limit,omitempty" jsonschema:"Number of lines to read" minimum:"1"`
+//	}
+//	var Read = tools.New("Read", runRead,
+//		tools.WithKind(tools.KindRead), tools.ReadOnly(), tools.ConcurrencySafe(),
+//		tools.TracksReads(tools.TrackRead), tools.WithDescription(tools.Description{...}))
+//
+// The schema is generated from the struct (json tags; no omitempty =
+// required; `jsonschema` tag = description; `enum`, `minimum`, `maximum`
+// tags). Do not write schemas by hand. Defaults are conservative: kind
+// other, not read-only, not concurrency-safe, not destructive.
+//
+// What the pipeline does so that tools do not:
+//   - Decoding: unknown fields are rejected by name; "10"→10, "true"→true
+//     and similar slips are coerced. Params may implement
+//     `Validate() error` (pure, no I/O); return a *ToolError or a plain
+//     error (which becomes ErrValidation).
+//   - Paths: fields tagged `agentbox:"path"` arrive absolute and clean: ~
+//     expanded, relative paths resolved against the session's cwd, NUL
+//     bytes rejected, and the path inside the workspace (or a configured
+//     read-only dir for read-only calls). `agentbox:"path,cwd"` fields
+//     that are empty arrive as the session's cwd. Do host-side file access
+//     through env.Open/env.Lstat/env.RootFor (os.Root), never os.Open.
+//   - Permissions, the classifier, modes and approvals. A field tagged
+//     `agentbox:"command"` is classified; its verdict is in env.Verdict.
+//     Rules named after a tool kind's canonical tool apply to the kind:
+//     Edit(...) to every edit/delete/move tool, Read(...) to read/search.
+//   - Snapshots and the journal: before Run, the pipeline snapshots the
+//     call's Scope (Scoper, or WithScope; default: nothing for read-only
+//     calls, the path fields for edit/delete/move tools, else the whole
+//     workspace) and after Run records the changeset; the journal id and
+//     changed paths land in Result.Meta ("journal_id", "changes").
+//   - Read-before-write: with TracksReads(TrackWrite), an existing target
+//     file must have been read in this session and be unchanged since, or
+//     the call fails with ErrConflict before Run; after success the new
+//     content counts as read. With TrackRead, a successful call records a
+//     ReadStamp unless the tool recorded one itself (the Read tool does,
+//     to keep Offset/Limit and to answer "unchanged since your last read").
+//   - Truncation of Content to env.Limits.MaxOutputBytes (head and tail
+//     kept, the omitted count reported) and the audit record.
+//
+// What tools do: the work itself. Mutations of the workspace run in the
+// sandbox: env.WriteFile for file content, env.Sandbox.Exec for commands,
+// env.Jobs for background commands (remember ids with
+// env.Session.AddJob). Bash keeps its cwd with env.SetCwd. Return
+// tools.Fail(kind, ...) or a *ToolError for failures the model can act on.
+//
+// Registry, Session and Pipeline are safe for concurrent use.
+package tools
