@@ -1,12 +1,78 @@
 package config
 
-// MCP is the "mcp" section. Its owner adds fields here, each with a
-// mapstructure/yaml tag, a comment and a default in defaultMCP.
+import (
+	"fmt"
+	"net"
+	"time"
+)
+
+// MCP is the "mcp" section: how `agentbox mcp` serves the tools to an MCP
+// client (stdio by default, streamable HTTP with --http).
 type MCP struct {
+	// HTTPAddr is the listen address used by `agentbox mcp --http` when the
+	// flag is given without a value. Loopback unless a bearer token is set.
+	HTTPAddr string `mapstructure:"http_addr" yaml:"http_addr"`
+	// BearerToken, when set, is required as "Authorization: Bearer TOKEN" on
+	// every HTTP request. It is mandatory for a non-loopback address. Prefer
+	// AGENTBOX_MCP_BEARER_TOKEN over writing it into a file.
+	BearerToken string `mapstructure:"bearer_token" yaml:"bearer_token"`
+	// Elicit asks the human through MCP elicitation when a call needs
+	// approval and the client supports it. When false, or when the client
+	// cannot elicit, NonInteractive decides.
+	Elicit bool `mapstructure:"elicit" yaml:"elicit"`
+	// NonInteractive is the decision for a call that needs approval when
+	// nobody can be asked: "deny" (the default) or "allow".
+	NonInteractive string `mapstructure:"non_interactive" yaml:"non_interactive"`
+	// ApprovalTimeout bounds how long an elicitation waits for the human;
+	// no answer in time counts as deny.
+	ApprovalTimeout time.Duration `mapstructure:"approval_timeout" yaml:"approval_timeout"`
+	// HistoryTool exposes the optional History tool (recent calls and the
+	// paths they changed).
+	HistoryTool bool `mapstructure:"history_tool" yaml:"history_tool"`
+	// UndoTool exposes the optional Undo tool (revert the last call or a
+	// named one), so an agent can repair its own mistake.
+	UndoTool bool `mapstructure:"undo_tool" yaml:"undo_tool"`
+	// ProgressInterval is how often a long-running call reports progress
+	// (and, for Bash, the output it has produced so far).
+	ProgressInterval time.Duration `mapstructure:"progress_interval" yaml:"progress_interval"`
+	// SessionIdleTimeout closes an HTTP session after this long without a
+	// request (its background jobs are stopped). 0 keeps sessions forever.
+	SessionIdleTimeout time.Duration `mapstructure:"session_idle_timeout" yaml:"session_idle_timeout"`
 }
 
 func defaultMCP() MCP {
-	return MCP{}
+	return MCP{
+		HTTPAddr:           "127.0.0.1:8787",
+		Elicit:             true,
+		NonInteractive:     "deny",
+		ApprovalTimeout:    5 * time.Minute,
+		ProgressInterval:   time.Second,
+		SessionIdleTimeout: 30 * time.Minute,
+	}
 }
 
-func (c *MCP) validate() error { return nil }
+func (c *MCP) validate() error {
+	switch c.NonInteractive {
+	case "deny", "allow":
+	default:
+		return fmt.Errorf("mcp.non_interactive %q: want deny or allow", c.NonInteractive)
+	}
+	if c.HTTPAddr != "" {
+		if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+			return fmt.Errorf("mcp.http_addr %q: want host:port: %v", c.HTTPAddr, err)
+		}
+	}
+	if c.ApprovalTimeout <= 0 || c.ApprovalTimeout > time.Hour {
+		return fmt.Errorf("mcp.approval_timeout %s: want more than 0 and at most 1h", c.ApprovalTimeout)
+	}
+	if c.ProgressInterval < 50*time.Millisecond || c.ProgressInterval > time.Minute {
+		return fmt.Errorf("mcp.progress_interval %s: want between 50ms and 1m", c.ProgressInterval)
+	}
+	if c.SessionIdleTimeout < 0 {
+		return fmt.Errorf("mcp.session_idle_timeout %s: must not be negative", c.SessionIdleTimeout)
+	}
+	if c.BearerToken != "" && len(c.BearerToken) < 16 {
+		return fmt.Errorf("mcp.bearer_token: too short (want at least 16 characters)")
+	}
+	return nil
+}

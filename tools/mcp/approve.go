@@ -1,0 +1,184 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentbox/agentbox/tools"
+)
+
+// Decisions a person can pick in the elicitation form.
+const (
+	decisionAllowOnce   = "allow_once"
+	decisionAlwaysAllow = "always_allow"
+	decisionDeny        = "deny"
+)
+
+// elicitor is the subset of *sdk.ServerSession the approver uses.
+type elicitor interface {
+	Elicit(ctx context.Context, params *sdk.ElicitParams) (*sdk.ElicitResult, error)
+	InitializeParams() *sdk.InitializeParams
+}
+
+// Approver implements tools.Approver for one MCP session: when the client
+// declared the elicitation capability it asks the human through it (the
+// command, its class and the reasons; allow once, always allow the offered
+// prefix for this session, or deny); otherwise, or when elicitation is off
+// or fails, it returns the configured non-interactive decision. Safe for
+// concurrent use.
+type Approver struct {
+	session        elicitor
+	elicit         bool
+	nonInteractive bool // allow when nobody can be asked
+	timeout        time.Duration
+}
+
+// NewApprover returns the approver for session. elicit turns elicitation
+// on; allowNonInteractive is the decision when nobody can be asked (false:
+// deny, the safe default); timeout bounds the wait for the human.
+func NewApprover(session *sdk.ServerSession, elicit, allowNonInteractive bool, timeout time.Duration) *Approver {
+	return &Approver{session: session, elicit: elicit, nonInteractive: allowNonInteractive, timeout: timeout}
+}
+
+// CanElicit reports whether the client declared form elicitation.
+func (a *Approver) CanElicit() bool {
+	if !a.elicit || a.session == nil {
+		return false
+	}
+	p := a.session.InitializeParams()
+	if p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil {
+		return false
+	}
+	e := p.Capabilities.Elicitation
+	// A client that declares only URL elicitation cannot show a form.
+	return e.Form != nil || e.URL == nil
+}
+
+// Approve asks the person, or applies the non-interactive decision.
+func (a *Approver) Approve(ctx context.Context, req tools.ApprovalRequest) (tools.Approval, error) {
+	if err := ctx.Err(); err != nil {
+		return tools.Approval{}, err
+	}
+	if !a.CanElicit() {
+		return a.fallback(req, "the MCP client cannot ask its user (no elicitation support)"), nil
+	}
+	ectx, cancel := context.WithTimeoutCause(ctx, a.timeout, errApprovalTimeout)
+	defer cancel()
+	res, err := a.session.Elicit(ectx, elicitParams(req))
+	if err != nil {
+		if ctx.Err() != nil {
+			return tools.Approval{}, ctx.Err()
+		}
+		if errors.Is(context.Cause(ectx), errApprovalTimeout) {
+			return tools.Approval{Allow: false, By: "mcp-elicitation", Message: fmt.Sprintf(
+				"Nobody answered the approval request within %s, so the call was refused. Ask the user to approve it, or choose a read-only alternative.", a.timeout)}, nil
+		}
+		return a.fallback(req, "asking the user failed"), nil
+	}
+	return decide(req, res), nil
+}
+
+var errApprovalTimeout = errors.New("approval timed out")
+
+func (a *Approver) fallback(req tools.ApprovalRequest, why string) tools.Approval {
+	if a.nonInteractive {
+		return tools.Approval{Allow: true, By: "non-interactive"}
+	}
+	msg := fmt.Sprintf("This %s call needs a person's approval, and %s, so agentbox refused it (the configured non-interactive decision is deny).", req.Tool, why)
+	if req.Reason != "" {
+		msg += " Why it needs approval: " + req.Reason + "."
+	}
+	msg += " Use a read-only alternative, or ask the user to allow it with a permission rule."
+	return tools.Approval{Allow: false, By: "non-interactive", Message: msg}
+}
+
+// decide turns the client's answer into an Approval.
+func decide(req tools.ApprovalRequest, res *sdk.ElicitResult) tools.Approval {
+	const by = "mcp-elicitation"
+	switch res.Action {
+	case "accept":
+		d, _ := res.Content["decision"].(string)
+		switch d {
+		case decisionAllowOnce:
+			return tools.Approval{Allow: true, By: by}
+		case decisionAlwaysAllow:
+			if !offersGrant(req) {
+				// Not offered (no safe prefix): allow this call only.
+				return tools.Approval{Allow: true, By: by}
+			}
+			return tools.Approval{Allow: true, Remember: tools.GrantSession, By: by}
+		case decisionDeny:
+			return tools.Approval{Allow: false, By: by, Message: "The user denied this call. Do not retry it; ask the user what to do instead."}
+		}
+		return tools.Approval{Allow: false, By: by, Message: "The approval answer was not understood, so the call was refused."}
+	case "decline":
+		return tools.Approval{Allow: false, By: by, Message: "The user declined this call. Do not retry it; ask the user what to do instead."}
+	default: // cancel: dismissed without a choice
+		return tools.Approval{Allow: false, By: by, Message: "The user dismissed the approval request, so the call was refused."}
+	}
+}
+
+// offersGrant reports whether "always allow" can be offered: a shell
+// command only with the argv prefix the classifier offered, any other tool
+// as a whole.
+func offersGrant(req tools.ApprovalRequest) bool {
+	return len(req.Prefix) > 0 || req.Verdict == nil
+}
+
+// elicitParams builds the form shown to the person.
+func elicitParams(req tools.ApprovalRequest) *sdk.ElicitParams {
+	var b strings.Builder
+	fmt.Fprintf(&b, "agentbox: allow this %s call?\n", req.Tool)
+	if req.Summary != "" {
+		fmt.Fprintf(&b, "\n  %s\n", req.Summary)
+	}
+	if v := req.Verdict; v != nil {
+		fmt.Fprintf(&b, "\nclass: %s\n", v.Class)
+		if len(v.Reasons) > 0 {
+			b.WriteString("reasons:\n")
+			for _, r := range v.Reasons {
+				fmt.Fprintf(&b, "  - %s", r.Message)
+				if r.Text != "" {
+					fmt.Fprintf(&b, " (%q at byte %d, rule %s)", r.Text, r.Offset, r.Rule)
+				} else if r.Rule != "" {
+					fmt.Fprintf(&b, " (rule %s)", r.Rule)
+				}
+				b.WriteString("\n")
+			}
+		}
+	}
+	if req.Reason != "" {
+		fmt.Fprintf(&b, "why approval is needed: %s\n", req.Reason)
+	}
+	choices := []any{
+		map[string]any{"const": decisionAllowOnce, "title": "Allow once"},
+	}
+	if offersGrant(req) {
+		title := fmt.Sprintf("Always allow %s for this session", req.Tool)
+		if len(req.Prefix) > 0 {
+			title = fmt.Sprintf("Always allow %q for this session", strings.Join(req.Prefix, " "))
+		}
+		choices = append(choices, map[string]any{"const": decisionAlwaysAllow, "title": title})
+	}
+	choices = append(choices, map[string]any{"const": decisionDeny, "title": "Deny"})
+	return &sdk.ElicitParams{
+		Message: strings.TrimRight(b.String(), "\n"),
+		RequestedSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"decision": map[string]any{
+					"type":        "string",
+					"title":       "Decision",
+					"description": "Allow this call once, always allow the offered command prefix for this session, or deny it.",
+					"oneOf":       choices,
+				},
+			},
+			"required": []string{"decision"},
+		},
+	}
+}
