@@ -116,16 +116,16 @@ func pred[P any](f func(*P) bool) func(any) bool {
 }
 
 type built struct {
-	name                             string
-	aliases                          []string
-	desc                             Description
-	kind                             Kind
-	schema                           *jsonschema.Schema
-	newParams                        func() any
-	run                              func(context.Context, *Env, any) (Result, error)
+	name                              string
+	aliases                           []string
+	desc                              Description
+	kind                              Kind
+	schema                            *jsonschema.Schema
+	newParams                         func() any
+	run                               func(context.Context, *Env, any) (Result, error)
 	readOnly, concurrent, destructive func(any) bool
-	scope                            func(any) Scope
-	tracking                         ReadTracking
+	scope                             func(any) Scope
+	tracking                          ReadTracking
 }
 
 func (b *built) Name() string               { return b.name }

@@ -1,0 +1,258 @@
+package permission
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Mode is a permission mode.
+type Mode string
+
+const (
+	ModeDefault     Mode = "default"           // read-only runs, workspace edits run (snapshotted), dangerous asks
+	ModeAcceptEdits Mode = "acceptEdits"       // as default; edits never ask
+	ModePlan        Mode = "plan"              // read-only calls only
+	ModeDontAsk     Mode = "dontAsk"           // whatever would ask is denied
+	ModeBypass      Mode = "bypassPermissions" // everything but forbidden and deny rules
+)
+
+// Modes lists the modes, loosest last.
+var Modes = []Mode{ModePlan, ModeDontAsk, ModeDefault, ModeAcceptEdits, ModeBypass}
+
+// ParseMode checks a mode name.
+func ParseMode(s string) (Mode, error) {
+	for _, m := range Modes {
+		if string(m) == s {
+			return m, nil
+		}
+	}
+	return "", fmt.Errorf("unknown permission mode %q (want one of plan, dontAsk, default, acceptEdits, bypassPermissions)", s)
+}
+
+// Strictness orders modes for config layering: a project may only pick a
+// mode at least as strict as the one it overrides.
+func Strictness(m Mode) int {
+	switch m {
+	case ModePlan:
+		return 4
+	case ModeDontAsk:
+		return 3
+	case ModeDefault:
+		return 2
+	case ModeAcceptEdits:
+		return 1
+	case ModeBypass:
+		return 0
+	}
+	return 5
+}
+
+// Action is what happens to a call.
+type Action string
+
+const (
+	Allow Action = "allow"
+	Ask   Action = "ask"
+	Deny  Action = "deny"
+)
+
+// Rules are the deny, ask and allow lists.
+type Rules struct {
+	Deny, Ask, Allow []Rule
+}
+
+// Match is the rule outcome for a call.
+type Match struct {
+	Action Action // "" when no rule matched
+	Rule   *Rule
+}
+
+// Evaluate applies deny, then ask, then allow. A deny or ask rule matches
+// when it matches any part of the call (any command, any path); allow
+// needs every command (every path) to be covered by some allow rule.
+func (rs Rules) Evaluate(ctx Context, c Call) Match {
+	for i := range rs.Deny {
+		if rs.Deny[i].matchesAny(ctx, c) {
+			return Match{Action: Deny, Rule: &rs.Deny[i]}
+		}
+	}
+	for i := range rs.Ask {
+		if rs.Ask[i].matchesAny(ctx, c) {
+			return Match{Action: Ask, Rule: &rs.Ask[i]}
+		}
+	}
+	if r := rs.allowAll(ctx, c); r != nil {
+		return Match{Action: Allow, Rule: r}
+	}
+	return Match{}
+}
+
+func (rs Rules) allowAll(ctx Context, c Call) *Rule {
+	var first *Rule
+	covered := func(test func(*Rule) bool) bool {
+		for i := range rs.Allow {
+			r := &rs.Allow[i]
+			if r.AppliesTo(c) && test(r) {
+				if first == nil {
+					first = r
+				}
+				return true
+			}
+		}
+		return false
+	}
+	// A whole-tool rule covers everything.
+	if covered(func(r *Rule) bool { return r.Spec == "" }) {
+		return first
+	}
+	if c.HasCommand {
+		if len(c.Commands) == 0 {
+			return nil
+		}
+		for _, argv := range c.Commands {
+			if !covered(func(r *Rule) bool { return isCommandTool(r.Tool) && r.MatchCommand(argv) }) {
+				return nil
+			}
+		}
+		return first
+	}
+	if len(c.Paths) == 0 {
+		return nil
+	}
+	for _, p := range c.Paths {
+		if !covered(func(r *Rule) bool { return !isCommandTool(r.Tool) && r.MatchPath(ctx, p) }) {
+			return nil
+		}
+	}
+	return first
+}
+
+// Grant is an "always allow" a person gave: calls of Tool whose every
+// command starts with Prefix (any call of Tool when Prefix is empty and
+// the tool has no command).
+type Grant struct {
+	Tool   string
+	Prefix []string
+}
+
+// Covers reports whether the grant allows the call.
+func (g Grant) Covers(c Call) bool {
+	if g.Tool != c.Tool {
+		return false
+	}
+	if !c.HasCommand {
+		return len(g.Prefix) == 0
+	}
+	if len(g.Prefix) == 0 || len(c.Commands) == 0 {
+		return false
+	}
+	for _, argv := range c.Commands {
+		if len(argv) < len(g.Prefix) || !slices.Equal(argv[:len(g.Prefix)], g.Prefix) {
+			return false
+		}
+	}
+	return true
+}
+
+// Input is everything Decide looks at.
+type Input struct {
+	Mode  Mode
+	Match Match
+	// Class is the classifier's class ("" for tools without a command).
+	Class string
+	// ReadOnly: the tool says this call only reads (for Bash: Class is
+	// read_only).
+	ReadOnly bool
+	// Kind of the tool.
+	Kind string
+	// InWorkspace: every path of the call is inside the workspace.
+	InWorkspace bool
+	// Granted: an "always allow" grant covers the call.
+	Granted bool
+}
+
+// Outcome is the decision and why.
+type Outcome struct {
+	Action Action
+	// Forbidden marks a deny because the classifier said forbidden.
+	Forbidden bool
+	// By names what decided: "rule", "classifier", "mode", "grant".
+	By string
+	// Reason is a sentence for the model and the audit log.
+	Reason string
+}
+
+// Decide turns rules, class, grants and mode into an outcome.
+func Decide(in Input) Outcome {
+	mode := in.Mode
+	if mode == "" {
+		mode = ModeDefault
+	}
+	if in.Class == "forbidden" {
+		// Only an explicit allow rule from outside the project can lift a
+		// forbidden verdict, never a mode or a grant.
+		m := in.Match
+		if !(m.Action == Allow && m.Rule != nil && m.Rule.Source != "project" && m.Rule.Spec != "") {
+			return Outcome{Action: Deny, Forbidden: true, By: "classifier", Reason: "the classifier judged this command forbidden"}
+		}
+	}
+	if in.Match.Action == Deny {
+		return Outcome{Action: Deny, By: "rule", Reason: fmt.Sprintf("denied by the permission rule %s", ruleName(in.Match.Rule))}
+	}
+	if mode == ModePlan && !in.ReadOnly {
+		return Outcome{Action: Deny, By: "mode", Reason: "plan mode allows read-only calls only"}
+	}
+	ask := func(o Outcome) Outcome {
+		if mode == ModeDontAsk {
+			o.Action = Deny
+			o.Reason += " (dontAsk mode turns every question into a refusal)"
+		}
+		return o
+	}
+	if in.Match.Action == Ask {
+		if mode == ModeBypass {
+			return Outcome{Action: Allow, By: "mode", Reason: "bypassPermissions mode"}
+		}
+		return ask(Outcome{Action: Ask, By: "rule", Reason: fmt.Sprintf("the permission rule %s asks for approval", ruleName(in.Match.Rule))})
+	}
+	if in.Match.Action == Allow {
+		return Outcome{Action: Allow, By: "rule", Reason: fmt.Sprintf("allowed by the permission rule %s", ruleName(in.Match.Rule))}
+	}
+	if in.Granted {
+		return Outcome{Action: Allow, By: "grant", Reason: "an earlier \"always allow\" covers it"}
+	}
+	if mode == ModeBypass {
+		return Outcome{Action: Allow, By: "mode", Reason: "bypassPermissions mode"}
+	}
+	if in.ReadOnly && (in.InWorkspace || in.Class != "") {
+		return Outcome{Action: Allow, By: "mode", Reason: "read-only"}
+	}
+	if in.Class != "" {
+		return ask(Outcome{Action: Ask, By: "classifier", Reason: "the classifier could not prove this command read-only"})
+	}
+	switch in.Kind {
+	case "edit", "delete", "move":
+		if in.InWorkspace {
+			return Outcome{Action: Allow, By: "mode", Reason: "a workspace edit (snapshotted, can be undone)"}
+		}
+	case "read", "search":
+		if in.ReadOnly {
+			// Reads outside the workspace reach here only for configured
+			// read-only directories (backfill refuses others).
+			return Outcome{Action: Allow, By: "mode", Reason: "read-only"}
+		}
+	}
+	return ask(Outcome{Action: Ask, By: "mode", Reason: "this kind of call needs approval"})
+}
+
+func ruleName(r *Rule) string {
+	if r == nil {
+		return "(unknown)"
+	}
+	s := r.Raw
+	if r.Source != "" {
+		s += " (from " + r.Source + " config)"
+	}
+	return strings.TrimSpace(s)
+}

@@ -1,0 +1,216 @@
+package permission
+
+import (
+	"errors"
+	"testing"
+)
+
+var ctx = Context{Workspace: "/ws", Home: "/home/u"}
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		in       string
+		tool     string
+		spec     string
+		wantFail bool
+	}{
+		{in: "Bash", tool: "Bash"},
+		{in: " Bash(npm run test:*) ", tool: "Bash", spec: "npm run test:*"},
+		{in: "Edit(./src/**)", tool: "Edit", spec: "./src/**"},
+		{in: "Read(~/.ssh/**)", tool: "Read", spec: "~/.ssh/**"},
+		{in: "Read(//etc/**)", tool: "Read", spec: "//etc/**"},
+		{in: "Bash(*)", tool: "Bash", spec: ""},
+		{in: "", wantFail: true},
+		{in: "Bash(", wantFail: true},
+		{in: "Bash()", wantFail: true},
+		{in: "(x)", wantFail: true},
+		{in: "Ba sh", wantFail: true},
+		{in: "Read([)", wantFail: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			r, err := Parse(tt.in)
+			if tt.wantFail {
+				if !errors.Is(err, ErrBadRule) {
+					t.Fatalf("Parse(%q) = %+v, %v; want ErrBadRule", tt.in, r, err)
+				}
+				return
+			}
+			if err != nil || r.Tool != tt.tool || r.Spec != tt.spec {
+				t.Fatalf("Parse(%q) = %+v, %v; want tool %q spec %q", tt.in, r, err, tt.tool, tt.spec)
+			}
+		})
+	}
+}
+
+func mustRules(t *testing.T, deny, ask, allow []string) Rules {
+	t.Helper()
+	var rs Rules
+	var err error
+	if rs.Deny, err = ParseAll(deny, "user"); err != nil {
+		t.Fatal(err)
+	}
+	if rs.Ask, err = ParseAll(ask, "user"); err != nil {
+		t.Fatal(err)
+	}
+	if rs.Allow, err = ParseAll(allow, "user"); err != nil {
+		t.Fatal(err)
+	}
+	return rs
+}
+
+func bash(cmds ...[]string) Call {
+	return Call{Tool: "Bash", Kind: "execute", HasCommand: true, Commands: cmds}
+}
+
+func file(tool, kind string, paths ...string) Call {
+	return Call{Tool: tool, Kind: kind, Paths: paths}
+}
+
+func TestEvaluate(t *testing.T) {
+	tests := []struct {
+		name             string
+		deny, ask, allow []string
+		call             Call
+		want             Action
+		wantRule         string
+	}{
+		{name: "no rules", call: bash([]string{"ls"}), want: ""},
+		{name: "bare Bash allow", allow: []string{"Bash"}, call: bash([]string{"rm", "-rf", "x"}), want: Allow, wantRule: "Bash"},
+		{name: "prefix allow", allow: []string{"Bash(npm run test:*)"}, call: bash([]string{"npm", "run", "test", "--", "-v"}), want: Allow},
+		{name: "prefix exact length", allow: []string{"Bash(npm run test:*)"}, call: bash([]string{"npm", "run", "test"}), want: Allow},
+		{name: "prefix other script", allow: []string{"Bash(npm run test:*)"}, call: bash([]string{"npm", "run", "build"}), want: ""},
+		{name: "prefix no word splitting tricks", allow: []string{"Bash(npm run test:*)"}, call: bash([]string{"npm", "run", "test:evil"}), want: ""},
+		{name: "allow needs every command", allow: []string{"Bash(npm run test:*)"}, call: bash([]string{"npm", "run", "test"}, []string{"rm", "-rf", "/"}), want: ""},
+		{name: "allow by two rules", allow: []string{"Bash(npm run test:*)", "Bash(echo:*)"}, call: bash([]string{"npm", "run", "test"}, []string{"echo", "done"}), want: Allow},
+		{name: "unparsed command never allowed by spec", allow: []string{"Bash(ls:*)"}, call: bash(), want: ""},
+		{name: "exact form", allow: []string{"Bash(git status)"}, call: bash([]string{"git", "status"}), want: Allow},
+		{name: "exact form longer argv", allow: []string{"Bash(git status)"}, call: bash([]string{"git", "status", "-s"}), want: ""},
+		{name: "star word", allow: []string{"Bash(git * --help)"}, call: bash([]string{"git", "log", "--help"}), want: Allow},
+		{name: "trailing star word is prefix", allow: []string{"Bash(git log *)"}, call: bash([]string{"git", "log", "-p"}), want: Allow},
+		{name: "quoted words", allow: []string{`Bash(echo "a b")`}, call: bash([]string{"echo", "a b"}), want: Allow},
+		{name: "deny any command", deny: []string{"Bash(curl:*)"}, allow: []string{"Bash"}, call: bash([]string{"ls"}, []string{"curl", "x"}), want: Deny},
+		{name: "deny beats ask beats allow", deny: []string{"Bash(rm:*)"}, ask: []string{"Bash(rm:*)"}, allow: []string{"Bash(rm:*)"}, call: bash([]string{"rm", "a"}), want: Deny},
+		{name: "ask beats allow", ask: []string{"Bash(git push:*)"}, allow: []string{"Bash"}, call: bash([]string{"git", "push"}), want: Ask},
+		{name: "bash rule ignores path tools", deny: []string{"Bash"}, call: file("Read", "read", "/ws/a"), want: ""},
+		{name: "edit rule relative", allow: []string{"Edit(./src/**)"}, call: file("Write", "edit", "/ws/src/a/b.go"), want: Allow},
+		{name: "edit rule outside", allow: []string{"Edit(./src/**)"}, call: file("Edit", "edit", "/ws/docs/a.md"), want: ""},
+		{name: "edit rule covers MultiEdit", deny: []string{"Edit(./vendor/**)"}, call: file("MultiEdit", "edit", "/ws/vendor/x.go"), want: Deny},
+		{name: "edit rule does not cover Read", deny: []string{"Edit"}, call: file("Read", "read", "/ws/a"), want: ""},
+		{name: "dir/** covers the dir itself", deny: []string{"Read(./secret/**)"}, call: file("Grep", "search", "/ws/secret"), want: Deny},
+		{name: "read rule covers Grep below", deny: []string{"Read(./secret/**)"}, call: file("Grep", "search", "/ws/secret/x"), want: Deny},
+		{name: "home", deny: []string{"Read(~/.ssh/**)"}, call: file("Read", "read", "/home/u/.ssh/id_rsa"), want: Deny},
+		{name: "absolute", deny: []string{"Read(//etc/**)"}, call: file("Read", "read", "/etc/passwd"), want: Deny},
+		{name: "absolute no match", deny: []string{"Read(//etc/**)"}, call: file("Read", "read", "/ws/etc/passwd"), want: ""},
+		{name: "slash anchored at workspace", deny: []string{"Read(/etc/**)"}, call: file("Read", "read", "/ws/etc/passwd"), want: Deny},
+		{name: "no slash matches any depth", deny: []string{"Read(*.env)"}, call: file("Read", "read", "/ws/a/b/prod.env"), want: Deny},
+		{name: "no slash matches dir and below", deny: []string{"Read(secrets)"}, call: file("Read", "read", "/ws/a/secrets/key"), want: Deny},
+		{name: "dir pattern with trailing slash", deny: []string{"Edit(build/)"}, call: file("Write", "edit", "/ws/build/out/x"), want: Deny},
+		{name: "anchored pattern not at depth", deny: []string{"Edit(./build)"}, call: file("Write", "edit", "/ws/x/build/y"), want: ""},
+		{name: "allow needs every path", allow: []string{"Edit(./src/**)"}, call: file("MultiEdit", "edit", "/ws/src/a", "/ws/b"), want: ""},
+		{name: "alias", deny: []string{"LS"}, call: Call{Tool: "List", Aliases: []string{"LS"}, Kind: "read"}, want: Deny},
+		{name: "tool name exact", deny: []string{"Writer"}, call: file("Write", "edit", "/ws/a"), want: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rs := mustRules(t, tt.deny, tt.ask, tt.allow)
+			m := rs.Evaluate(ctx, tt.call)
+			if m.Action != tt.want {
+				t.Fatalf("Evaluate = %q (rule %v), want %q", m.Action, m.Rule, tt.want)
+			}
+			if tt.wantRule != "" && (m.Rule == nil || m.Rule.Raw != tt.wantRule) {
+				t.Fatalf("rule = %v, want %s", m.Rule, tt.wantRule)
+			}
+		})
+	}
+}
+
+func TestGrantCovers(t *testing.T) {
+	g := Grant{Tool: "Bash", Prefix: []string{"npm", "test"}}
+	tests := []struct {
+		call Call
+		want bool
+	}{
+		{bash([]string{"npm", "test"}), true},
+		{bash([]string{"npm", "test", "x"}, []string{"npm", "test"}), true},
+		{bash([]string{"npm", "test"}, []string{"rm", "x"}), false},
+		{bash([]string{"npm"}), false},
+		{bash(), false},
+		{file("Write", "edit", "/ws/a"), false},
+	}
+	for i, tt := range tests {
+		if got := g.Covers(tt.call); got != tt.want {
+			t.Errorf("%d: Covers(%+v) = %v", i, tt.call, got)
+		}
+	}
+	if !(Grant{Tool: "WebFetch"}).Covers(Call{Tool: "WebFetch"}) {
+		t.Error("whole-tool grant should cover a command-less tool")
+	}
+	if (Grant{Tool: "Bash"}).Covers(bash([]string{"ls"})) {
+		t.Error("a grant without prefix must not cover every command")
+	}
+}
+
+func TestDecide(t *testing.T) {
+	projAllow := Match{Action: Allow, Rule: &Rule{Raw: "Bash(rm:*)", Tool: "Bash", Spec: "rm:*", Source: "project"}}
+	userAllow := Match{Action: Allow, Rule: &Rule{Raw: "Bash(rm:*)", Tool: "Bash", Spec: "rm:*", Source: "user"}}
+	deny := Match{Action: Deny, Rule: &Rule{Raw: "Edit", Tool: "Edit"}}
+	ask := Match{Action: Ask, Rule: &Rule{Raw: "Bash(git push:*)"}}
+	tests := []struct {
+		name   string
+		in     Input
+		want   Action
+		wantBy string
+	}{
+		{"read-only bash", Input{Class: "read_only", ReadOnly: true, Kind: "execute"}, Allow, "mode"},
+		{"dangerous bash asks", Input{Class: "dangerous", Kind: "execute"}, Ask, "classifier"},
+		{"dangerous bash acceptEdits asks", Input{Mode: ModeAcceptEdits, Class: "dangerous", Kind: "execute"}, Ask, "classifier"},
+		{"dangerous bash dontAsk denies", Input{Mode: ModeDontAsk, Class: "dangerous", Kind: "execute"}, Deny, "classifier"},
+		{"dangerous bash bypass", Input{Mode: ModeBypass, Class: "dangerous", Kind: "execute"}, Allow, "mode"},
+		{"forbidden bypass denied", Input{Mode: ModeBypass, Class: "forbidden", Kind: "execute"}, Deny, "classifier"},
+		{"forbidden grant denied", Input{Class: "forbidden", Kind: "execute", Granted: true}, Deny, "classifier"},
+		{"forbidden project allow denied", Input{Class: "forbidden", Match: projAllow, Kind: "execute"}, Deny, "classifier"},
+		{"forbidden user allow", Input{Class: "forbidden", Match: userAllow, Kind: "execute"}, Allow, "rule"},
+		{"deny rule in bypass", Input{Mode: ModeBypass, Match: deny, Kind: "edit", InWorkspace: true}, Deny, "rule"},
+		{"ask rule", Input{Match: ask, Class: "dangerous", Kind: "execute"}, Ask, "rule"},
+		{"ask rule dontAsk", Input{Mode: ModeDontAsk, Match: ask, Class: "dangerous"}, Deny, "rule"},
+		{"ask rule bypass", Input{Mode: ModeBypass, Match: ask, Class: "dangerous"}, Allow, "mode"},
+		{"allow rule dangerous", Input{Match: userAllow, Class: "dangerous", Kind: "execute"}, Allow, "rule"},
+		{"grant", Input{Class: "dangerous", Granted: true, Kind: "execute"}, Allow, "grant"},
+		{"edit in workspace", Input{Kind: "edit", InWorkspace: true}, Allow, "mode"},
+		{"edit outside", Input{Kind: "edit"}, Ask, "mode"},
+		{"plan edit", Input{Mode: ModePlan, Kind: "edit", InWorkspace: true}, Deny, "mode"},
+		{"plan dangerous bash", Input{Mode: ModePlan, Class: "dangerous"}, Deny, "mode"},
+		{"plan read-only bash", Input{Mode: ModePlan, Class: "read_only", ReadOnly: true}, Allow, "mode"},
+		{"plan allow rule still denied", Input{Mode: ModePlan, Match: userAllow, Class: "dangerous"}, Deny, "mode"},
+		{"read", Input{Kind: "read", ReadOnly: true, InWorkspace: true}, Allow, "mode"},
+		{"read outside (read-only dir)", Input{Kind: "read", ReadOnly: true}, Allow, "mode"},
+		{"unknown kind asks", Input{Kind: "other", InWorkspace: true}, Ask, "mode"},
+		{"fetch asks", Input{Kind: "fetch", ReadOnly: false}, Ask, "mode"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Decide(tt.in)
+			if got.Action != tt.want || got.By != tt.wantBy {
+				t.Fatalf("Decide = %+v, want %s by %s", got, tt.want, tt.wantBy)
+			}
+			if got.Reason == "" {
+				t.Fatal("no reason")
+			}
+		})
+	}
+}
+
+func TestParseMode(t *testing.T) {
+	for _, m := range Modes {
+		if got, err := ParseMode(string(m)); err != nil || got != m {
+			t.Errorf("ParseMode(%q) = %q, %v", m, got, err)
+		}
+	}
+	if _, err := ParseMode("yolo"); err == nil {
+		t.Error("ParseMode(yolo) succeeded")
+	}
+	if !(Strictness(ModePlan) > Strictness(ModeDefault) && Strictness(ModeDefault) > Strictness(ModeBypass)) {
+		t.Error("strictness order wrong")
+	}
+}
