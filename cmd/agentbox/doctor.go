@@ -1,0 +1,244 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/docker/docker/client"
+	"github.com/spf13/cobra"
+
+	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/sandbox/engine"
+)
+
+func init() { register(newDoctorCmd) }
+
+// check is one doctor finding.
+type check struct {
+	Name   string `json:"name"`
+	Status string `json:"status"` // ok, warn, fail
+	Detail string `json:"detail"`
+	Fix    string `json:"fix,omitempty"`
+}
+
+const (
+	statusOK   = "ok"
+	statusWarn = "warn"
+	statusFail = "fail"
+)
+
+func newDoctorCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "doctor",
+		Short: "Check the engine, images, state dir, permissions and config, and say what to fix",
+		Long: `doctor checks what agentbox needs: a loadable configuration, a state
+directory outside the workspace that only you can write, a Docker engine that
+answers, the sandbox images, and a workspace the sandbox can write as its
+owner. Each failed check says how to fix it. Exit status 1 when any check
+fails (warnings do not fail).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+			defer cancel()
+			checks := runDoctor(ctx, a)
+			failed := false
+			for _, c := range checks {
+				if c.Status == statusFail {
+					failed = true
+				}
+			}
+			if a.jsonOut {
+				enc := json.NewEncoder(a.stdout())
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(map[string]any{"ok": !failed, "checks": checks}); err != nil {
+					return err
+				}
+			} else {
+				tw := tabwriter.NewWriter(a.stdout(), 0, 4, 2, ' ', 0)
+				for _, c := range checks {
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", strings.ToUpper(c.Status), c.Name, c.Detail)
+					if c.Fix != "" && c.Status != statusOK {
+						fmt.Fprintf(tw, "\t\tfix: %s\n", c.Fix)
+					}
+				}
+				tw.Flush()
+				if failed {
+					fmt.Fprintln(a.stdout(), "\nSome checks failed; fix them and run agentbox doctor again.")
+				} else {
+					fmt.Fprintln(a.stdout(), "\nagentbox is ready.")
+				}
+			}
+			if failed {
+				return exitCode(1)
+			}
+			return nil
+		},
+	}
+}
+
+func runDoctor(ctx context.Context, a *app) []check {
+	var out []check
+	cfg, err := a.Config()
+	if err != nil {
+		return append(out, check{Name: "config", Status: statusFail, Detail: err.Error(),
+			Fix: "correct the named key in the config file (agentbox config show prints the effective config)"})
+	}
+	cfgDetail := "loaded"
+	if a.configFile != "" {
+		cfgDetail = "loaded from " + a.configFile
+	}
+	out = append(out, check{Name: "config", Status: statusOK, Detail: cfgDetail + "; workspace " + cfg.Workspace})
+	out = append(out, checkStateDir(cfg)...)
+	out = append(out, checkWorkspace(cfg))
+	out = append(out, checkMCP(cfg))
+	cli, info, err := engine.Connect(ctx, cfg)
+	if err != nil {
+		fix := "run `agentbox engine start` (as root it starts a private dockerd, installing docker.io if needed), or set DOCKER_HOST to a running engine"
+		if os.Geteuid() != 0 {
+			fix = "start Docker (or Podman's Docker API) and make sure you may use its socket, set DOCKER_HOST, or run `sudo agentbox engine start`"
+		}
+		out = append(out, check{Name: "engine", Status: statusFail, Detail: err.Error(), Fix: fix})
+		out = append(out, check{Name: "images", Status: statusFail, Detail: "not checked: no engine", Fix: "start the engine first"})
+		return out
+	}
+	defer cli.Close()
+	out = append(out, check{Name: "engine", Status: statusOK, Detail: fmt.Sprintf("Docker %s at %s (found via %s)", info.Version, info.Host, info.Source)})
+	out = append(out, checkImages(ctx, cli, cfg)...)
+	return out
+}
+
+func checkStateDir(cfg *config.Config) []check {
+	dir := cfg.StateDir
+	c := check{Name: "state dir", Status: statusOK, Detail: dir}
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		parent := filepath.Dir(dir)
+		for parent != "/" {
+			if _, err := os.Stat(parent); err == nil {
+				break
+			}
+			parent = filepath.Dir(parent)
+		}
+		if werr := writable(parent); werr != nil {
+			c.Status, c.Detail = statusFail, fmt.Sprintf("%s does not exist and %s is not writable: %v", dir, parent, werr)
+			c.Fix = "create it (mkdir -p -m 0700 " + dir + ") or set AGENTBOX_STATE_DIR / --state-dir to a writable directory"
+		} else {
+			c.Detail = dir + " (will be created on first use)"
+		}
+		return []check{c}
+	case err != nil:
+		c.Status, c.Detail, c.Fix = statusFail, err.Error(), "make "+dir+" readable or choose another with --state-dir"
+		return []check{c}
+	case !fi.IsDir():
+		c.Status, c.Detail, c.Fix = statusFail, dir+" is not a directory", "remove it or choose another state dir with --state-dir"
+		return []check{c}
+	}
+	if werr := writable(dir); werr != nil {
+		c.Status, c.Detail, c.Fix = statusFail, fmt.Sprintf("%s is not writable: %v", dir, werr), "fix its ownership (chown) or choose another state dir"
+		return []check{c}
+	}
+	perm := check{Name: "state dir permissions", Status: statusOK, Detail: fmt.Sprintf("%s is %04o", dir, fi.Mode().Perm())}
+	if fi.Mode().Perm()&0o022 != 0 {
+		perm.Status = statusFail
+		perm.Detail = fmt.Sprintf("%s is %04o: others can change snapshots, the journal and the audit log", dir, fi.Mode().Perm())
+		perm.Fix = "chmod go-w " + dir
+	} else if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		perm.Status = statusWarn
+		perm.Detail = fmt.Sprintf("%s belongs to uid %d, not to you (uid %d)", dir, st.Uid, os.Geteuid())
+		perm.Fix = "use a state dir you own"
+	}
+	return []check{c, perm}
+}
+
+func checkWorkspace(cfg *config.Config) check {
+	c := check{Name: "workspace", Status: statusOK, Detail: cfg.Workspace}
+	fi, err := os.Stat(cfg.Workspace)
+	if err != nil {
+		c.Status, c.Detail, c.Fix = statusFail, err.Error(), "run agentbox in an existing directory or pass --workspace"
+		return c
+	}
+	if cfg.Workspace == "/" {
+		c.Status, c.Detail = statusFail, "the workspace is the root directory: the sandbox would see the whole machine"
+		c.Fix = "run agentbox inside a project directory or pass --workspace DIR"
+		return c
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		c.Detail = fmt.Sprintf("%s (owner uid %d: sandboxed commands run as %d:%d)", cfg.Workspace, st.Uid, st.Uid, st.Gid)
+		if fi.Mode().Perm()&0o200 == 0 {
+			c.Status, c.Fix = statusWarn, "the owner cannot write the workspace: chmod u+w "+cfg.Workspace
+		}
+	}
+	return c
+}
+
+func checkMCP(cfg *config.Config) check {
+	c := check{Name: "mcp", Status: statusOK}
+	if cfg.MCP.BearerToken == "" {
+		c.Detail = fmt.Sprintf("stdio ready; HTTP only on loopback (%s) until a bearer token is set", cfg.MCP.HTTPAddr)
+	} else {
+		c.Detail = "stdio ready; HTTP requires the configured bearer token"
+	}
+	if cfg.MCP.NonInteractive == "allow" {
+		c.Status = statusWarn
+		c.Detail += "; calls that need approval are ALLOWED when the client cannot ask its user"
+		c.Fix = "set mcp.non_interactive: deny unless every client is trusted"
+	}
+	return c
+}
+
+func checkImages(ctx context.Context, cli *client.Client, cfg *config.Config) []check {
+	var out []check
+	names := []string{cfg.Sandbox.Image}
+	for _, n := range []string{"agentbox/host", "agentbox/minimal"} {
+		if n != cfg.Sandbox.Image {
+			names = append(names, n)
+		}
+	}
+	for i, name := range names {
+		c := check{Name: "image " + name, Status: statusOK}
+		insp, err := cli.ImageInspect(ctx, name)
+		switch {
+		case err == nil:
+			c.Detail = fmt.Sprintf("present (%s)", shortID(insp.ID))
+			if i == 0 {
+				c.Detail += "; the sandbox uses it"
+			}
+		case i == 0:
+			c.Status, c.Detail = statusFail, "missing: the sandbox image (sandbox.image) is not in the engine"
+			c.Fix = "run `agentbox images build` (or `make images`)"
+		default:
+			c.Status, c.Detail, c.Fix = statusWarn, "missing (not the configured sandbox image)", "run `agentbox images build` to have it"
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func shortID(id string) string {
+	id = strings.TrimPrefix(id, "sha256:")
+	if len(id) > 12 {
+		id = id[:12]
+	}
+	return id
+}
+
+// writable reports whether the current user can create files in dir.
+func writable(dir string) error {
+	f, err := os.CreateTemp(dir, ".agentbox-doctor-*")
+	if err != nil {
+		return err
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
