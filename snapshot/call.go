@@ -1,0 +1,323 @@
+package snapshot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Call is one mutating call between Begin and Finish or Abort. It holds the
+// store lock. A Call belongs to one goroutine.
+type Call struct {
+	s      *Store
+	rec    pendingRec
+	pre    *index            // whole scope: manifest before the call
+	paths  []string          // file scope: paths recorded
+	before map[string]*Node  // file scope: their pre-images (nil = absent)
+	unlock func()
+	done   bool
+}
+
+// pendingRec is the durable record of work in progress; recovery reads it
+// after a crash.
+type pendingRec struct {
+	ID         string       `json:"id"`
+	Kind       Kind         `json:"kind"`
+	Time       time.Time    `json:"time"`
+	Session    string       `json:"session"`
+	Tool       string       `json:"tool"`
+	Summary    string       `json:"summary"`
+	Phase      string       `json:"phase"` // "prepare" (nothing changed yet) or "running"
+	Whole      bool         `json:"whole,omitempty"`
+	Pre        []diskChange `json:"pre,omitempty"`  // file scope: Path, Old = pre-image
+	Plan       []diskChange `json:"plan,omitempty"` // restore: Path, Old = before, New = target
+	Reverts    string       `json:"reverts,omitempty"`
+	RollbackTo string       `json:"rollback_to,omitempty"`
+}
+
+const (
+	phasePrepare = "prepare"
+	phaseRunning = "running"
+)
+
+func (r *pendingRec) info() CallInfo { return CallInfo{Session: r.Session, Tool: r.Tool, Summary: r.Summary} }
+
+func (s *Store) writePending(r *pendingRec) error {
+	data, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(s.path("pending", r.ID+".json"), data, 0o600); err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) removePending(id string) error {
+	if err := os.Remove(s.path("pending", id+".json")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	return syncDir(s.path("pending"))
+}
+
+// relPath turns a scope path into a clean workspace-relative slash path.
+func (s *Store) relPath(p string) (string, error) {
+	if filepath.IsAbs(p) {
+		rel, err := filepath.Rel(s.workspace, filepath.Clean(p))
+		if err != nil || !filepath.IsLocal(rel) {
+			return "", fmt.Errorf("snapshot: %s: %w", p, ErrOutside)
+		}
+		p = rel
+	}
+	p = filepath.ToSlash(filepath.Clean(p))
+	if p == "." || !filepath.IsLocal(p) {
+		return "", fmt.Errorf("snapshot: %q: %w", p, ErrOutside)
+	}
+	return p, nil
+}
+
+// Begin starts a mutating call: it waits for the store lock, then takes the
+// pre-image of scope. The returned Call must be finished with Finish (the
+// tool ran, or may have) or Abort (nothing ran).
+func (s *Store) Begin(ctx context.Context, info CallInfo, scope Scope) (*Call, error) {
+	var rel string
+	if scope.Path != "" {
+		var err error
+		if rel, err = s.relPath(scope.Path); err != nil {
+			return nil, err
+		}
+	}
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.begin(ctx, info, rel)
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	c.unlock = unlock
+	return c, nil
+}
+
+func (s *Store) begin(ctx context.Context, info CallInfo, rel string) (*Call, error) {
+	id, err := s.nextID()
+	if err != nil {
+		return nil, err
+	}
+	c := &Call{s: s, rec: pendingRec{ID: id, Kind: KindCall, Time: s.opts.now().UTC(), Session: info.Session, Tool: info.Tool, Summary: info.Summary, Phase: phasePrepare}}
+	if rel != "" && s.symlinkOnPath(rel) {
+		rel = "" // a write through a symlink may land anywhere: scan it all
+	}
+	c.rec.Whole = rel == ""
+	if err := s.writePending(&c.rec); err != nil {
+		return nil, err
+	}
+	s.hook("begin-pending")
+	fail := func(err error) (*Call, error) {
+		s.removePending(id)
+		return nil, err
+	}
+	if c.rec.Whole {
+		old, err := s.loadIndex()
+		if err != nil {
+			return fail(err)
+		}
+		pre, err := s.scan(ctx, old)
+		if err != nil {
+			return fail(err)
+		}
+		s.hook("begin-scanned")
+		if err := s.saveIndex(pre); err != nil {
+			return fail(err)
+		}
+		c.pre = pre
+	} else {
+		rootfd, err := s.openRoot()
+		if err != nil {
+			return fail(err)
+		}
+		defer unix.Close(rootfd)
+		c.before = map[string]*Node{}
+		// The target, and every missing parent the tool may create.
+		for p := rel; p != ""; p, _ = splitRel(p) {
+			e, err := s.statPath(rootfd, p, nil)
+			if err != nil {
+				return fail(err)
+			}
+			if e != nil && p != rel {
+				break
+			}
+			c.paths = append(c.paths, p)
+			c.before[p] = nodeOf(e)
+			c.rec.Pre = append(c.rec.Pre, diskChange{Path: rawString(p), Old: toDiskNode(nodeOf(e))})
+		}
+	}
+	c.rec.Phase = phaseRunning
+	if err := s.writePending(&c.rec); err != nil {
+		return fail(err)
+	}
+	s.hook("begin-done")
+	return c, nil
+}
+
+// symlinkOnPath reports whether rel or one of its parents is a symlink.
+func (s *Store) symlinkOnPath(rel string) bool {
+	cur := s.workspace
+	for _, comp := range strings.Split(rel, "/") {
+		cur = filepath.Join(cur, comp)
+		fi, err := os.Lstat(cur)
+		if err != nil {
+			return false
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// ID is the journal ID the call's entry will have.
+func (c *Call) ID() string { return c.rec.ID }
+
+// Finish records what the call changed and journals it. If it fails, the
+// call stays pending and is completed by recovery the next time the store
+// is locked; the lock is released either way.
+func (c *Call) Finish(ctx context.Context) (Entry, error) {
+	if c.done {
+		return Entry{}, errors.New("snapshot: call already finished")
+	}
+	c.done = true
+	defer c.unlock()
+	return c.s.finishCall(ctx, &c.rec, c.pre, false)
+}
+
+// finishCall computes and commits a call's changeset. pre is the whole
+// manifest before the call (nil: load the saved one).
+func (s *Store) finishCall(ctx context.Context, rec *pendingRec, pre *index, interrupted bool) (Entry, error) {
+	e := Entry{ID: rec.ID, Time: rec.Time, CallInfo: rec.info(), Kind: KindCall, Interrupted: interrupted}
+	var post *index
+	if rec.Whole {
+		if pre == nil {
+			var err error
+			if pre, err = s.loadIndex(); err != nil {
+				return Entry{}, err
+			}
+		}
+		var err error
+		post, err = s.scan(ctx, pre)
+		if err != nil {
+			return Entry{}, err
+		}
+		s.hook("finish-scanned")
+		e.Changes = diffIndex(pre, post)
+	} else {
+		rootfd, err := s.openRoot()
+		if err != nil {
+			return Entry{}, err
+		}
+		defer unix.Close(rootfd)
+		updates := map[string]*ientry{}
+		for _, d := range rec.Pre {
+			p := string(d.Path)
+			after, err := s.statPath(rootfd, p, nil)
+			if err != nil {
+				return Entry{}, err
+			}
+			updates[p] = after
+			if ch, ok := classify(p, fromDiskNode(d.Old), nodeOf(after)); ok {
+				e.Changes = append(e.Changes, ch)
+			}
+		}
+		if ix, err := s.loadIndex(); err == nil && len(ix.entries) > 0 {
+			post = ix.clone()
+			for p, after := range updates {
+				if after == nil {
+					delete(post.entries, p)
+				} else {
+					post.entries[p] = after
+				}
+			}
+		}
+	}
+	if err := s.commitEntry(e); err != nil {
+		return Entry{}, err
+	}
+	if post != nil {
+		if err := s.saveIndex(post); err != nil {
+			s.opts.log.Warn("snapshot: saving manifest", "err", err)
+		}
+	}
+	s.hook("finish-indexed")
+	if err := s.removePending(rec.ID); err != nil {
+		return e, err
+	}
+	return e, nil
+}
+
+// Abort ends a call that did not run: nothing is journaled.
+func (c *Call) Abort(ctx context.Context) error {
+	if c.done {
+		return nil
+	}
+	c.done = true
+	defer c.unlock()
+	return c.s.removePending(c.rec.ID)
+}
+
+// recover completes or discards work a dead process left pending. It runs
+// under the lock.
+func (s *Store) recover(ctx context.Context) error {
+	if des, err := os.ReadDir(s.path("tmp")); err == nil {
+		for _, de := range des {
+			os.Remove(s.path("tmp", de.Name()))
+		}
+	}
+	ids, err := s.ids("pending")
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		data, err := os.ReadFile(s.path("pending", id+".json"))
+		if err != nil {
+			return fmt.Errorf("snapshot: recovery: %w", err)
+		}
+		var rec pendingRec
+		if err := json.Unmarshal(data, &rec); err != nil {
+			// Pending records are written atomically, so this is damage
+			// from outside; nothing can be completed from it.
+			s.opts.log.Warn("snapshot: discarding unreadable pending record", "call", id, "err", err)
+			if err := s.removePending(id); err != nil {
+				return err
+			}
+			continue
+		}
+		if _, err := os.Stat(s.path("journal", id+".json")); err == nil || rec.Phase != phaseRunning {
+			// Already committed, or nothing had been changed yet.
+			if err := s.removePending(id); err != nil {
+				return err
+			}
+			continue
+		}
+		s.opts.log.Info("snapshot: completing interrupted call", "call", id, "kind", rec.Kind)
+		switch rec.Kind {
+		case KindCall:
+			_, err = s.finishCall(ctx, &rec, nil, true)
+		case KindUndo, KindRollback:
+			_, err = s.applyAndCommit(ctx, &rec, true)
+		default:
+			err = s.removePending(id)
+		}
+		if err != nil {
+			return fmt.Errorf("snapshot: recovering call %s: %w", id, err)
+		}
+	}
+	return nil
+}

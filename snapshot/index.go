@@ -1,0 +1,231 @@
+package snapshot
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"time"
+)
+
+// ientry is a manifest entry with the stat fields of the stat cache.
+type ientry struct {
+	Node
+	ino   uint64
+	ctime int64
+	racy  bool // mtime within the second of the scan that recorded it
+}
+
+// index is a manifest of the whole tree: path → entry. Paths are
+// workspace-relative, slash-separated, never "" or ".".
+type index struct {
+	entries map[string]*ientry
+}
+
+func newIndex() *index { return &index{entries: map[string]*ientry{}} }
+
+func (ix *index) paths() []string {
+	ps := make([]string, 0, len(ix.entries))
+	for p := range ix.entries {
+		ps = append(ps, p)
+	}
+	sort.Strings(ps)
+	return ps
+}
+
+func (ix *index) clone() *index {
+	c := &index{entries: make(map[string]*ientry, len(ix.entries))}
+	for p, e := range ix.entries {
+		c.entries[p] = e
+	}
+	return c
+}
+
+const indexMagic = "agentbox-manifest-1\n"
+
+var typeCodes = []Type{TypeFile, TypeDir, TypeSymlink, TypeFIFO, TypeSocket, TypeDevice}
+
+func typeCode(t Type) byte {
+	for i, x := range typeCodes {
+		if x == t {
+			return byte(i)
+		}
+	}
+	return 255
+}
+
+// encode writes the manifest in a compact binary form with a trailing
+// SHA-256 of everything before it.
+func (ix *index) encode() []byte {
+	var b bytes.Buffer
+	b.Grow(len(ix.entries) * 100)
+	b.WriteString(indexMagic)
+	var tmp [binary.MaxVarintLen64]byte
+	uv := func(v uint64) { b.Write(tmp[:binary.PutUvarint(tmp[:], v)]) }
+	sv := func(v int64) { b.Write(tmp[:binary.PutVarint(tmp[:], v)]) }
+	paths := ix.paths()
+	uv(uint64(len(paths)))
+	for _, p := range paths {
+		e := ix.entries[p]
+		uv(uint64(len(p)))
+		b.WriteString(p)
+		b.WriteByte(typeCode(e.Type))
+		var flags byte
+		if e.racy {
+			flags |= 1
+		}
+		if e.Unreadable {
+			flags |= 2
+		}
+		if e.Hash != "" {
+			flags |= 4
+		}
+		b.WriteByte(flags)
+		uv(uint64(e.Mode))
+		sv(e.Size)
+		sv(e.MTime.UnixNano())
+		sv(e.ctime)
+		uv(e.ino)
+		if e.Hash != "" {
+			h, _ := hex.DecodeString(e.Hash)
+			b.Write(h)
+		}
+		if e.Type == TypeSymlink {
+			uv(uint64(len(e.Link)))
+			b.WriteString(e.Link)
+		}
+	}
+	sum := sha256.Sum256(b.Bytes())
+	b.Write(sum[:])
+	return b.Bytes()
+}
+
+func decodeIndex(data []byte) (*index, error) {
+	bad := func(what string) error { return fmt.Errorf("manifest: %s: %w", what, ErrCorrupt) }
+	if len(data) < len(indexMagic)+32 || string(data[:len(indexMagic)]) != indexMagic {
+		return nil, bad("bad header")
+	}
+	body, tail := data[:len(data)-32], data[len(data)-32:]
+	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], tail) {
+		return nil, bad("checksum mismatch")
+	}
+	r := bytes.NewReader(body[len(indexMagic):])
+	var err error
+	uv := func() uint64 {
+		v, e := binary.ReadUvarint(r)
+		if e != nil && err == nil {
+			err = e
+		}
+		return v
+	}
+	sv := func() int64 {
+		v, e := binary.ReadVarint(r)
+		if e != nil && err == nil {
+			err = e
+		}
+		return v
+	}
+	str := func(n uint64) string {
+		if n > uint64(r.Len()) {
+			if err == nil {
+				err = io.ErrUnexpectedEOF
+			}
+			return ""
+		}
+		buf := make([]byte, n)
+		io.ReadFull(r, buf)
+		return string(buf)
+	}
+	n := uv()
+	if n > uint64(len(data)) {
+		return nil, bad("bad count")
+	}
+	ix := &index{entries: make(map[string]*ientry, n)}
+	for i := uint64(0); i < n && err == nil; i++ {
+		p := str(uv())
+		tc, _ := r.ReadByte()
+		flags, _ := r.ReadByte()
+		if int(tc) >= len(typeCodes) {
+			return nil, bad("bad type")
+		}
+		e := &ientry{}
+		e.Type = typeCodes[tc]
+		e.racy = flags&1 != 0
+		e.Unreadable = flags&2 != 0
+		e.Mode = uint32(uv())
+		e.Size = sv()
+		e.MTime = time.Unix(0, sv()).UTC()
+		e.ctime = sv()
+		e.ino = uv()
+		if flags&4 != 0 {
+			var h [32]byte
+			if _, e2 := io.ReadFull(r, h[:]); e2 != nil && err == nil {
+				err = e2
+			}
+			e.Hash = hex.EncodeToString(h[:])
+		}
+		if e.Type == TypeSymlink {
+			e.Link = str(uv())
+		}
+		ix.entries[p] = e
+	}
+	if err != nil {
+		return nil, bad(err.Error())
+	}
+	return ix, nil
+}
+
+// loadIndex returns the manifest of the last scan (an empty one if there
+// was none). It is cached across calls while the file is unchanged.
+func (s *Store) loadIndex() (*index, error) {
+	name := s.path("index")
+	id := statID(name)
+	s.mu.Lock()
+	if s.idx != nil && id == s.idxID && id != (fileID{}) {
+		ix := s.idx
+		s.mu.Unlock()
+		return ix, nil
+	}
+	s.mu.Unlock()
+	f, err := os.Open(name)
+	if errors.Is(err, os.ErrNotExist) {
+		return newIndex(), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(bufio.NewReader(f))
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	ix, err := decodeIndex(data)
+	if err != nil {
+		// The index is a cache of the last scan: a damaged one costs a
+		// full re-hash, nothing else.
+		s.opts.log.Warn("snapshot: ignoring damaged manifest", "err", err)
+		return newIndex(), nil
+	}
+	s.mu.Lock()
+	s.idx, s.idxID = ix, id
+	s.mu.Unlock()
+	return ix, nil
+}
+
+// saveIndex writes the manifest atomically and caches it.
+func (s *Store) saveIndex(ix *index) error {
+	name := s.path("index")
+	if err := writeFileAtomic(name, ix.encode(), 0o600); err != nil {
+		return fmt.Errorf("snapshot: saving manifest: %w", err)
+	}
+	s.mu.Lock()
+	s.idx, s.idxID = ix, statID(name)
+	s.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,252 @@
+package snapshot
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// rawString is a string that may hold any bytes (file names are bytes): it
+// is JSON-encoded as a string when valid UTF-8, else as {"b64": ...}.
+type rawString string
+
+func (r rawString) MarshalJSON() ([]byte, error) {
+	if utf8.ValidString(string(r)) {
+		return json.Marshal(string(r))
+	}
+	return json.Marshal(map[string]string{"b64": base64.StdEncoding.EncodeToString([]byte(r))})
+}
+
+func (r *rawString) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '{' {
+		var m map[string]string
+		if err := json.Unmarshal(b, &m); err != nil {
+			return err
+		}
+		raw, err := base64.StdEncoding.DecodeString(m["b64"])
+		if err != nil {
+			return err
+		}
+		*r = rawString(raw)
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	*r = rawString(s)
+	return nil
+}
+
+type diskNode struct {
+	Type       Type      `json:"type"`
+	Mode       uint32    `json:"mode"`
+	Size       int64     `json:"size,omitempty"`
+	MTime      time.Time `json:"mtime"`
+	Hash       string    `json:"hash,omitempty"`
+	Link       rawString `json:"link,omitempty"`
+	Unreadable bool      `json:"unreadable,omitempty"`
+}
+
+type diskChange struct {
+	Path rawString `json:"path"`
+	Op   Op        `json:"op,omitempty"`
+	Old  *diskNode `json:"old,omitempty"`
+	New  *diskNode `json:"new,omitempty"`
+}
+
+type diskEntry struct {
+	ID          string       `json:"id"`
+	Time        time.Time    `json:"time"`
+	Session     string       `json:"session"`
+	Tool        string       `json:"tool"`
+	Summary     string       `json:"summary"`
+	Kind        Kind         `json:"kind"`
+	Reverts     string       `json:"reverts,omitempty"`
+	RollbackTo  string       `json:"rollback_to,omitempty"`
+	Manifest    string       `json:"manifest,omitempty"`
+	Interrupted bool         `json:"interrupted,omitempty"`
+	Changes     []diskChange `json:"changes"`
+}
+
+func toDiskNode(n *Node) *diskNode {
+	if n == nil {
+		return nil
+	}
+	return &diskNode{Type: n.Type, Mode: n.Mode, Size: n.Size, MTime: n.MTime, Hash: n.Hash, Link: rawString(n.Link), Unreadable: n.Unreadable}
+}
+
+func fromDiskNode(d *diskNode) *Node {
+	if d == nil {
+		return nil
+	}
+	return &Node{Type: d.Type, Mode: d.Mode, Size: d.Size, MTime: d.MTime, Hash: d.Hash, Link: string(d.Link), Unreadable: d.Unreadable}
+}
+
+func toDiskChanges(cs []Change) []diskChange {
+	out := make([]diskChange, len(cs))
+	for i, c := range cs {
+		out[i] = diskChange{Path: rawString(c.Path), Op: c.Op, Old: toDiskNode(c.Old), New: toDiskNode(c.New)}
+	}
+	return out
+}
+
+func fromDiskChanges(ds []diskChange) []Change {
+	out := make([]Change, len(ds))
+	for i, d := range ds {
+		out[i] = Change{Path: string(d.Path), Op: d.Op, Old: fromDiskNode(d.Old), New: fromDiskNode(d.New)}
+	}
+	return out
+}
+
+func sortChanges(cs []Change) {
+	sort.Slice(cs, func(i, j int) bool { return cs[i].Path < cs[j].Path })
+}
+
+const idWidth = 6
+
+func formatID(n uint64) string { return fmt.Sprintf("%0*d", idWidth, n) }
+
+func parseID(id string) (uint64, bool) {
+	if id == "" || len(id) > 19 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(id, 10, 64)
+	return n, err == nil && n > 0
+}
+
+// Resolve turns what a person typed ("42", "000042") into an entry ID.
+func Resolve(id string) (string, error) {
+	n, ok := parseID(strings.TrimSpace(id))
+	if !ok {
+		return "", fmt.Errorf("snapshot: %q is not a call ID: %w", id, ErrNotFound)
+	}
+	return formatID(n), nil
+}
+
+// ids lists the IDs of the files in dir (names "<id>.json"), ascending.
+func (s *Store) ids(dir string) ([]string, error) {
+	des, err := os.ReadDir(s.path(dir))
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	var out []string
+	for _, de := range des {
+		name, ok := strings.CutSuffix(de.Name(), ".json")
+		if !ok {
+			continue
+		}
+		if _, ok := parseID(name); ok {
+			out = append(out, name)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, _ := parseID(out[i])
+		b, _ := parseID(out[j])
+		return a < b
+	})
+	return out, nil
+}
+
+// nextID allocates the next entry ID (under the lock).
+func (s *Store) nextID() (string, error) {
+	var max uint64
+	for _, d := range []string{"journal", "pending"} {
+		ids, err := s.ids(d)
+		if err != nil {
+			return "", err
+		}
+		if len(ids) > 0 {
+			if n, _ := parseID(ids[len(ids)-1]); n > max {
+				max = n
+			}
+		}
+	}
+	return formatID(max + 1), nil
+}
+
+// commitEntry makes every blob durable, then the entry: its rename is the
+// commit point.
+func (s *Store) commitEntry(e Entry) error {
+	sortChanges(e.Changes)
+	if e.Changes == nil {
+		e.Changes = []Change{}
+	}
+	d := diskEntry{ID: e.ID, Time: e.Time, Session: e.Session, Tool: e.Tool, Summary: e.Summary, Kind: e.Kind,
+		Reverts: e.Reverts, RollbackTo: e.RollbackTo, Manifest: e.Manifest, Interrupted: e.Interrupted,
+		Changes: toDiskChanges(e.Changes)}
+	data, err := json.Marshal(d)
+	if err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	s.hook("before-sync")
+	if err := s.syncStore(); err != nil {
+		return err
+	}
+	s.hook("before-commit")
+	if err := writeFileAtomic(s.path("journal", e.ID+".json"), data, 0o600); err != nil {
+		return fmt.Errorf("snapshot: journal %s: %w", e.ID, err)
+	}
+	s.hook("after-commit")
+	return nil
+}
+
+func (s *Store) readEntry(id string) (Entry, error) {
+	data, err := os.ReadFile(s.path("journal", id+".json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return Entry{}, fmt.Errorf("snapshot: call %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Entry{}, fmt.Errorf("snapshot: %w", err)
+	}
+	var d diskEntry
+	if err := json.Unmarshal(data, &d); err != nil {
+		return Entry{}, fmt.Errorf("snapshot: journal entry %s: %v: %w", id, err, ErrCorrupt)
+	}
+	return Entry{ID: d.ID, Time: d.Time, CallInfo: CallInfo{Session: d.Session, Tool: d.Tool, Summary: d.Summary},
+		Kind: d.Kind, Reverts: d.Reverts, RollbackTo: d.RollbackTo, Manifest: d.Manifest, Interrupted: d.Interrupted,
+		Changes: fromDiskChanges(d.Changes)}, nil
+}
+
+// List returns up to limit entries (all when limit <= 0), newest first.
+func (s *Store) List(ctx context.Context, limit int) ([]Entry, error) {
+	ids, err := s.ids("journal")
+	if err != nil {
+		return nil, err
+	}
+	var out []Entry
+	for i := len(ids) - 1; i >= 0; i-- {
+		if limit > 0 && len(out) >= limit {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		e, err := s.readEntry(ids[i])
+		if errors.Is(err, ErrNotFound) {
+			continue // removed by a concurrent gc
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// Get returns one entry; id may be abbreviated ("42").
+func (s *Store) Get(ctx context.Context, id string) (Entry, error) {
+	rid, err := Resolve(id)
+	if err != nil {
+		return Entry{}, err
+	}
+	return s.readEntry(rid)
+}

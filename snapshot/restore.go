@@ -1,0 +1,231 @@
+package snapshot
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// fsMode converts unix permission bits to an fs.FileMode.
+func fsMode(m uint32) fs.FileMode {
+	mode := fs.FileMode(m & 0o777)
+	if m&unix.S_ISUID != 0 {
+		mode |= fs.ModeSetuid
+	}
+	if m&unix.S_ISGID != 0 {
+		mode |= fs.ModeSetgid
+	}
+	if m&unix.S_ISVTX != 0 {
+		mode |= fs.ModeSticky
+	}
+	return mode
+}
+
+func typeOfInfo(fi fs.FileInfo) Type {
+	switch m := fi.Mode(); {
+	case m.IsRegular():
+		return TypeFile
+	case m.IsDir():
+		return TypeDir
+	case m&fs.ModeSymlink != 0:
+		return TypeSymlink
+	case m&fs.ModeNamedPipe != 0:
+		return TypeFIFO
+	case m&fs.ModeSocket != 0:
+		return TypeSocket
+	default:
+		return TypeDevice
+	}
+}
+
+// planItem sets Path to Target (nil: absent).
+type planItem struct {
+	Path   string
+	Target *Node
+}
+
+func tmpName(p, id string, i int) string {
+	dir, _ := splitRel(p)
+	return joinRel(dir, fmt.Sprintf(".agentbox-restore-%s-%d.tmp", id, i))
+}
+
+// checkRestorable fails before anything is touched if a target cannot be
+// produced.
+func (s *Store) checkRestorable(items []planItem) error {
+	for _, it := range items {
+		t := it.Target
+		if t == nil {
+			continue
+		}
+		switch t.Type {
+		case TypeFile:
+			if t.Unreadable || t.Hash == "" {
+				return fmt.Errorf("snapshot: %s: its content was unreadable when recorded and cannot be restored", quotePath(it.Path))
+			}
+			if !s.hasBlob(t.Hash) {
+				return fmt.Errorf("snapshot: %s: content %s: %w (removed by gc?)", quotePath(it.Path), t.Hash[:12], ErrNotFound)
+			}
+		case TypeDir, TypeSymlink, TypeFIFO:
+		default:
+			return fmt.Errorf("snapshot: %s: a %s cannot be restored", quotePath(it.Path), t.Type)
+		}
+	}
+	return nil
+}
+
+// apply makes every path of the plan match its target, through os.Root so
+// that nothing outside the workspace is touched. It is idempotent.
+func (s *Store) apply(ctx context.Context, id string, items []planItem) error {
+	root, err := os.OpenRoot(s.workspace)
+	if err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	defer root.Close()
+	idx := map[string]int{}
+	for i, it := range items {
+		idx[it.Path] = i
+		root.Remove(tmpName(it.Path, id, i)) // leftovers of an interrupted run
+	}
+	// 1. Remove what is in the way, deepest first.
+	desc := append([]planItem(nil), items...)
+	sort.Slice(desc, func(i, j int) bool { return desc[i].Path > desc[j].Path })
+	for _, it := range desc {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		fi, err := root.Lstat(it.Path)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+				continue
+			}
+			return fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
+		}
+		if it.Target != nil && typeOfInfo(fi) == it.Target.Type && (it.Target.Type == TypeDir || it.Target.Type == TypeFile) {
+			continue // replaced in place (files by rename) below
+		}
+		if err := root.Remove(it.Path); err != nil {
+			if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
+				return fmt.Errorf("snapshot: restore %s: directory holds paths that were never recorded (excluded?); remove them first: %w", quotePath(it.Path), err)
+			}
+			return fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
+		}
+		s.hook("apply-removed")
+	}
+	// 2. Create, shallowest first.
+	asc := append([]planItem(nil), items...)
+	sort.Slice(asc, func(i, j int) bool { return asc[i].Path < asc[j].Path })
+	for _, it := range asc {
+		if it.Target == nil {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if dir, _ := splitRel(it.Path); dir != "" {
+			if err := root.MkdirAll(dir, 0o755); err != nil {
+				return fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
+			}
+		}
+		tmp := tmpName(it.Path, id, idx[it.Path])
+		t := it.Target
+		switch t.Type {
+		case TypeDir:
+			if err := root.Mkdir(it.Path, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+				return fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
+			}
+		case TypeFile:
+			if err := s.writeBlobTo(root, tmp, t); err != nil {
+				root.Remove(tmp)
+				return fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
+			}
+			if err := root.Rename(tmp, it.Path); err != nil {
+				root.Remove(tmp)
+				return fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
+			}
+		case TypeSymlink:
+			if err := root.Symlink(t.Link, tmp); err != nil {
+				return fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
+			}
+			if err := root.Rename(tmp, it.Path); err != nil {
+				root.Remove(tmp)
+				return fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
+			}
+		case TypeFIFO:
+			if err := mkfifoIn(root, tmp, t.Mode); err != nil {
+				return fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
+			}
+			if err := root.Rename(tmp, it.Path); err != nil {
+				root.Remove(tmp)
+				return fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
+			}
+		default:
+			return fmt.Errorf("snapshot: %s: a %s cannot be restored", quotePath(it.Path), t.Type)
+		}
+		s.hook("apply-created")
+	}
+	// 3. Directory modes last, deepest first, so a read-only directory
+	// does not stop its children being written.
+	for _, it := range desc {
+		if it.Target != nil && it.Target.Type == TypeDir {
+			if err := root.Chmod(it.Path, fsMode(it.Target.Mode)); err != nil {
+				return fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
+			}
+		}
+	}
+	return nil
+}
+
+// writeBlobTo streams blob t.Hash into a new file name under root,
+// verifying the content, and gives it t's mode.
+func (s *Store) writeBlobTo(root *os.Root, name string, t *Node) error {
+	src, err := s.openBlob(t.Hash)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	vw := &verifyingWriter{w: dst, h: sha256.New()}
+	if _, err := io.Copy(vw, src); err != nil {
+		dst.Close()
+		return err
+	}
+	if got := hex.EncodeToString(vw.h.Sum(nil)); got != t.Hash {
+		dst.Close()
+		return fmt.Errorf("blob %s: content does not match its hash: %w", t.Hash[:12], ErrCorrupt)
+	}
+	if err := dst.Chmod(fsMode(t.Mode)); err != nil {
+		dst.Close()
+		return err
+	}
+	return dst.Close()
+}
+
+// mkfifoIn makes a FIFO at name, through a directory opened in root.
+func mkfifoIn(root *os.Root, name string, mode uint32) error {
+	dir, base := path.Split(name)
+	if dir == "" {
+		dir = "."
+	}
+	d, err := root.Open(path.Clean(dir))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := unix.Mkfifoat(int(d.Fd()), base, mode&0o7777); err != nil {
+		return err
+	}
+	return unix.Fchmodat(int(d.Fd()), base, mode&0o7777, 0)
+}

@@ -1,0 +1,237 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Store is the snapshot store of one workspace. It is safe for concurrent
+// use; every mutating operation takes the store lock.
+type Store struct {
+	dir       string // <stateDir>/snapshots
+	workspace string // real path
+	opts      options
+
+	mu    sync.Mutex // guards idx between operations of this process
+	idx   *index     // cached manifest of the last scan, nil until loaded
+	idxID fileID     // identity of the index file idx was read from
+}
+
+type options struct {
+	log      *slog.Logger
+	exclude  []string
+	now      func() time.Time
+	workers  int
+	hooks    func(point string) // test hook: called at named points
+	lockPoll time.Duration
+}
+
+// Option configures Open.
+type Option func(*options)
+
+// WithLogger sets the logger; by default the package logs nothing.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithExclude sets patterns of paths never recorded. A pattern without a
+// slash matches a name at any depth (like ".cache"); one with a slash
+// matches the workspace-relative path (like "build/out"); both use
+// path.Match syntax, and a match on a directory excludes what is under it.
+func WithExclude(patterns ...string) Option {
+	return func(o *options) { o.exclude = append(o.exclude, patterns...) }
+}
+
+// WithClock injects the clock used for entry times and racy-mtime checks.
+func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// WithWorkers sets how many goroutines scan and hash (default: GOMAXPROCS).
+func WithWorkers(n int) Option { return func(o *options) { o.workers = n } }
+
+// withHook is for crash tests: fn is called at named points.
+func withHook(fn func(point string)) Option { return func(o *options) { o.hooks = fn } }
+
+// Open opens (creating if needed) the store of workspace under stateDir
+// (the per-workspace state directory, outside the workspace).
+func Open(ctx context.Context, stateDir, workspace string, opts ...Option) (*Store, error) {
+	o := options{now: time.Now, workers: runtime.GOMAXPROCS(0), lockPoll: 5 * time.Millisecond}
+	for _, fn := range opts {
+		fn(&o)
+	}
+	if o.log == nil {
+		o.log = slog.New(slog.DiscardHandler)
+	}
+	if o.workers < 1 {
+		o.workers = 1
+	}
+	for _, p := range o.exclude {
+		if _, err := filepath.Match(p, ""); err != nil {
+			return nil, fmt.Errorf("snapshot: exclude pattern %q: %w", p, err)
+		}
+	}
+	real, err := filepath.EvalSymlinks(workspace)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: workspace: %w", err)
+	}
+	real, err = filepath.Abs(real)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: workspace: %w", err)
+	}
+	if fi, err := os.Stat(real); err != nil {
+		return nil, fmt.Errorf("snapshot: workspace: %w", err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("snapshot: workspace %s is not a directory", workspace)
+	}
+	sd, err := filepath.Abs(stateDir)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: state dir: %w", err)
+	}
+	if rel, err := filepath.Rel(real, sd); err == nil && filepath.IsLocal(rel) || sd == real {
+		return nil, fmt.Errorf("snapshot: state dir %s is inside the workspace %s", sd, real)
+	}
+	s := &Store{dir: filepath.Join(sd, "snapshots"), workspace: real, opts: o}
+	for _, d := range []string{s.dir, s.path("objects"), s.path("journal"), s.path("tmp"), s.path("pending")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("snapshot: %w", err)
+		}
+	}
+	// Recover anything a dead process left half done.
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	return s, nil
+}
+
+// Workspace returns the real path of the workspace.
+func (s *Store) Workspace() string { return s.workspace }
+
+// Dir returns the store's directory.
+func (s *Store) Dir() string { return s.dir }
+
+// Close releases resources held by the store.
+func (s *Store) Close() error { return nil }
+
+func (s *Store) path(parts ...string) string {
+	return filepath.Join(append([]string{s.dir}, parts...)...)
+}
+
+func (s *Store) hook(point string) {
+	if s.opts.hooks != nil {
+		s.opts.hooks(point)
+	}
+}
+
+// lock takes the store's exclusive lock, waiting until ctx is done, and
+// then completes whatever a dead holder left pending.
+func (s *Store) lock(ctx context.Context) (func(), error) {
+	f, err := os.OpenFile(s.path("lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: lock: %w", err)
+	}
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
+			f.Close()
+			return nil, fmt.Errorf("snapshot: lock: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("snapshot: waiting for the store lock: %w", context.Cause(ctx))
+		case <-time.After(s.opts.lockPoll):
+		}
+	}
+	unlock := func() { f.Close() } // closing the descriptor releases the flock
+	if err := s.recover(ctx); err != nil {
+		unlock()
+		return nil, err
+	}
+	return unlock, nil
+}
+
+// syncStore makes everything written to the store so far durable: one
+// syncfs instead of an fsync per blob.
+func (s *Store) syncStore() error {
+	f, err := os.Open(s.dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := unix.Syncfs(int(f.Fd())); err != nil {
+		return fmt.Errorf("snapshot: syncfs: %w", err)
+	}
+	return nil
+}
+
+// writeFileAtomic writes data to name via a temporary file that is fsynced
+// and renamed; the directory is fsynced too.
+func writeFileAtomic(name string, data []byte, perm os.FileMode) error {
+	dir := filepath.Dir(name)
+	f, err := os.CreateTemp(dir, ".tmp-"+filepath.Base(name)+"-*")
+	if err != nil {
+		return err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	if err := f.Chmod(perm); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(f.Name(), name); err != nil {
+		return err
+	}
+	ok = true
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// fileID identifies a version of a file by inode and change time.
+type fileID struct {
+	ino   uint64
+	ctime int64
+	size  int64
+}
+
+func statID(name string) fileID {
+	var st unix.Stat_t
+	if err := unix.Stat(name, &st); err != nil {
+		return fileID{}
+	}
+	return fileID{ino: st.Ino, ctime: st.Ctim.Nano(), size: st.Size}
+}
+
+var _ = io.EOF

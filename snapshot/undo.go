@@ -1,0 +1,329 @@
+package snapshot
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"golang.org/x/sys/unix"
+)
+
+// Undo reverts the changeset of entry id and journals that as a new entry
+// (Kind "undo"). With id "" it reverts the newest entry that changed
+// something and has not been undone (empty entries, checkpoints, and undo
+// entries together with the entries they reverted are skipped), so repeated
+// calls walk back through history. If a path was changed since by a later
+// call or by anyone else, it returns a *ConflictError (wrapping
+// ErrConflict) and changes nothing, unless force is set.
+func (s *Store) Undo(ctx context.Context, id string, force bool, info CallInfo) (Entry, error) {
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return Entry{}, err
+	}
+	defer unlock()
+	target, err := s.undoTarget(ctx, id)
+	if err != nil {
+		return Entry{}, err
+	}
+	if len(target.Changes) == 0 {
+		return Entry{}, fmt.Errorf("snapshot: call %s changed nothing; nothing to undo", target.ID)
+	}
+	rootfd, err := s.openRoot()
+	if err != nil {
+		return Entry{}, err
+	}
+	defer unix.Close(rootfd)
+	later, err := s.entriesAfter(ctx, target.ID)
+	if err != nil {
+		return Entry{}, err
+	}
+	var plan []diskChange
+	var conflicts []Conflict
+	for _, ch := range target.Changes {
+		cur, err := s.statPath(rootfd, ch.Path, nil)
+		if err != nil {
+			return Entry{}, err
+		}
+		curN := nodeOf(cur)
+		if !sameContent(curN, ch.New) {
+			c := Conflict{Path: ch.Path, Reason: describeDrift(ch.New, curN)}
+			for i := len(later) - 1; i >= 0 && c.By == ""; i-- {
+				for _, lc := range later[i].Changes {
+					if lc.Path == ch.Path {
+						c.By = later[i].ID
+						c.Reason += " (by call " + later[i].ID + ")"
+						break
+					}
+				}
+			}
+			conflicts = append(conflicts, c)
+		}
+		plan = append(plan, diskChange{Path: rawString(ch.Path), Old: toDiskNode(curN), New: toDiskNode(ch.Old)})
+	}
+	if len(conflicts) > 0 && !force {
+		return Entry{}, &ConflictError{ID: target.ID, Conflicts: conflicts}
+	}
+	id2, err := s.nextID()
+	if err != nil {
+		return Entry{}, err
+	}
+	if info.Tool == "" {
+		info.Tool = "undo"
+	}
+	if info.Summary == "" {
+		info.Summary = "undo " + target.ID
+	}
+	rec := &pendingRec{ID: id2, Kind: KindUndo, Time: s.opts.now().UTC(), Session: info.Session, Tool: info.Tool,
+		Summary: info.Summary, Phase: phaseRunning, Plan: plan, Reverts: target.ID}
+	return s.runPlan(ctx, rec)
+}
+
+func describeDrift(want, got *Node) string {
+	switch {
+	case got == nil:
+		return "deleted since"
+	case want == nil:
+		return "created since"
+	case got.Type != want.Type:
+		return fmt.Sprintf("is now a %s, was a %s", got.Type, want.Type)
+	case got.Mode != want.Mode && got.Hash == want.Hash && got.Link == want.Link:
+		return fmt.Sprintf("mode changed since (%04o, was %04o)", got.Mode, want.Mode)
+	default:
+		return "modified since"
+	}
+}
+
+// undoTarget resolves id, or finds the editor-style target when id is "".
+func (s *Store) undoTarget(ctx context.Context, id string) (Entry, error) {
+	if id != "" {
+		return s.Get(ctx, id)
+	}
+	all, err := s.List(ctx, 0)
+	if err != nil {
+		return Entry{}, err
+	}
+	skip := map[string]bool{}
+	for _, e := range all {
+		if skip[e.ID] {
+			continue
+		}
+		if e.Kind == KindUndo {
+			skip[e.Reverts] = true
+			continue
+		}
+		if len(e.Changes) == 0 || e.Kind == KindCheckpoint {
+			continue
+		}
+		return e, nil
+	}
+	return Entry{}, fmt.Errorf("snapshot: nothing to undo: %w", ErrNotFound)
+}
+
+// entriesAfter returns the entries newer than id, oldest first.
+func (s *Store) entriesAfter(ctx context.Context, id string) ([]Entry, error) {
+	all, err := s.List(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
+	var out []Entry
+	n, _ := parseID(id)
+	for i := len(all) - 1; i >= 0; i-- {
+		if m, _ := parseID(all[i].ID); m > n {
+			out = append(out, all[i])
+		}
+	}
+	return out, nil
+}
+
+// Rollback restores every path changed by entry toID and the entries after
+// it to its state just before toID (for a checkpoint: its state at the
+// checkpoint), and journals that as an entry of Kind "rollback". Paths that
+// no entry since toID touched are left alone.
+func (s *Store) Rollback(ctx context.Context, toID string, info CallInfo) (Entry, error) {
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return Entry{}, err
+	}
+	defer unlock()
+	to, err := s.Get(ctx, toID)
+	if err != nil {
+		return Entry{}, err
+	}
+	since, err := s.entriesAfter(ctx, to.ID)
+	if err != nil {
+		return Entry{}, err
+	}
+	since = append([]Entry{to}, since...)
+	var manifest *index
+	if to.Manifest != "" {
+		data, err := s.readBlob(to.Manifest)
+		if err != nil {
+			return Entry{}, fmt.Errorf("snapshot: checkpoint %s: %w", to.ID, err)
+		}
+		if manifest, err = decodeIndex(data); err != nil {
+			return Entry{}, fmt.Errorf("snapshot: checkpoint %s: %w", to.ID, err)
+		}
+	}
+	targets := map[string]*Node{}
+	for _, e := range since {
+		for _, ch := range e.Changes {
+			if _, seen := targets[ch.Path]; seen {
+				continue
+			}
+			if manifest != nil {
+				targets[ch.Path] = nodeOf(manifest.entries[ch.Path])
+			} else {
+				targets[ch.Path] = ch.Old
+			}
+		}
+	}
+	paths := make([]string, 0, len(targets))
+	for p := range targets {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	rootfd, err := s.openRoot()
+	if err != nil {
+		return Entry{}, err
+	}
+	defer unix.Close(rootfd)
+	ix, err := s.loadIndex()
+	if err != nil {
+		return Entry{}, err
+	}
+	var plan []diskChange
+	for _, p := range paths {
+		cur, err := s.statPath(rootfd, p, ix.entries[p])
+		if err != nil {
+			return Entry{}, err
+		}
+		if curN := nodeOf(cur); !sameContent(curN, targets[p]) {
+			plan = append(plan, diskChange{Path: rawString(p), Old: toDiskNode(curN), New: toDiskNode(targets[p])})
+		}
+	}
+	id2, err := s.nextID()
+	if err != nil {
+		return Entry{}, err
+	}
+	if info.Tool == "" {
+		info.Tool = "rollback"
+	}
+	if info.Summary == "" {
+		info.Summary = "rollback to just before " + to.ID
+	}
+	rec := &pendingRec{ID: id2, Kind: KindRollback, Time: s.opts.now().UTC(), Session: info.Session, Tool: info.Tool,
+		Summary: info.Summary, Phase: phaseRunning, Plan: plan, RollbackTo: to.ID}
+	return s.runPlan(ctx, rec)
+}
+
+// runPlan checks, records and applies a restore plan, then journals it.
+func (s *Store) runPlan(ctx context.Context, rec *pendingRec) (Entry, error) {
+	items := planItems(rec.Plan)
+	if err := s.checkRestorable(items); err != nil {
+		return Entry{}, err
+	}
+	if err := s.syncStore(); err != nil { // blobs of the current state, for redo
+		return Entry{}, err
+	}
+	if err := s.writePending(rec); err != nil {
+		return Entry{}, err
+	}
+	s.hook("plan-pending")
+	return s.applyAndCommit(ctx, rec, false)
+}
+
+func planItems(plan []diskChange) []planItem {
+	items := make([]planItem, len(plan))
+	for i, d := range plan {
+		items[i] = planItem{Path: string(d.Path), Target: fromDiskNode(d.New)}
+	}
+	return items
+}
+
+// applyAndCommit applies a pending restore plan (again, after a crash) and
+// journals what it changed.
+func (s *Store) applyAndCommit(ctx context.Context, rec *pendingRec, interrupted bool) (Entry, error) {
+	if err := s.apply(ctx, rec.ID, planItems(rec.Plan)); err != nil {
+		return Entry{}, err
+	}
+	s.hook("plan-applied")
+	rootfd, err := s.openRoot()
+	if err != nil {
+		return Entry{}, err
+	}
+	defer unix.Close(rootfd)
+	e := Entry{ID: rec.ID, Time: rec.Time, CallInfo: rec.info(), Kind: rec.Kind, Reverts: rec.Reverts,
+		RollbackTo: rec.RollbackTo, Interrupted: interrupted}
+	ix, err := s.loadIndex()
+	if err != nil {
+		return Entry{}, err
+	}
+	post := ix.clone()
+	for _, d := range rec.Plan {
+		p := string(d.Path)
+		after, err := s.statPath(rootfd, p, nil)
+		if err != nil {
+			return Entry{}, err
+		}
+		if after == nil {
+			delete(post.entries, p)
+		} else {
+			post.entries[p] = after
+		}
+		if ch, ok := classify(p, fromDiskNode(d.Old), nodeOf(after)); ok {
+			e.Changes = append(e.Changes, ch)
+		}
+	}
+	if err := s.commitEntry(e); err != nil {
+		return Entry{}, err
+	}
+	if len(ix.entries) > 0 {
+		if err := s.saveIndex(post); err != nil {
+			s.opts.log.Warn("snapshot: saving manifest", "err", err)
+		}
+	}
+	return e, s.removePending(rec.ID)
+}
+
+// Checkpoint scans the whole workspace, stores everything in it, and
+// journals an entry (Kind "checkpoint", no changes) holding the manifest,
+// so that Rollback(entry.ID) later restores the state of this moment for
+// every path changed since.
+func (s *Store) Checkpoint(ctx context.Context, message string, info CallInfo) (Entry, error) {
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return Entry{}, err
+	}
+	defer unlock()
+	id, err := s.nextID()
+	if err != nil {
+		return Entry{}, err
+	}
+	if info.Tool == "" {
+		info.Tool = "checkpoint"
+	}
+	if message != "" {
+		info.Summary = message
+	}
+	old, err := s.loadIndex()
+	if err != nil {
+		return Entry{}, err
+	}
+	cur, err := s.scan(ctx, old)
+	if err != nil {
+		return Entry{}, err
+	}
+	s.hook("checkpoint-scanned")
+	h, _, err := s.putBytes(cur.encode())
+	if err != nil {
+		return Entry{}, err
+	}
+	e := Entry{ID: id, Time: s.opts.now().UTC(), CallInfo: info, Kind: KindCheckpoint, Manifest: h}
+	if err := s.commitEntry(e); err != nil {
+		return Entry{}, err
+	}
+	if err := s.saveIndex(cur); err != nil {
+		s.opts.log.Warn("snapshot: saving manifest", "err", err)
+	}
+	return e, nil
+}
