@@ -1,0 +1,295 @@
+// Package images defines agentbox's sandbox images and builds them locally
+// with BuildKit through the Docker engine, so no registry is ever needed.
+//
+// Two images exist:
+//
+//   - Minimal ("agentbox/minimal"): the host's static busybox and its
+//     applet links, nothing else.
+//   - Host ("agentbox/host"): an empty skeleton — passwd and group for the
+//     workspace owner, /tmp, mount points and the workspace's parents. At
+//     run time the runner bind-mounts HostMounts read-only, which gives
+//     commands the host's toolchain and none of its secrets.
+//
+// Each image's root file system is described in memory, hashed, written to
+// a temporary directory and sent to the engine's BuildKit as a local
+// source; the LLB result is exported with the "moby" exporter straight into
+// the engine's image store, with its config (Env, Cmd, labels) set as
+// result metadata. Images carry labels (LabelImage, LabelBuilder,
+// LabelDigest, LabelUID, LabelGID); an image whose digest label matches
+// what would be built is current and is not rebuilt.
+//
+// Functions are safe for concurrent use; building the same image twice at
+// once does the work twice but leaves one consistent image.
+package images
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/client"
+)
+
+// Image names (tag "latest" implied).
+const (
+	Minimal = "agentbox/minimal"
+	Host    = "agentbox/host"
+)
+
+// BuilderVersion changes whenever the way images are built changes; images
+// built by another version are rebuilt.
+const BuilderVersion = "1"
+
+// Labels on every image this package builds.
+const (
+	LabelImage   = "org.agentbox.image"   // "minimal" or "host"
+	LabelBuilder = "org.agentbox.builder" // BuilderVersion
+	LabelDigest  = "org.agentbox.digest"  // hash of the root file system and config
+	LabelUID     = "org.agentbox.uid"     // host image: the workspace owner's uid
+	LabelGID     = "org.agentbox.gid"     // host image: the workspace owner's gid
+)
+
+// ErrUnknownImage is wrapped when a name is not one of Names().
+var ErrUnknownImage = errors.New("unknown image")
+
+// Names lists the images this package can build.
+func Names() []string { return []string{Minimal, Host} }
+
+// Image is one agentbox image in the engine's store.
+type Image struct {
+	Name    string    `json:"name"`
+	ID      string    `json:"id"`
+	Kind    string    `json:"kind"`
+	Builder string    `json:"builder"`
+	Digest  string    `json:"digest"`
+	UID     *int      `json:"uid,omitempty"`
+	GID     *int      `json:"gid,omitempty"`
+	Created time.Time `json:"created"`
+	Size    int64     `json:"size"`
+}
+
+// Option configures Build and Ensure.
+type Option func(*options)
+
+type options struct {
+	progress  io.Writer
+	log       *slog.Logger
+	force     bool
+	owner     *owner
+	workspace string
+}
+
+// WithProgress writes BuildKit's plain progress output to w.
+func WithProgress(w io.Writer) Option { return func(o *options) { o.progress = w } }
+
+// WithLogger logs what the builder decides (skip, build, done).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithForce rebuilds even when the image is current.
+func WithForce() Option { return func(o *options) { o.force = true } }
+
+// WithWorkspace makes the host image for this workspace: its owner's uid
+// and gid (from the directory) get passwd and group entries, and its path
+// exists in the image. Without it the current user is the owner.
+func WithWorkspace(dir string) Option { return func(o *options) { o.workspace = dir } }
+
+// WithOwner sets the owner explicitly (overrides the workspace's).
+func WithOwner(uid, gid int) Option {
+	return func(o *options) { o.owner = &owner{UID: uid, GID: gid} }
+}
+
+func newOptions(opts []Option) (*options, error) {
+	o := &options{}
+	for _, fn := range opts {
+		fn(o)
+	}
+	if o.log == nil {
+		o.log = slog.New(slog.DiscardHandler)
+	}
+	uid, gid := os.Geteuid(), os.Getegid()
+	if o.workspace != "" {
+		fi, err := os.Stat(o.workspace)
+		if err != nil {
+			return nil, fmt.Errorf("workspace: %w", err)
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			uid, gid = int(st.Uid), int(st.Gid)
+		}
+	}
+	if o.owner != nil {
+		uid, gid = o.owner.UID, o.owner.GID
+	}
+	user, group := lookupOwner(uid, gid)
+	o.owner = &owner{UID: uid, GID: gid, User: user, Grp: group, Workspace: o.workspace}
+	return o, nil
+}
+
+// spec is everything needed to build one image.
+type spec struct {
+	name   string
+	kind   string
+	tree   *tree
+	labels map[string]string
+	env    []string
+	cmd    []string
+	digest string
+}
+
+func makeSpec(ctx context.Context, name string, o *options) (*spec, error) {
+	s := &spec{name: name, env: []string{"PATH=" + defaultPath}, cmd: []string{"/bin/sh"}}
+	switch name {
+	case Minimal:
+		bb, err := findBusybox(ctx)
+		if err != nil {
+			return nil, err
+		}
+		applets, err := busyboxApplets(ctx, bb)
+		if err != nil {
+			return nil, err
+		}
+		s.kind, s.tree = "minimal", minimalTree(bb, applets)
+	case Host:
+		s.kind, s.tree = "host", hostTree(*o.owner, hostLayout(osFS{}))
+	default:
+		return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownImage, name, strings.Join(Names(), ", "))
+	}
+	s.labels = map[string]string{LabelImage: s.kind, LabelBuilder: BuilderVersion}
+	if s.kind == "host" {
+		s.labels[LabelUID] = strconv.Itoa(o.owner.UID)
+		s.labels[LabelGID] = strconv.Itoa(o.owner.GID)
+	}
+	d, err := s.tree.digest()
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", name, err)
+	}
+	// The digest covers the config too, so any change rebuilds.
+	keys := make([]string, 0, len(s.labels))
+	for k := range s.labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	cfg := []string{d, strings.Join(s.env, "\x00"), strings.Join(s.cmd, "\x00")}
+	for _, k := range keys {
+		cfg = append(cfg, k+"="+s.labels[k])
+	}
+	s.digest = shortHash(strings.Join(cfg, "\x01"))
+	s.labels[LabelDigest] = s.digest
+	return s, nil
+}
+
+// Build builds the named image (Minimal or Host) into the engine's image
+// store unless an identical one is already there (see WithForce).
+func Build(ctx context.Context, cli *client.Client, name string, opts ...Option) error {
+	_, err := build(ctx, cli, name, opts)
+	return err
+}
+
+// Ensure makes sure the named image exists and is current, building it if
+// not. It is Build under the name callers expect at run time.
+func Ensure(ctx context.Context, cli *client.Client, name string, opts ...Option) error {
+	return Build(ctx, cli, name, opts...)
+}
+
+// Result says what Build did.
+type Result struct {
+	Name     string        `json:"name"`
+	ID       string        `json:"id"`
+	Digest   string        `json:"digest"`
+	Built    bool          `json:"built"` // false: it was already current
+	Duration time.Duration `json:"duration_ns"`
+}
+
+// BuildResult is Build that also reports what it did.
+func BuildResult(ctx context.Context, cli *client.Client, name string, opts ...Option) (Result, error) {
+	return build(ctx, cli, name, opts)
+}
+
+func build(ctx context.Context, cli *client.Client, name string, opts []Option) (Result, error) {
+	start := time.Now()
+	name = canonical(name)
+	o, err := newOptions(opts)
+	if err != nil {
+		return Result{}, err
+	}
+	s, err := makeSpec(ctx, name, o)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Name: name, Digest: s.digest}
+	if !o.force {
+		if img, err := cli.ImageInspect(ctx, name); err == nil && img.Config != nil && img.Config.Labels[LabelDigest] == s.digest {
+			o.log.Debug("image is current", "image", name, "digest", s.digest)
+			res.ID, res.Duration = img.ID, time.Since(start)
+			return res, nil
+		} else if err != nil && !client.IsErrNotFound(err) {
+			return Result{}, fmt.Errorf("image %s: %w", name, err)
+		}
+	}
+	o.log.Info("building image", "image", name, "digest", s.digest)
+	if err := solve(ctx, cli, s, o); err != nil {
+		return Result{}, fmt.Errorf("building image %s: %w", name, err)
+	}
+	img, err := cli.ImageInspect(ctx, name)
+	if err != nil {
+		return Result{}, fmt.Errorf("image %s after build: %w", name, err)
+	}
+	if img.Config == nil || img.Config.Labels[LabelDigest] != s.digest {
+		return Result{}, fmt.Errorf("image %s after build lacks label %s=%s", name, LabelDigest, s.digest)
+	}
+	res.ID, res.Built, res.Duration = img.ID, true, time.Since(start)
+	o.log.Info("built image", "image", name, "id", img.ID, "duration", res.Duration)
+	return res, nil
+}
+
+// canonical maps "minimal", "agentbox/minimal:latest" and the like to the
+// constant names; anything else is returned unchanged.
+func canonical(name string) string {
+	n := strings.TrimSuffix(name, ":latest")
+	for _, known := range Names() {
+		if n == known || "agentbox/"+n == known {
+			return known
+		}
+	}
+	return name
+}
+
+// List returns the agentbox images in the engine's store, by name.
+func List(ctx context.Context, cli *client.Client) ([]Image, error) {
+	sums, err := cli.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelImage))})
+	if err != nil {
+		return nil, fmt.Errorf("listing images: %w", err)
+	}
+	var out []Image
+	for _, s := range sums {
+		names := s.RepoTags
+		if len(names) == 0 {
+			names = []string{"<none>"}
+		}
+		for _, n := range names {
+			img := Image{
+				Name: strings.TrimSuffix(n, ":latest"), ID: s.ID, Kind: s.Labels[LabelImage],
+				Builder: s.Labels[LabelBuilder], Digest: s.Labels[LabelDigest],
+				Created: time.Unix(s.Created, 0).UTC(), Size: s.Size,
+			}
+			if v, err := strconv.Atoi(s.Labels[LabelUID]); err == nil {
+				img.UID = &v
+			}
+			if v, err := strconv.Atoi(s.Labels[LabelGID]); err == nil {
+				img.GID = &v
+			}
+			out = append(out, img)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
