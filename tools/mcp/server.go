@@ -91,6 +91,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	sessions map[*sdk.ServerSession]*session
+	byID     map[string]*session
 }
 
 type session struct {
@@ -124,7 +125,7 @@ func NewServer(opts Options) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &Server{opts: opts, log: log, sessions: map[*sdk.ServerSession]*session{}}
+	s := &Server{opts: opts, log: log, sessions: map[*sdk.ServerSession]*session{}, byID: map[string]*session{}}
 	s.srv = sdk.NewServer(&sdk.Implementation{Name: opts.Name, Title: "agentbox", Version: opts.Version}, &sdk.ServerOptions{
 		Instructions:              opts.Instructions,
 		Logger:                    opts.Logger,
@@ -168,6 +169,21 @@ func (s *Server) HTTPHandler(token string, idle time.Duration) http.Handler {
 // Close stops every session's background jobs.
 func (s *Server) Close() { s.closeAll() }
 
+// Approve implements tools.Approver for a pipeline shared by every MCP
+// session: it routes the request, by req.Session, to that session's own
+// Approver (elicitation on the client that made the call). A request of
+// no known session gets the non-interactive decision.
+func (s *Server) Approve(ctx context.Context, req tools.ApprovalRequest) (tools.Approval, error) {
+	s.mu.Lock()
+	st, ok := s.byID[req.Session]
+	s.mu.Unlock()
+	if !ok {
+		a := &Approver{nonInteractive: s.opts.AllowNonInteractive, timeout: s.opts.ApprovalTimeout}
+		return a.Approve(ctx, req)
+	}
+	return st.approver.Approve(ctx, req)
+}
+
 func (s *Server) initialized(ctx context.Context, req *sdk.InitializedRequest) {
 	ss := req.Session
 	if _, err := s.session(ctx, ss); err != nil {
@@ -205,6 +221,7 @@ func (s *Server) session(ctx context.Context, ss *sdk.ServerSession) (*session, 
 	st := &session{id: id, tools: ts,
 		approver: NewApprover(ss, s.opts.Elicit, s.opts.AllowNonInteractive, s.opts.ApprovalTimeout)}
 	s.sessions[ss] = st
+	s.byID[id] = st
 	s.log.Info("session opened", "session", id)
 	return st, nil
 }
@@ -213,6 +230,9 @@ func (s *Server) closeSession(ss *sdk.ServerSession) {
 	s.mu.Lock()
 	st, ok := s.sessions[ss]
 	delete(s.sessions, ss)
+	if ok {
+		delete(s.byID, st.id)
+	}
 	s.mu.Unlock()
 	if ok {
 		s.dispose(st)
@@ -225,6 +245,7 @@ func (s *Server) closeAll() {
 	for ss, st := range s.sessions {
 		all = append(all, st)
 		delete(s.sessions, ss)
+		delete(s.byID, st.id)
 	}
 	s.mu.Unlock()
 	for _, st := range all {
