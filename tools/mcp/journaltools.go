@@ -1,0 +1,173 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentbox/agentbox/snapshot"
+	"github.com/agentbox/agentbox/tools"
+)
+
+// Journal is the subset of *snapshot.Store the optional History and Undo
+// tools use.
+type Journal interface {
+	List(ctx context.Context, limit int) ([]snapshot.Entry, error)
+	Undo(ctx context.Context, id string, force bool, info snapshot.CallInfo) (snapshot.Entry, error)
+}
+
+// HistoryParams are the History tool's parameters.
+type HistoryParams struct {
+	Limit       int  `json:"limit,omitempty" jsonschema:"How many recent calls to list (default 20)" minimum:"1" maximum:"200"`
+	SessionOnly bool `json:"session_only,omitempty" jsonschema:"List only this session's calls"`
+}
+
+// UndoParams are the Undo tool's parameters.
+type UndoParams struct {
+	CallID string `json:"call_id,omitempty" jsonschema:"The journal id of the call to revert, as History shows it (e.g. 000042 or 42); empty reverts the newest call that changed something and has not been undone"`
+}
+
+// HistoryTool lists recent journaled calls and the paths they changed, so
+// an agent can see what it (or anyone) did. Optional: exposed when
+// mcp.history_tool is on.
+func HistoryTool(j Journal) tools.Tool {
+	return tools.New("History", func(ctx context.Context, env *tools.Env, p *HistoryParams) (tools.Result, error) {
+		limit := p.Limit
+		if limit <= 0 {
+			limit = 20
+		}
+		fetch := limit
+		if p.SessionOnly {
+			fetch = 0
+		}
+		entries, err := j.List(ctx, fetch)
+		if err != nil {
+			return tools.Result{}, fmt.Errorf("history: %w", err)
+		}
+		now := time.Now()
+		if env.Now != nil {
+			now = env.Now()
+		}
+		undone := map[string]string{}
+		for _, e := range entries {
+			if e.Kind == snapshot.KindUndo && e.Reverts != "" {
+				undone[e.Reverts] = e.ID
+			}
+		}
+		var b strings.Builder
+		n := 0
+		for _, e := range entries {
+			if p.SessionOnly && env.Session != nil && e.Session != env.Session.ID {
+				continue
+			}
+			if n == limit {
+				break
+			}
+			n++
+			fmt.Fprintf(&b, "%s  %s ago  %s", e.ID, now.Sub(e.Time).Round(time.Second), e.Tool)
+			if e.Kind != snapshot.KindCall {
+				fmt.Fprintf(&b, " (%s", e.Kind)
+				if e.Reverts != "" {
+					fmt.Fprintf(&b, " of %s", e.Reverts)
+				}
+				b.WriteString(")")
+			}
+			if e.Summary != "" {
+				fmt.Fprintf(&b, "  %q", e.Summary)
+			}
+			if by, ok := undone[e.ID]; ok {
+				fmt.Fprintf(&b, "  [undone by %s]", by)
+			}
+			if env.Session != nil && e.Session == env.Session.ID {
+				b.WriteString("  [this session]")
+			}
+			b.WriteString("\n")
+			if len(e.Changes) == 0 {
+				b.WriteString("    (no changes)\n")
+			}
+			for i, c := range e.Changes {
+				if i == 20 {
+					fmt.Fprintf(&b, "    … and %d more\n", len(e.Changes)-i)
+					break
+				}
+				fmt.Fprintf(&b, "    %s %s\n", c.Op, c.Path)
+			}
+		}
+		if n == 0 {
+			return tools.Result{Content: "No calls have changed the workspace yet.", Display: "history: empty"}, nil
+		}
+		return tools.Result{Content: strings.TrimRight(b.String(), "\n"), Display: fmt.Sprintf("history: %d calls", n)}, nil
+	},
+		tools.WithKind(tools.KindRead), tools.ReadOnly(), tools.ConcurrencySafe(),
+		tools.WithDescription(tools.Description{
+			Summary: "List recent calls that changed the workspace and the paths each changed (newest first).",
+			Long:    "Every mutating call (Write, Edit, MultiEdit, Bash, Undo) is journaled with its exact changeset. Use History to find the journal id of a call you want to revert with Undo.",
+			Usage:   "Pass session_only to see only this session's calls.\nThe first column is the journal id Undo takes.",
+		}))
+}
+
+// UndoTool reverts one journaled call (the newest by default), refusing
+// with a conflict when a path was changed again since. Optional: exposed
+// when mcp.undo_tool is on. It journals itself (as an undo entry), so it
+// takes no snapshot of its own and can itself be undone.
+func UndoTool(j Journal) tools.Tool {
+	return tools.New("Undo", func(ctx context.Context, env *tools.Env, p *UndoParams) (tools.Result, error) {
+		info := snapshot.CallInfo{Tool: "Undo", Summary: "undo " + p.CallID}
+		if p.CallID == "" {
+			info.Summary = "undo the last call"
+		}
+		if env.Session != nil {
+			info.Session = env.Session.ID
+		}
+		e, err := j.Undo(ctx, p.CallID, false, info)
+		var ce *snapshot.ConflictError
+		switch {
+		case errors.As(err, &ce):
+			var b strings.Builder
+			fmt.Fprintf(&b, "Cannot undo %s: %d path(s) changed since that call:\n", ce.ID, len(ce.Conflicts))
+			for _, c := range ce.Conflicts {
+				fmt.Fprintf(&b, "  %s: %s", c.Path, c.Reason)
+				if c.By != "" {
+					fmt.Fprintf(&b, " (by %s)", c.By)
+				}
+				b.WriteString("\n")
+			}
+			b.WriteString("Undo the later calls first (newest first), or fix the files by hand.")
+			return tools.Result{Content: b.String(), Display: "undo: conflict", Err: tools.Errorf(tools.ErrConflict, "undo %s conflicts with later changes", ce.ID)}, nil
+		case errors.Is(err, snapshot.ErrNotFound):
+			return tools.Fail(tools.ErrNotFound, "There is no journaled call %q to undo; use History to see the ids.", p.CallID), nil
+		case err != nil && strings.Contains(err.Error(), "nothing to undo"):
+			return tools.Fail(tools.ErrValidation, "%s", strings.TrimPrefix(err.Error(), "snapshot: ")), nil
+		case err != nil:
+			return tools.Result{}, fmt.Errorf("undo: %w", err)
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "Reverted call %s (journal entry %s):\n", e.Reverts, e.ID)
+		for _, c := range e.Changes {
+			fmt.Fprintf(&b, "  %s %s\n", c.Op, c.Path)
+		}
+		b.WriteString("Files it touched have changed: read them again before editing them.")
+		res := tools.Result{Content: b.String(), Display: fmt.Sprintf("undid %s", e.Reverts)}
+		changes := make([]map[string]string, 0, len(e.Changes))
+		for _, c := range e.Changes {
+			changes = append(changes, map[string]string{"path": c.Path, "op": string(c.Op)})
+			if env.Session != nil {
+				env.Session.ForgetRead(env.Workspace + "/" + c.Path)
+			}
+		}
+		res.SetMeta("undo_journal_id", e.ID)
+		res.SetMeta("reverted", e.Reverts)
+		res.SetMeta("changes", changes)
+		return res, nil
+	},
+		tools.WithKind(tools.KindEdit), tools.Destructive(),
+		tools.WithScope(func(*UndoParams) tools.Scope { return tools.Scope{Kind: tools.ScopeNone} }),
+		tools.WithDescription(tools.Description{
+			Summary: "Revert the changes of one earlier call (the newest by default), so you can repair a mistake.",
+			Long:    "Undo restores every path the call changed to its state just before the call. If a path was changed again since (by a later call or by the user), nothing is changed and the conflict is reported.",
+			Usage:   "Find the id with History.\nUndo of an undo re-applies the original change.",
+			Rules:   []string{"Undo only your own mistakes; never undo the user's changes unless asked."},
+		}))
+}
