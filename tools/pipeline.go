@@ -1,0 +1,335 @@
+package tools
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/binary"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentbox/agentbox/tools/audit"
+	"github.com/agentbox/agentbox/tools/permission"
+)
+
+// Handler handles one call at some point of the pipeline and returns its
+// result. A Handler never returns a Go error: failures are Results.
+type Handler func(ctx context.Context, c *Call) Result
+
+// Stage is middleware: it wraps the rest of the pipeline.
+type Stage func(next Handler) Handler
+
+// Chain composes stages around h; the first stage is the outermost.
+func Chain(h Handler, stages ...Stage) Handler {
+	for i := len(stages) - 1; i >= 0; i-- {
+		h = stages[i](h)
+	}
+	return h
+}
+
+// Call is one tool call on its way through the pipeline. Stages fill it
+// in; later stages and the audit stage read what earlier ones decided.
+type Call struct {
+	ID      string
+	Session *Session
+	// Name is the tool name as the caller gave it; Tool is what it
+	// resolved to (nil when unknown).
+	Name  string
+	Tool  Tool
+	Input json.RawMessage
+	// Params are the decoded, backfilled parameters.
+	Params any
+	// Verdict is the classifier's verdict (tools with a command field).
+	Verdict *Verdict
+	// Match is the permission rule outcome; Decision the final one.
+	Match    permission.Match
+	Decision Decision
+	// Scope is what the snapshot stage covered; Journal what it recorded.
+	Scope   Scope
+	Journal *JournalEntry
+	// Progress receives streamed output; may be nil.
+	Progress func(Chunk)
+	Started  time.Time
+}
+
+// Decision is how the permission stages decided.
+type Decision struct {
+	Action permission.Action `json:"action"`
+	// By: "rule", "classifier", "mode", "grant", or the approver's name.
+	By     string `json:"by"`
+	Reason string `json:"reason,omitempty"`
+	Rule   string `json:"rule,omitempty"`
+}
+
+// JournalEntry is what the snapshot stage recorded for a call.
+type JournalEntry struct {
+	ID      string   `json:"id"`
+	Changes []Change `json:"changes"`
+}
+
+// Change is one changed path (relative to the workspace).
+type Change struct {
+	Path string `json:"path"`
+	Op   string `json:"op"` // added, modified, deleted, type_changed, mode_changed
+}
+
+// Request is one call as a front end hands it over.
+type Request struct {
+	Session *Session
+	Tool    string
+	Input   json.RawMessage
+	// CallID is optional; the pipeline makes one when empty.
+	CallID   string
+	Progress func(Chunk)
+}
+
+// Response is a call's result and its id.
+type Response struct {
+	CallID string
+	Result
+}
+
+// Pipeline runs calls. Build it with NewPipeline; safe for concurrent use.
+type Pipeline struct {
+	reg     *Registry
+	opts    Options
+	handler Handler
+}
+
+// Options configure a Pipeline. Zero values are safe defaults: mode
+// default, no rules, deny approver, no sandbox, no snapshots, no audit.
+type Options struct {
+	Workspace    string
+	Root         *os.Root
+	ReadOnlyDirs []string
+	ReadRoots    map[string]*os.Root
+	Home         string
+
+	Rules    permission.Rules
+	Mode     permission.Mode
+	Classify ClassifyFunc
+	Approver Approver
+	Grants   GrantStore
+
+	Sandbox   Sandbox
+	Jobs      Jobs
+	Snapshots Snapshotter
+	Audit     AuditLog
+
+	Limits Limits
+	// MaxInputBytes bounds a call's JSON input (default 32 MiB).
+	MaxInputBytes int
+	// Parallelism bounds concurrent calls in a batch (default 10).
+	Parallelism int
+	Logger      *slog.Logger
+	Now         func() time.Time
+}
+
+// ClassifyFunc judges a shell command (an adapter around
+// classifier.Classify). It must fail closed: unknown → dangerous.
+type ClassifyFunc func(ctx context.Context, cmd string) Verdict
+
+// Snapshotter is the subset of the snapshot store the pipeline uses.
+type Snapshotter interface {
+	Begin(ctx context.Context, info SnapshotInfo, scope Scope) (SnapshotCall, error)
+}
+
+// SnapshotInfo describes the call being journaled.
+type SnapshotInfo struct {
+	CallID, Session, Tool, Summary string
+}
+
+// SnapshotCall is one begun snapshot.
+type SnapshotCall interface {
+	// Finish captures the changes and writes the journal entry.
+	Finish(ctx context.Context) (JournalEntry, error)
+	// Abort drops the snapshot without a journal entry.
+	Abort(ctx context.Context) error
+}
+
+// AuditLog appends audit records.
+type AuditLog interface {
+	Append(ctx context.Context, r audit.Record) error
+}
+
+// GrantStore keeps project-scoped "always allow" grants.
+type GrantStore interface {
+	List() []Grant
+	Add(g Grant) error
+}
+
+// NewPipeline builds the standard pipeline over reg.
+func NewPipeline(reg *Registry, opts Options) *Pipeline {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Mode == "" {
+		opts.Mode = permission.ModeDefault
+	}
+	if opts.Approver == nil {
+		opts.Approver = DenyApprover{}
+	}
+	if opts.MaxInputBytes <= 0 {
+		opts.MaxInputBytes = 32 << 20
+	}
+	if opts.Parallelism <= 0 {
+		opts.Parallelism = 10
+	}
+	if opts.Limits.MaxOutputBytes <= 0 {
+		opts.Limits.MaxOutputBytes = 30000
+	}
+	if opts.Limits.DefaultTimeout <= 0 {
+		opts.Limits.DefaultTimeout = 2 * time.Minute
+	}
+	if opts.Limits.MaxTimeout <= 0 {
+		opts.Limits.MaxTimeout = 10 * time.Minute
+	}
+	p := &Pipeline{reg: reg, opts: opts}
+	pc := permission.Context{Workspace: opts.Workspace, Home: opts.Home}
+	p.handler = Chain(p.execute,
+		AuditStage(opts.Audit, opts.Now, opts.Logger),
+		Recover(opts.Logger),
+		Truncate(opts.Limits.MaxOutputBytes),
+		Lookup(reg),
+		DecodeStage(opts.MaxInputBytes),
+		Backfill(PathPolicy{Workspace: opts.Workspace, Home: opts.Home, ReadOnlyDirs: opts.ReadOnlyDirs}),
+		ValidateStage(),
+		ClassifyStage(opts.Classify),
+		Rules(opts.Rules, pc),
+		ModeStage(opts.Mode, opts.Workspace, opts.Grants),
+		ApprovalStage(opts.Approver, opts.Grants, opts.Now),
+		ReadBeforeWrite(p.newEnv),
+		SnapshotStage(opts.Snapshots),
+	)
+	return p
+}
+
+// Registry is the pipeline's registry.
+func (p *Pipeline) Registry() *Registry { return p.reg }
+
+// Run runs one call through every stage.
+func (p *Pipeline) Run(ctx context.Context, req Request) Response {
+	c := p.newCall(req)
+	res := p.handler(ctx, c)
+	return Response{CallID: c.ID, Result: res}
+}
+
+func (p *Pipeline) newCall(req Request) *Call {
+	id := req.CallID
+	if id == "" {
+		id = NewCallID(p.opts.Now())
+	}
+	sess := req.Session
+	if sess == nil {
+		sess = NewSession("default", p.opts.Workspace)
+	}
+	return &Call{ID: id, Session: sess, Name: req.Tool, Input: req.Input, Progress: req.Progress, Started: p.opts.Now()}
+}
+
+// execute is the innermost handler: it runs the tool.
+func (p *Pipeline) execute(ctx context.Context, c *Call) Result {
+	if err := ctx.Err(); err != nil {
+		return Fail(ErrTimeout, "the call was cancelled before it ran: %v", context.Cause(ctx))
+	}
+	env := p.newEnv(c)
+	res, err := c.Tool.Run(ctx, env, c.Params)
+	if err != nil {
+		te := AsToolError(err)
+		if te.Kind == ErrInternal {
+			p.opts.Logger.Error("tool failed", "tool", c.Tool.Name(), "call", c.ID, "err", err)
+			if ctx.Err() != nil {
+				te = Errorf(ErrTimeout, "the call was cancelled: %v", context.Cause(ctx))
+			}
+		}
+		res.Err = te
+		if res.Content == "" {
+			res.Content = te.Message
+		}
+		if res.Display == "" {
+			res.Display = string(te.Kind)
+		}
+	}
+	return res
+}
+
+func (p *Pipeline) newEnv(c *Call) *Env {
+	return &Env{
+		CallID:       c.ID,
+		Workspace:    p.opts.Workspace,
+		Root:         p.opts.Root,
+		ReadOnlyDirs: p.opts.ReadOnlyDirs,
+		ReadRoots:    p.opts.ReadRoots,
+		Session:      c.Session,
+		Sandbox:      p.opts.Sandbox,
+		Jobs:         p.opts.Jobs,
+		Verdict:      c.Verdict,
+		Limits:       p.opts.Limits,
+		Logger:       p.opts.Logger.With("tool", c.Name, "call", c.ID, "session", c.Session.ID),
+		Progress:     c.Progress,
+		Now:          p.opts.Now,
+	}
+}
+
+// RunBatch runs calls as a model's batch: consecutive concurrency-safe
+// calls run in parallel (at most Options.Parallelism at once), every
+// other call runs alone, and results come back in call order.
+func (p *Pipeline) RunBatch(ctx context.Context, reqs []Request) []Response {
+	out := make([]Response, len(reqs))
+	sem := make(chan struct{}, p.opts.Parallelism)
+	for i := 0; i < len(reqs); {
+		if !p.concurrencySafe(reqs[i]) {
+			out[i] = p.Run(ctx, reqs[i])
+			i++
+			continue
+		}
+		j := i
+		for j < len(reqs) && p.concurrencySafe(reqs[j]) {
+			j++
+		}
+		var wg sync.WaitGroup
+		for k := i; k < j; k++ {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func(k int) {
+				defer wg.Done()
+				defer func() { <-sem }()
+				out[k] = p.Run(ctx, reqs[k])
+			}(k)
+		}
+		wg.Wait()
+		i = j
+	}
+	return out
+}
+
+// concurrencySafe decodes a request's input just to ask the tool; inputs
+// that do not decode are safe (they fail at once without side effects).
+func (p *Pipeline) concurrencySafe(req Request) bool {
+	t, ok := p.reg.Lookup(req.Tool)
+	if !ok {
+		return true
+	}
+	params := t.NewParams()
+	if len(req.Input) > p.opts.MaxInputBytes || Decode(req.Input, params) != nil {
+		return true
+	}
+	return t.ConcurrencySafe(params)
+}
+
+var callIDEncoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadding(base32.NoPadding)
+
+// NewCallID returns a short, time-sortable, unique call id.
+func NewCallID(now time.Time) string {
+	var b [10]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(now.UnixMilli())<<16)
+	rand.Read(b[6:])
+	return "c" + strings.ToLower(callIDEncoding.EncodeToString(b[:]))
+}

@@ -1,0 +1,479 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentbox/agentbox/tools/audit"
+	"github.com/agentbox/agentbox/tools/permission"
+)
+
+type echoParams struct {
+	Text  string `json:"text" jsonschema:"text to echo"`
+	Count int    `json:"count,omitempty" minimum:"0" maximum:"5"`
+	Mode  string `json:"mode,omitempty" enum:"upper,lower"`
+}
+
+func (p *echoParams) Validate() error {
+	if p.Text == "boom-validate" {
+		return errors.New("text may not be boom-validate")
+	}
+	return nil
+}
+
+type readParams struct {
+	FilePath string `json:"file_path" agentbox:"path"`
+}
+
+type writeParams struct {
+	FilePath string `json:"file_path" agentbox:"path"`
+	Content  string `json:"content"`
+}
+
+type bashParams struct {
+	Command string `json:"command" agentbox:"command"`
+}
+
+type grepParams struct {
+	Pattern string `json:"pattern"`
+	Path    string `json:"path,omitempty" agentbox:"path,cwd"`
+}
+
+func testTools(t *testing.T) []Tool {
+	echo := New("Echo", func(ctx context.Context, env *Env, p *echoParams) (Result, error) {
+		switch p.Text {
+		case "panic":
+			panic("kaboom")
+		case "fail":
+			return Result{}, Errorf(ErrExecution, "it failed")
+		case "gofail":
+			return Result{}, errors.New("secret internal detail")
+		case "sleep":
+			select {
+			case <-ctx.Done():
+				return Result{}, ctx.Err()
+			case <-time.After(5 * time.Second):
+			}
+		}
+		return Result{Content: strings.Repeat(p.Text, max(1, p.Count)), Display: "echoed"}, nil
+	}, ReadOnly(), ConcurrencySafe(), Aliases("Say"), WithKind(KindOther),
+		WithDescription(Description{Summary: "Echo text back.", Long: "Returns the text.", Usage: "text is required", Rules: []string{"Never echo secrets"}, Examples: []string{`{"text":"hi"}`}}))
+	read := New("Read", func(ctx context.Context, env *Env, p *readParams) (Result, error) {
+		f, err := env.Open(p.FilePath)
+		if err != nil {
+			return Result{}, Errorf(ErrNotFound, "cannot read %s", p.FilePath)
+		}
+		defer f.Close()
+		b := make([]byte, 1<<16)
+		n, _ := f.Read(b)
+		return Result{Content: string(b[:n])}, nil
+	}, ReadOnly(), ConcurrencySafe(), WithKind(KindRead), TracksReads(TrackRead))
+	write := New("Write", func(ctx context.Context, env *Env, p *writeParams) (Result, error) {
+		rel, err := env.Rel(p.FilePath)
+		if err != nil {
+			return Result{}, err
+		}
+		if err := env.Root.WriteFile(rel, []byte(p.Content), 0o644); err != nil {
+			return Result{}, err
+		}
+		return Result{Content: "wrote " + p.FilePath}, nil
+	}, WithKind(KindEdit), TracksReads(TrackWrite))
+	bash := New("Bash", func(ctx context.Context, env *Env, p *bashParams) (Result, error) {
+		r := Result{Content: "ran " + p.Command}
+		r.SetMeta("exit_code", 0)
+		r.SetMeta("container_id", "ctr1")
+		return r, nil
+	}, WithKind(KindExecute))
+	grep := New("Grep", func(ctx context.Context, env *Env, p *grepParams) (Result, error) {
+		return Result{Content: "searched " + p.Path}, nil
+	}, ReadOnly(), ConcurrencySafe(), WithKind(KindSearch))
+	return []Tool{echo, read, write, bash, grep}
+}
+
+func fakeClassify(ctx context.Context, cmd string) Verdict {
+	argv := strings.Fields(cmd)
+	v := Verdict{Commands: [][]string{argv}}
+	if len(argv) > 0 {
+		v.Prefix = argv[:1]
+	}
+	switch {
+	case len(argv) == 0:
+		v.Class = ClassDangerous
+	case argv[0] == "ls" || argv[0] == "cat":
+		v.Class = ClassReadOnly
+	case argv[0] == "mkfs":
+		v.Class = ClassForbidden
+		v.Reasons = []Reason{{Rule: "mkfs", Text: "mkfs", Message: "formats a disk"}}
+	case argv[0] == "weird":
+		v.Class = "unknown"
+	default:
+		v.Class = ClassDangerous
+		v.Reasons = []Reason{{Rule: "unknown-command", Text: argv[0], Message: "unknown command"}}
+	}
+	return v
+}
+
+type fakeSnap struct {
+	mu     sync.Mutex
+	begun  []Scope
+	fail   bool
+	finish int
+}
+
+func (f *fakeSnap) Begin(ctx context.Context, info SnapshotInfo, scope Scope) (SnapshotCall, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail {
+		return nil, errors.New("disk full")
+	}
+	f.begun = append(f.begun, scope)
+	return fakeSnapCall{f, info}, nil
+}
+
+type fakeSnapCall struct {
+	f    *fakeSnap
+	info SnapshotInfo
+}
+
+func (c fakeSnapCall) Finish(ctx context.Context) (JournalEntry, error) {
+	c.f.mu.Lock()
+	c.f.finish++
+	c.f.mu.Unlock()
+	return JournalEntry{ID: "j-" + c.info.CallID, Changes: []Change{{Path: "x", Op: "modified"}}}, nil
+}
+func (c fakeSnapCall) Abort(ctx context.Context) error { return nil }
+
+type memAudit struct {
+	mu   sync.Mutex
+	recs []audit.Record
+}
+
+func (m *memAudit) Append(ctx context.Context, r audit.Record) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.recs = append(m.recs, r)
+	return nil
+}
+
+type memGrants struct {
+	mu sync.Mutex
+	gs []Grant
+}
+
+func (m *memGrants) List() []Grant { m.mu.Lock(); defer m.mu.Unlock(); return append([]Grant(nil), m.gs...) }
+func (m *memGrants) Add(g Grant) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.gs = append(m.gs, g)
+	return nil
+}
+
+type harness struct {
+	ws    string
+	p     *Pipeline
+	snap  *fakeSnap
+	audit *memAudit
+	sess  *Session
+}
+
+func newHarness(t *testing.T, mut func(*Options)) *harness {
+	t.Helper()
+	ws := t.TempDir()
+	ws, _ = filepath.EvalSymlinks(ws)
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { root.Close() })
+	reg := NewRegistry()
+	for _, tl := range testTools(t) {
+		if err := reg.Register(SourceBuiltin, tl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := &harness{ws: ws, snap: &fakeSnap{}, audit: &memAudit{}}
+	opts := Options{Workspace: ws, Root: root, Home: "/home/u", Classify: fakeClassify, Snapshots: h.snap, Audit: h.audit}
+	if mut != nil {
+		mut(&opts)
+	}
+	h.p = NewPipeline(reg, opts)
+	h.sess = NewSession("s1", ws)
+	return h
+}
+
+func (h *harness) run(tool, input string) Response {
+	return h.p.Run(context.Background(), Request{Session: h.sess, Tool: tool, Input: json.RawMessage(input)})
+}
+
+func TestPipeline(t *testing.T) {
+	tests := []struct {
+		name    string
+		opts    func(*Options)
+		setup   func(h *harness)
+		tool    string
+		input   string
+		errKind ErrorKind // "" = success
+		content string    // substring
+		check   func(t *testing.T, h *harness, r Response)
+	}{
+		{name: "echo", tool: "Echo", input: `{"text":"hi","count":"2"}`, content: "hihi"},
+		{name: "alias", tool: "Say", input: `{"text":"hi"}`, content: "hi"},
+		{name: "unknown tool", tool: "Nope", input: `{}`, errKind: ErrNotFound, content: "Echo"},
+		{name: "malformed", tool: "Echo", input: `{"text":`, errKind: ErrValidation, content: "malformed"},
+		{name: "unknown field", tool: "Echo", input: `{"text":"a","x":1}`, errKind: ErrValidation, content: `"x"`},
+		{name: "schema maximum", tool: "Echo", input: `{"text":"a","count":9}`, errKind: ErrValidation, content: "maximum"},
+		{name: "schema enum", tool: "Echo", input: `{"text":"a","mode":"sideways"}`, errKind: ErrValidation, content: "enum"},
+		{name: "params Validate", tool: "Echo", input: `{"text":"boom-validate"}`, errKind: ErrValidation, content: "boom-validate"},
+		{name: "panic", tool: "Echo", input: `{"text":"panic"}`, errKind: ErrInternal, content: "crashed"},
+		{name: "tool error", tool: "Echo", input: `{"text":"fail"}`, errKind: ErrExecution, content: "it failed"},
+		{name: "go error hidden", tool: "Echo", input: `{"text":"gofail"}`, errKind: ErrInternal, check: func(t *testing.T, h *harness, r Response) {
+			if strings.Contains(r.Content, "secret internal") {
+				t.Fatal("internal error leaked to the model")
+			}
+		}},
+		{name: "truncate", opts: func(o *Options) { o.Limits.MaxOutputBytes = 300 }, tool: "Echo", input: `{"text":"` + strings.Repeat("é", 400) + `"}`, content: "bytes omitted", check: func(t *testing.T, h *harness, r Response) {
+			if len(r.Content) > 300 || r.Meta["truncated_bytes"] == nil {
+				t.Fatalf("not truncated: %d bytes, meta %v", len(r.Content), r.Meta)
+			}
+		}},
+		{name: "input too large", opts: func(o *Options) { o.MaxInputBytes = 100 }, tool: "Echo", input: `{"text":"` + strings.Repeat("a", 200) + `"}`, errKind: ErrValidation, content: "smaller"},
+		{name: "relative path", setup: func(h *harness) { os.WriteFile(filepath.Join(h.ws, "a.txt"), []byte("A"), 0o644) }, tool: "Read", input: `{"file_path":"a.txt"}`, content: "A"},
+		{name: "relative to cwd", setup: func(h *harness) {
+			os.MkdirAll(filepath.Join(h.ws, "sub"), 0o755)
+			os.WriteFile(filepath.Join(h.ws, "sub", "b.txt"), []byte("B"), 0o644)
+			h.sess.SetCwd(filepath.Join(h.ws, "sub"))
+		}, tool: "Read", input: `{"file_path":"b.txt"}`, content: "B"},
+		{name: "traversal", tool: "Read", input: `{"file_path":"../../etc/passwd"}`, errKind: ErrPermissionDenied, content: "outside the workspace"},
+		{name: "absolute outside", tool: "Read", input: `{"file_path":"/etc/passwd"}`, errKind: ErrPermissionDenied},
+		{name: "tilde outside", tool: "Read", input: `{"file_path":"~/.ssh/id_rsa"}`, errKind: ErrPermissionDenied, content: "/home/u/.ssh/id_rsa"},
+		{name: "tilde user", tool: "Read", input: `{"file_path":"~root/x"}`, errKind: ErrValidation},
+		{name: "nul byte", tool: "Read", input: `{"file_path":"a\u0000b"}`, errKind: ErrValidation, content: "NUL"},
+		{name: "empty path", tool: "Read", input: `{"file_path":""}`, errKind: ErrValidation, content: "must not be empty"},
+		{name: "cwd default", tool: "Grep", input: `{"pattern":"x"}`, check: func(t *testing.T, h *harness, r Response) {
+			if r.Content != "searched "+h.ws {
+				t.Fatalf("content %q", r.Content)
+			}
+		}},
+		{name: "symlink escape via root", setup: func(h *harness) { os.Symlink("/etc/passwd", filepath.Join(h.ws, "link")) }, tool: "Read", input: `{"file_path":"link"}`, errKind: ErrNotFound},
+		{name: "read-only bash", tool: "Bash", input: `{"command":"ls -la"}`, content: "ran ls -la", check: func(t *testing.T, h *harness, r Response) {
+			if len(h.snap.begun) != 0 {
+				t.Fatal("read-only command was snapshotted")
+			}
+		}},
+		{name: "dangerous bash non-interactive", tool: "Bash", input: `{"command":"rm -rf x"}`, errKind: ErrNeedsApproval, content: "non-interactively"},
+		{name: "unknown class is dangerous", tool: "Bash", input: `{"command":"weird"}`, errKind: ErrNeedsApproval},
+		{name: "forbidden", opts: func(o *Options) { o.Mode = permission.ModeBypass }, tool: "Bash", input: `{"command":"mkfs /dev/sda"}`, errKind: ErrForbidden, content: "formats a disk"},
+		{name: "bypass", opts: func(o *Options) { o.Mode = permission.ModeBypass }, tool: "Bash", input: `{"command":"rm -rf x"}`, content: "ran", check: func(t *testing.T, h *harness, r Response) {
+			if len(h.snap.begun) != 1 || h.snap.begun[0].Kind != ScopeWorkspace || r.Meta["journal_id"] == nil {
+				t.Fatalf("snapshot %v meta %v", h.snap.begun, r.Meta)
+			}
+		}},
+		{name: "no classifier fails closed", opts: func(o *Options) { o.Classify = nil }, tool: "Bash", input: `{"command":"ls"}`, errKind: ErrNeedsApproval},
+		{name: "allow rule", opts: func(o *Options) { o.Rules.Allow, _ = permission.ParseAll([]string{"Bash(rm:*)"}, "user") }, tool: "Bash", input: `{"command":"rm x"}`, content: "ran"},
+		{name: "deny rule", opts: func(o *Options) { o.Rules.Deny, _ = permission.ParseAll([]string{"Read(./secret/**)"}, "user") }, tool: "Read", input: `{"file_path":"secret/k"}`, errKind: ErrPermissionDenied, content: "Read(./secret/**)"},
+		{name: "plan mode write", opts: func(o *Options) { o.Mode = permission.ModePlan }, tool: "Write", input: `{"file_path":"n.txt","content":"x"}`, errKind: ErrPermissionDenied, content: "plan mode"},
+		{name: "approver allows", opts: func(o *Options) {
+			o.Approver = ApproverFunc(func(ctx context.Context, r ApprovalRequest) (Approval, error) {
+				return Approval{Allow: true, By: "test"}, nil
+			})
+		}, tool: "Bash", input: `{"command":"rm x"}`, content: "ran"},
+		{name: "approver refuses with message", opts: func(o *Options) {
+			o.Approver = ApproverFunc(func(ctx context.Context, r ApprovalRequest) (Approval, error) {
+				return Approval{Allow: false, By: "tty", Message: "use git rm"}, nil
+			})
+		}, tool: "Bash", input: `{"command":"rm x"}`, errKind: ErrPermissionDenied, content: "use git rm"},
+		{name: "approver error", opts: func(o *Options) {
+			o.Approver = ApproverFunc(func(ctx context.Context, r ApprovalRequest) (Approval, error) {
+				return Approval{}, context.DeadlineExceeded
+			})
+		}, tool: "Bash", input: `{"command":"rm x"}`, errKind: ErrNeedsApproval},
+		{name: "write new file", tool: "Write", input: `{"file_path":"new.txt","content":"x"}`, content: "wrote", check: func(t *testing.T, h *harness, r Response) {
+			if len(h.snap.begun) != 1 || h.snap.begun[0].Kind != ScopeFiles || h.snap.begun[0].Paths[0] != filepath.Join(h.ws, "new.txt") {
+				t.Fatalf("scope %+v", h.snap.begun)
+			}
+			if _, ok := h.sess.LastRead(filepath.Join(h.ws, "new.txt")); !ok {
+				t.Fatal("written content not recorded as read")
+			}
+		}},
+		{name: "write existing unread", setup: func(h *harness) { os.WriteFile(filepath.Join(h.ws, "e.txt"), []byte("old"), 0o644) }, tool: "Write", input: `{"file_path":"e.txt","content":"x"}`, errKind: ErrConflict, content: "has not been read"},
+		{name: "snapshot failure stops the call", opts: func(o *Options) { o.Snapshots = &fakeSnap{fail: true} }, tool: "Write", input: `{"file_path":"n.txt","content":"x"}`, errKind: ErrInternal, check: func(t *testing.T, h *harness, r Response) {
+			if _, err := os.Stat(filepath.Join(h.ws, "n.txt")); err == nil {
+				t.Fatal("call ran without a snapshot")
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, tt.opts)
+			if tt.setup != nil {
+				tt.setup(h)
+			}
+			r := h.run(tt.tool, tt.input)
+			if tt.errKind == "" && r.Err != nil {
+				t.Fatalf("unexpected error %v (content %q)", r.Err, r.Content)
+			}
+			if tt.errKind != "" && (r.Err == nil || r.Err.Kind != tt.errKind) {
+				t.Fatalf("err = %v, want %s (content %q)", r.Err, tt.errKind, r.Content)
+			}
+			if !strings.Contains(r.Content, tt.content) {
+				t.Fatalf("content %q does not contain %q", r.Content, tt.content)
+			}
+			if r.CallID == "" {
+				t.Fatal("no call id")
+			}
+			if len(h.audit.recs) != 1 || h.audit.recs[0].CallID != r.CallID {
+				t.Fatalf("audit records: %+v", h.audit.recs)
+			}
+			if tt.check != nil {
+				tt.check(t, h, r)
+			}
+		})
+	}
+}
+
+func TestReadBeforeWrite(t *testing.T) {
+	h := newHarness(t, nil)
+	p := filepath.Join(h.ws, "f.txt")
+	os.WriteFile(p, []byte("one"), 0o644)
+	if r := h.run("Write", `{"file_path":"f.txt","content":"two"}`); r.Err == nil || r.Err.Kind != ErrConflict {
+		t.Fatalf("unread write: %v", r.Err)
+	}
+	if r := h.run("Read", `{"file_path":"f.txt"}`); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if r := h.run("Write", `{"file_path":"f.txt","content":"two"}`); r.Err != nil {
+		t.Fatalf("write after read: %v", r.Err)
+	}
+	// Consecutive writes need no re-read: the new content counts as read.
+	if r := h.run("Write", `{"file_path":"f.txt","content":"three"}`); r.Err != nil {
+		t.Fatalf("second write: %v", r.Err)
+	}
+	// A change behind the session's back is a conflict.
+	os.WriteFile(p, []byte("changed by the user"), 0o644)
+	r := h.run("Write", `{"file_path":"f.txt","content":"four"}`)
+	if r.Err == nil || r.Err.Kind != ErrConflict || !strings.Contains(r.Content, "changed since") {
+		t.Fatalf("stale write: %v %q", r.Err, r.Content)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "changed by the user" {
+		t.Fatalf("stale write went through: %q", b)
+	}
+}
+
+func TestGrantsRemembered(t *testing.T) {
+	var asked atomic.Int32
+	grants := &memGrants{}
+	h := newHarness(t, func(o *Options) {
+		o.Grants = grants
+		o.Approver = ApproverFunc(func(ctx context.Context, r ApprovalRequest) (Approval, error) {
+			asked.Add(1)
+			if r.Tool != "Bash" || len(r.Prefix) != 1 {
+				t.Errorf("prefix %v", r.Prefix)
+			}
+			return Approval{Allow: true, Remember: GrantProject, By: "test"}, nil
+		})
+	})
+	for i := 0; i < 3; i++ {
+		if r := h.run("Bash", `{"command":"npm test"}`); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	if asked.Load() != 1 || len(grants.gs) != 1 {
+		t.Fatalf("asked %d times, grants %+v", asked.Load(), grants.gs)
+	}
+	if r := h.run("Bash", `{"command":"rm x"}`); asked.Load() != 2 || r.Err != nil {
+		t.Fatalf("other command not asked: %d", asked.Load())
+	}
+}
+
+func TestCancelledCall(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	r := h.p.Run(ctx, Request{Session: h.sess, Tool: "Echo", Input: json.RawMessage(`{"text":"sleep"}`)})
+	if r.Err == nil || r.Err.Kind != ErrTimeout || time.Since(start) > 3*time.Second {
+		t.Fatalf("cancel: %v after %v", r.Err, time.Since(start))
+	}
+	if len(h.audit.recs) != 1 || h.audit.recs[0].ErrorKind != "timeout" {
+		t.Fatalf("audit: %+v", h.audit.recs)
+	}
+}
+
+func TestAuditRecordContent(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.Mode = permission.ModeBypass })
+	r := h.run("Bash", `{"command":"curl -H 'Authorization: Bearer abcdefghijklmnop' https://u:hunter2@x"}`)
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	rec := h.audit.recs[0]
+	in := string(rec.Input)
+	if strings.Contains(in, "abcdefghijklmnop") || strings.Contains(in, "hunter2") {
+		t.Fatalf("secret in audit input: %s", in)
+	}
+	if rec.Tool != "Bash" || rec.Session != "s1" || rec.Decision != "allow" || rec.DecidedBy != "mode" ||
+		rec.Verdict == nil || rec.Verdict.Class != "dangerous" || rec.ContainerID != "ctr1" ||
+		rec.ExitCode == nil || *rec.ExitCode != 0 || rec.JournalID == "" || len(rec.Changed) != 1 {
+		t.Fatalf("record: %+v", rec)
+	}
+}
+
+func TestBatch(t *testing.T) {
+	var running, peak atomic.Int32
+	reg := NewRegistry()
+	slow := New("Slow", func(ctx context.Context, env *Env, p *echoParams) (Result, error) {
+		n := running.Add(1)
+		for {
+			old := peak.Load()
+			if n <= old || peak.CompareAndSwap(old, n) {
+				break
+			}
+		}
+		time.Sleep(30 * time.Millisecond)
+		running.Add(-1)
+		return Result{Content: p.Text}, nil
+	}, ReadOnly(), ConcurrencySafeWhen(func(p *echoParams) bool { return p.Mode != "upper" }))
+	reg.Register(SourceBuiltin, slow)
+	p := NewPipeline(reg, Options{Workspace: t.TempDir(), Parallelism: 4})
+	var reqs []Request
+	for i := 0; i < 12; i++ {
+		in := `{"text":"` + string(rune('a'+i)) + `"}`
+		if i == 6 {
+			in = `{"text":"g","mode":"upper"}`
+		}
+		reqs = append(reqs, Request{Tool: "Slow", Input: json.RawMessage(in)})
+	}
+	out := p.RunBatch(context.Background(), reqs)
+	for i, r := range out {
+		if r.Err != nil || r.Content != string(rune('a'+i)) {
+			t.Fatalf("result %d = %+v", i, r)
+		}
+	}
+	if peak.Load() > 4 || peak.Load() < 2 {
+		t.Fatalf("peak concurrency %d, want 2..4", peak.Load())
+	}
+}
+
+func TestChainOrder(t *testing.T) {
+	var trace []string
+	mk := func(name string) Stage {
+		return func(next Handler) Handler {
+			return func(ctx context.Context, c *Call) Result {
+				trace = append(trace, name)
+				return next(ctx, c)
+			}
+		}
+	}
+	h := Chain(func(ctx context.Context, c *Call) Result { trace = append(trace, "end"); return Result{} }, mk("a"), mk("b"))
+	h(context.Background(), &Call{})
+	if strings.Join(trace, ",") != "a,b,end" {
+		t.Fatal(trace)
+	}
+}

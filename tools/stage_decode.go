@@ -1,0 +1,44 @@
+package tools
+
+import (
+	"context"
+	"sort"
+	"strings"
+)
+
+// Lookup resolves the call's tool by name or alias.
+func Lookup(reg *Registry) Stage {
+	return func(next Handler) Handler {
+		return func(ctx context.Context, c *Call) Result {
+			t, ok := reg.Lookup(c.Name)
+			if !ok {
+				var names []string
+				for _, t := range reg.List() {
+					names = append(names, t.Name())
+				}
+				sort.Strings(names)
+				return Fail(ErrNotFound, "there is no tool named %q; the tools are: %s", c.Name, strings.Join(names, ", "))
+			}
+			c.Tool = t
+			return next(ctx, c)
+		}
+	}
+}
+
+// DecodeStage decodes the input strictly into the tool's params.
+func DecodeStage(maxInput int) Stage {
+	return func(next Handler) Handler {
+		return func(ctx context.Context, c *Call) Result {
+			if len(c.Input) > maxInput {
+				return Fail(ErrValidation, "the input is %d bytes, more than the %d allowed; split the work into smaller calls", len(c.Input), maxInput)
+			}
+			p := c.Tool.NewParams()
+			if err := Decode(c.Input, p); err != nil {
+				te := AsToolError(err)
+				return Result{Content: te.Message + " (tool " + c.Tool.Name() + ")", Display: string(te.Kind), Err: te}
+			}
+			c.Params = p
+			return next(ctx, c)
+		}
+	}
+}

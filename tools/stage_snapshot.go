@@ -1,0 +1,62 @@
+package tools
+
+import (
+	"context"
+	"errors"
+)
+
+// SnapshotStage snapshots what a mutating call can touch before it runs
+// and, after it ran, captures the changes into a journal entry (change
+// capture + journal). Read-only calls pass straight through. Without a
+// store (nil) mutating calls still run, unjournaled. If the snapshot
+// cannot be taken the call does not run: no change without a way back.
+func SnapshotStage(store Snapshotter) Stage {
+	return func(next Handler) Handler {
+		return func(ctx context.Context, c *Call) Result {
+			sc := ScopeOf(c)
+			c.Scope = sc
+			if sc.Kind == ScopeNone || store == nil {
+				return next(ctx, c)
+			}
+			snap, err := store.Begin(ctx, SnapshotInfo{CallID: c.ID, Session: c.Session.ID, Tool: c.Tool.Name(), Summary: Summarize(c)}, sc)
+			if err != nil {
+				if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+					return Fail(ErrTimeout, "the call was cancelled while taking its snapshot; nothing was changed")
+				}
+				return Fail(ErrInternal, "agentbox could not snapshot the workspace before this call, so it did not run it; nothing was changed")
+			}
+			res := next(ctx, c)
+			// Capture even when ctx is done: the command may have changed
+			// files before it was stopped.
+			entry, err := snap.Finish(context.WithoutCancel(ctx))
+			if err != nil {
+				res.SetMeta("journal_error", "the changes of this call could not be recorded")
+				if res.Err == nil {
+					res.Err = Errorf(ErrInternal, "the call ran but its changes could not be recorded for undo")
+				}
+				return res
+			}
+			c.Journal = &entry
+			if entry.ID != "" {
+				res.SetMeta("journal_id", entry.ID)
+			}
+			changes := entry.Changes
+			if changes == nil {
+				changes = []Change{}
+			}
+			res.SetMeta("changes", changes)
+			return res
+		}
+	}
+}
+
+// ScopeOf is what the call can touch.
+func ScopeOf(c *Call) Scope {
+	if c.Verdict != nil && c.Verdict.Class == ClassReadOnly {
+		return Scope{Kind: ScopeNone} // proven read-only: nothing to capture
+	}
+	if s, ok := c.Tool.(Scoper); ok {
+		return s.Scope(c.Params)
+	}
+	return DefaultScope(c.Tool, c.Params)
+}
