@@ -22,9 +22,11 @@ test: build unit integration
 
 ## engine: make sure an engine answers (starts a private dockerd if none does)
 engine: build
+	$(BIN) engine start
 
 ## images: build the sandbox images locally (no registry)
 images: engine
+	$(BIN) images build
 
 ## integration: end-to-end tests against the real engine; fail, never skip, without one
 integration: images

@@ -89,10 +89,9 @@ const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 // base adds what every image has: the system directories, /tmp, and
 // passwd/group with root and nobody (plus extra lines).
 func base(t *tree, passwd, group []string) {
-	for _, d := range []string{"/dev", "/proc", "/sys", "/etc", "/root"} {
+	for _, d := range []string{"/dev", "/proc", "/sys", "/etc"} {
 		t.dir(d, 0o755)
 	}
-	t.entries["/root"] = entry{Path: "/root", Mode: os.ModeDir | 0o700}
 	t.dir("/tmp", os.ModeSticky|0o777)
 	pw := append([]string{"root:x:0:0:root:/root:/bin/sh", "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin"}, passwd...)
 	gr := append([]string{"root:x:0:", "nogroup:x:65534:"}, group...)

@@ -175,3 +175,27 @@ func hostMounts(fs fsys) []HostMount {
 	}
 	return out
 }
+
+// toolchainDirs are directories below the mounted roots that hold
+// toolchains outside the standard PATH; HostPath adds those that exist.
+var toolchainDirs = []string{"/usr/local/go/bin", "/usr/lib/go/bin", "/usr/local/cargo/bin"}
+
+// HostPath is the PATH for commands in the Host image: the standard
+// directories plus the host's toolchain directories that exist under the
+// mounted roots (for example /usr/local/go/bin). The image's Env carries it.
+func HostPath() string {
+	return hostPath(osFS{})
+}
+
+func hostPath(fs fsys) string {
+	p := defaultPath
+	for _, d := range toolchainDirs {
+		if !isUnderRoots(d) || denied(d) {
+			continue
+		}
+		if fi, err := fs.Stat(d); err == nil && fi.IsDir() {
+			p += ":" + d
+		}
+	}
+	return p
+}

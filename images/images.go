@@ -160,6 +160,7 @@ func makeSpec(ctx context.Context, name string, o *options) (*spec, error) {
 		s.kind, s.tree = "minimal", minimalTree(bb, applets)
 	case Host:
 		s.kind, s.tree = "host", hostTree(*o.owner, hostLayout(osFS{}))
+		s.env = []string{"PATH=" + HostPath()}
 	default:
 		return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownImage, name, strings.Join(Names(), ", "))
 	}

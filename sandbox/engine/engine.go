@@ -117,7 +117,28 @@ func candidates(cfg *config.Config, e env) []candidate {
 		add(candidate{host: "unix://" + filepath.Join(runtimeDir, "podman", "podman.sock"), source: SourcePodman})
 	}
 	add(candidate{host: "unix://" + privatePaths(cfg.StateDir).Socket, source: SourcePrivate})
+	// The engine `agentbox engine start` runs with the default state dir
+	// serves every state dir (tests and tools often use their own).
+	if def := defaultStateDir(e.getenv); def != "" {
+		add(candidate{host: "unix://" + privatePaths(def).Socket, source: SourcePrivate})
+	}
 	return out
+}
+
+// defaultStateDir is the state dir config.Load picks when none is given.
+func defaultStateDir(getenv func(string) string) string {
+	if sd := getenv("AGENTBOX_STATE_DIR"); sd != "" && filepath.IsAbs(sd) {
+		return sd
+	}
+	base := getenv("XDG_STATE_HOME")
+	if base == "" {
+		home := getenv("HOME")
+		if home == "" {
+			return ""
+		}
+		base = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(base, "agentbox")
 }
 
 // Connect returns a client for the first engine that answers, with its API
@@ -140,7 +161,7 @@ func connect(ctx context.Context, cfg *config.Config, e env) (*client.Client, In
 		}
 		tried = append(tried, fmt.Sprintf("%s (%s): %v", c.host, c.source, shortErr(err)))
 	}
-	msg := "nothing to try"
+	msg := "no DOCKER_HOST, no engine.host, and no Docker, Podman or private engine socket"
 	if len(tried) > 0 {
 		msg = "tried " + strings.Join(tried, "; ")
 	}

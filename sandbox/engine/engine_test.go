@@ -153,3 +153,22 @@ func TestStopWithoutEngine(t *testing.T) {
 		t.Fatalf("Stop = %v, want ErrNotRunning", err)
 	}
 }
+
+func TestCandidatesDefaultStateDirPrivateEngine(t *testing.T) {
+	cfg := &config.Config{StateDir: "/tmp/custom-state"}
+	e := env{
+		getenv: func(k string) string { return map[string]string{"HOME": "/home/u"}[k] },
+		euid:   0,
+		exists: func(string) bool { return true },
+	}
+	var got []string
+	for _, c := range candidates(cfg, e) {
+		if c.source == SourcePrivate {
+			got = append(got, c.host)
+		}
+	}
+	want := []string{"unix:///tmp/custom-state/engine/run/docker.sock", "unix:///home/u/.local/state/agentbox/engine/run/docker.sock"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("private candidates = %v, want %v", got, want)
+	}
+}
