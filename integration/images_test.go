@@ -137,4 +137,3 @@ func runImage(t *testing.T, ctx context.Context, img, user string, binds []image
 	}
 	return out.String(), code
 }
-
