@@ -18,9 +18,9 @@ import (
 type Call struct {
 	s      *Store
 	rec    pendingRec
-	pre    *index            // whole scope: manifest before the call
-	paths  []string          // file scope: paths recorded
-	before map[string]*Node  // file scope: their pre-images (nil = absent)
+	pre    *index           // whole scope: manifest before the call
+	paths  []string         // file scope: paths recorded
+	before map[string]*Node // file scope: their pre-images (nil = absent)
 	unlock func()
 	done   bool
 }
@@ -47,7 +47,9 @@ const (
 	phaseRunning = "running"
 )
 
-func (r *pendingRec) info() CallInfo { return CallInfo{Session: r.Session, Tool: r.Tool, Summary: r.Summary} }
+func (r *pendingRec) info() CallInfo {
+	return CallInfo{Session: r.Session, Tool: r.Tool, Summary: r.Summary}
+}
 
 func (s *Store) writePending(r *pendingRec) error {
 	data, err := json.Marshal(r)

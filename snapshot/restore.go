@@ -91,6 +91,11 @@ func (s *Store) apply(ctx context.Context, id string, items []planItem) error {
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	defer root.Close()
+	rootfd, err := s.openRoot()
+	if err != nil {
+		return err
+	}
+	defer unix.Close(rootfd)
 	idx := map[string]int{}
 	for i, it := range items {
 		idx[it.Path] = i
@@ -103,14 +108,14 @@ func (s *Store) apply(ctx context.Context, id string, items []planItem) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		fi, err := root.Lstat(it.Path)
+		cur, err := lstatBeneath(rootfd, it.Path)
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-				continue
-			}
 			return fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
 		}
-		if it.Target != nil && typeOfInfo(fi) == it.Target.Type && (it.Target.Type == TypeDir || it.Target.Type == TypeFile) {
+		if cur == "" {
+			continue // absent, or under a symlink or non-directory that goes first
+		}
+		if it.Target != nil && cur == it.Target.Type && (cur == TypeDir || cur == TypeFile) {
 			continue // replaced in place (files by rename) below
 		}
 		if err := root.Remove(it.Path); err != nil {
@@ -183,6 +188,28 @@ func (s *Store) apply(ctx context.Context, id string, items []planItem) error {
 		}
 	}
 	return nil
+}
+
+// lstatBeneath returns the type of rel without following any symlink on
+// the way, or "" when it does not exist as such.
+func lstatBeneath(rootfd int, rel string) (Type, error) {
+	dir, name := splitRel(rel)
+	fd, err := openDirAt(rootfd, dir)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) {
+			return "", nil
+		}
+		return "", err
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return "", nil
+		}
+		return "", err
+	}
+	return entryFromStat(&st).Type, nil
 }
 
 // writeBlobTo streams blob t.Hash into a new file name under root,

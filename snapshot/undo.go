@@ -286,9 +286,10 @@ func (s *Store) applyAndCommit(ctx context.Context, rec *pendingRec, interrupted
 }
 
 // Checkpoint scans the whole workspace, stores everything in it, and
-// journals an entry (Kind "checkpoint", no changes) holding the manifest,
-// so that Rollback(entry.ID) later restores the state of this moment for
-// every path changed since.
+// journals an entry (Kind "checkpoint") holding the manifest, so that
+// Rollback(entry.ID) later restores the state of this moment for every path
+// changed since. Its changes are what changed outside any call since the
+// previous scan (none for the first scan); undo skips checkpoints.
 func (s *Store) Checkpoint(ctx context.Context, message string, info CallInfo) (Entry, error) {
 	unlock, err := s.lock(ctx)
 	if err != nil {
@@ -319,6 +320,11 @@ func (s *Store) Checkpoint(ctx context.Context, message string, info CallInfo) (
 		return Entry{}, err
 	}
 	e := Entry{ID: id, Time: s.opts.now().UTC(), CallInfo: info, Kind: KindCheckpoint, Manifest: h}
+	if len(old.entries) > 0 {
+		// What changed outside any call since the last scan: recorded so
+		// that a rollback to an earlier point restores it too.
+		e.Changes = diffIndex(old, cur)
+	}
 	if err := s.commitEntry(e); err != nil {
 		return Entry{}, err
 	}

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+func init() { register(newCheckpointCmd) }
+
+func newCheckpointCmd(a *app) *cobra.Command {
+	var msg string
+	cmd := &cobra.Command{
+		Use:   "checkpoint [-m MESSAGE]",
+		Short: "Snapshot the whole workspace now, to `rollback --to` later",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := openSnapshots(cmd.Context(), a)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			if msg == "" {
+				msg = "checkpoint"
+			}
+			e, err := st.Checkpoint(cmd.Context(), msg, cliCall)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return writeJSON(a.stdout(), toHistory(e))
+			}
+			fmt.Fprintf(a.stdout(), "checkpoint %s; restore it with: agentbox rollback --to %s\n", e.ID, e.ID)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&msg, "message", "m", "", "what this point is")
+	return cmd
+}

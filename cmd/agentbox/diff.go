@@ -1,0 +1,37 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+func init() { register(newDiffCmd) }
+
+func newDiffCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "diff CALL",
+		Short: "Show a journaled call's changes as a unified diff (binary files summarised)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := openSnapshots(cmd.Context(), a)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			if !a.jsonOut {
+				return st.Diff(cmd.Context(), args[0], a.stdout())
+			}
+			e, err := st.Get(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			var b strings.Builder
+			if err := st.Diff(cmd.Context(), e.ID, &b); err != nil {
+				return err
+			}
+			h := toHistory(e)
+			return writeJSON(a.stdout(), map[string]any{"id": h.ID, "changes": h.Changes, "diff": b.String()})
+		},
+	}
+}

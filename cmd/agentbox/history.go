@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/agentbox/agentbox/snapshot"
+	"github.com/spf13/cobra"
+)
+
+func init() { register(newHistoryCmd) }
+
+// openSnapshots opens the snapshot store of the configured workspace.
+func openSnapshots(ctx context.Context, a *app) (*snapshot.Store, error) {
+	cfg, err := a.Config()
+	if err != nil {
+		return nil, err
+	}
+	return snapshot.Open(ctx, cfg.WorkspaceStateDir(), cfg.Workspace, snapshot.WithExclude(cfg.Snapshot.Exclude...))
+}
+
+// cliCall is who the snapshot commands journal their own entries as.
+var cliCall = snapshot.CallInfo{Session: "cli"}
+
+// historyChange and historyEntry are the `history --json` contract.
+type historyChange struct {
+	Path string      `json:"path"`
+	Op   snapshot.Op `json:"op"`
+}
+
+type historyEntry struct {
+	ID      string          `json:"id"`
+	Time    time.Time       `json:"time"`
+	Session string          `json:"session"`
+	Tool    string          `json:"tool"`
+	Summary string          `json:"summary"`
+	Changes []historyChange `json:"changes"`
+}
+
+func toHistory(e snapshot.Entry) historyEntry {
+	h := historyEntry{ID: e.ID, Time: e.Time, Session: e.Session, Tool: e.Tool, Summary: e.Summary, Changes: []historyChange{}}
+	for _, c := range e.Changes {
+		h.Changes = append(h.Changes, historyChange{Path: c.Path, Op: c.Op})
+	}
+	return h
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+var opLetters = map[snapshot.Op]string{
+	snapshot.OpAdded: "A", snapshot.OpModified: "M", snapshot.OpDeleted: "D",
+	snapshot.OpTypeChanged: "T", snapshot.OpModeChanged: "X",
+}
+
+// printEntry writes one entry for a person.
+func printEntry(w io.Writer, e snapshot.Entry) {
+	summary := strings.ReplaceAll(e.Summary, "\n", " ")
+	if len(summary) > 72 {
+		summary = summary[:69] + "..."
+	}
+	extra := ""
+	switch {
+	case e.Reverts != "":
+		extra = " [undoes " + e.Reverts + "]"
+	case e.RollbackTo != "":
+		extra = " [rollback to before " + e.RollbackTo + "]"
+	case e.Kind == snapshot.KindCheckpoint:
+		extra = " [checkpoint]"
+	}
+	if e.Interrupted {
+		extra += " [interrupted]"
+	}
+	sess := e.Session
+	if sess == "" {
+		sess = "-"
+	}
+	fmt.Fprintf(w, "%s  %s  %-10s %s  %s%s\n", e.ID, e.Time.Local().Format("2006-01-02 15:04:05"), e.Tool, sess, summary, extra)
+	for _, c := range e.Changes {
+		fmt.Fprintf(w, "    %s %s\n", opLetters[c.Op], fmt.Sprintf("%q", c.Path)[1:len(fmt.Sprintf("%q", c.Path))-1])
+	}
+}
+
+func newHistoryCmd(a *app) *cobra.Command {
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "history",
+		Short: "List journaled calls, newest first, with the paths each changed",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := openSnapshots(cmd.Context(), a)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			entries, err := st.List(cmd.Context(), limit)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				out := make([]historyEntry, 0, len(entries))
+				for _, e := range entries {
+					out = append(out, toHistory(e))
+				}
+				return writeJSON(a.stdout(), out)
+			}
+			if len(entries) == 0 {
+				fmt.Fprintln(a.stdout(), "no calls journaled yet")
+			}
+			for _, e := range entries {
+				printEntry(a.stdout(), e)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&limit, "limit", 0, "show at most N calls (0: all)")
+	return cmd
+}
+
+// reportConflict prints an undo conflict and returns the exit status.
+func reportConflict(a *app, err error) error {
+	var ce *snapshot.ConflictError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	if a.jsonOut {
+		writeJSON(a.stdout(), map[string]any{"ok": false, "error": map[string]string{"kind": "conflict", "message": "paths changed since the call; use --force to undo anyway"}, "conflicts": ce.Conflicts})
+	}
+	fmt.Fprintln(a.stderr(), "agentbox:", ce.Error())
+	return exitCode(1)
+}
