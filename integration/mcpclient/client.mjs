@@ -17,6 +17,17 @@ import Ajv from 'ajv';
 
 const plan = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 
+// Values captured from earlier results (step.capture: {name: regex with one
+// group}); a later step's string argument "$name" is replaced by the value.
+const captured = {};
+function substitute(args) {
+  const out = {};
+  for (const [k, v] of Object.entries(args || {})) {
+    out[k] = typeof v === 'string' && v.startsWith('$') && v.slice(1) in captured ? captured[v.slice(1)] : v;
+  }
+  return out;
+}
+
 // Elicitation answers are taken in order from the step that is running.
 let elicitQueue = [];
 const elicitations = [];
@@ -92,8 +103,14 @@ async function call(step) {
   };
   const t0 = performance.now();
   try {
-    const res = await client.callTool({ name: step.name, arguments: step.args || {} }, CallToolResultSchema, opts);
-    return { ...summarize(res), ms: performance.now() - t0, progress, elicitations: elicitations.slice(seen) };
+    const res = await client.callTool({ name: step.name, arguments: substitute(step.args) }, CallToolResultSchema, opts);
+    const sum = summarize(res);
+    const text = sum.content.filter((c) => c.type === 'text').map((c) => c.text).join('');
+    for (const [name, re] of Object.entries(step.capture || {})) {
+      const m = new RegExp(re).exec(text);
+      if (m) captured[name] = m[1];
+    }
+    return { ...sum, meta: res._meta ?? null, ms: performance.now() - t0, progress, elicitations: elicitations.slice(seen) };
   } catch (e) {
     return { error: String(e.message || e), ms: performance.now() - t0, progress, elicitations: elicitations.slice(seen) };
   } finally {
