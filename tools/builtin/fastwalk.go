@@ -30,8 +30,8 @@ func (e fileEntry) rel() string {
 }
 
 // parallelWalk visits every directory below start (relative to root) in
-// parallel, calling visit for every entry that is not a directory walked
-// into (files, symlinks, devices, ...) from the worker that listed it.
+// parallel, calling visit for every entry (directories it walks into
+// included) from the worker that listed it.
 // Directories are opened through root (so they stay inside it); files are
 // meant to be opened with openEntry, one openat of a single name with
 // O_NOFOLLOW, so they cannot lead outside either. VCS directories are
@@ -96,6 +96,7 @@ func parallelWalk(ctx context.Context, root *os.Root, start string, workers int,
 				if skipDir != nil && skipDir(rel) {
 					return
 				}
+				visit(worker, e)
 				subdirs = append(subdirs, dirJob{rel, ign})
 				return
 			}

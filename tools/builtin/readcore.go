@@ -120,7 +120,7 @@ func isEscape(err error) bool {
 
 // readContent reads an open regular file: images as bytes, text as
 // numbered lines starting at line offset (1-based) for at most limit lines.
-func readContent(f *os.File, fi fs.FileInfo, display string, offset, limit int) (fileContent, error) {
+func readContent(f io.Reader, fi fs.FileInfo, display string, offset, limit int) (fileContent, error) {
 	if offset < 1 {
 		offset = 1
 	}
