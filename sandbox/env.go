@@ -35,15 +35,19 @@ var baseEnv = []string{
 // environment predictable); Spec.Env may still set them explicitly.
 var fixedKeys = map[string]bool{"PATH": true, "HOME": true}
 
-// Env builds a command's environment: the scrubbed base, then the named
+// Env builds a command's environment: the scrubbed base (with PATH set to
+// path, or Path when ""), then the named
 // passthrough variables taken from getenv when set (never PATH or HOME),
 // then extra KEY=VALUE entries (later ones win). The result is sorted by
 // key and has one entry per key.
-func Env(passthrough []string, getenv func(string) (string, bool), extra []string) []string {
+func Env(path string, passthrough []string, getenv func(string) (string, bool), extra []string) []string {
 	m := map[string]string{}
 	for _, kv := range baseEnv {
 		k, v, _ := strings.Cut(kv, "=")
 		m[k] = v
+	}
+	if path != "" {
+		m["PATH"] = path
 	}
 	for _, k := range passthrough {
 		if fixedKeys[k] || getenv == nil {

@@ -1,0 +1,76 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSandboxDefaultsValid(t *testing.T) {
+	s := defaultSandbox()
+	if err := s.validate(); err != nil {
+		t.Fatal(err)
+	}
+	if s.DefaultTimeout != 2*time.Minute || s.MaxTimeout != 10*time.Minute || len(s.ProtectedPaths) != 2 {
+		t.Errorf("defaults %+v", s)
+	}
+}
+
+func TestSandboxValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*Sandbox)
+		key    string
+	}{
+		{"empty image", func(s *Sandbox) { s.Image = " " }, "sandbox.image"},
+		{"negative pool", func(s *Sandbox) { s.PoolSize = -1 }, "sandbox.pool_size"},
+		{"max timeout over 10m", func(s *Sandbox) { s.MaxTimeout = 11 * time.Minute }, "sandbox.max_timeout"},
+		{"default over max", func(s *Sandbox) { s.DefaultTimeout = 5 * time.Minute; s.MaxTimeout = time.Minute }, "sandbox.default_timeout"},
+		{"tiny memory", func(s *Sandbox) { s.MemoryMB = 1 }, "sandbox.memory_mb"},
+		{"zero cpus", func(s *Sandbox) { s.CPUs = 0 }, "sandbox.cpus"},
+		{"few pids", func(s *Sandbox) { s.PidsLimit = 1 }, "sandbox.pids_limit"},
+		{"small output cap", func(s *Sandbox) { s.OutputCap = 10 }, "sandbox.output_cap"},
+		{"bad passthrough", func(s *Sandbox) { s.EnvPassthrough = []string{"A=B"} }, "sandbox.env_passthrough"},
+		{"absolute protected", func(s *Sandbox) { s.ProtectedPaths = []string{"/etc"} }, "sandbox.protected_paths"},
+		{"escaping protected", func(s *Sandbox) { s.ProtectedPaths = []string{"a/../../x"} }, "sandbox.protected_paths"},
+		{"dot protected", func(s *Sandbox) { s.ProtectedPaths = []string{"."} }, "sandbox.protected_paths"},
+		{"relative init", func(s *Sandbox) { s.InitBinary = "bin/agentbox" }, "sandbox.init_binary"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := defaultSandbox()
+			tt.mutate(&s)
+			err := s.validate()
+			if err == nil || !strings.Contains(err.Error(), tt.key) {
+				t.Errorf("err = %v, want one naming %s", err, tt.key)
+			}
+		})
+	}
+}
+
+func TestSandboxFromFileAndEnv(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "c.yaml")
+	yaml := "sandbox:\n  pool_size: 4\n  default_timeout: 30s\n  protected_paths: [.git/hooks, .envrc]\n"
+	if err := os.WriteFile(f, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(LoadOptions{File: f, Getenv: env(map[string]string{
+		"HOME": t.TempDir(), "AGENTBOX_WORKSPACE": t.TempDir(), "AGENTBOX_SANDBOX_MEMORY_MB": "512",
+	})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Sandbox
+	if s.PoolSize != 4 || s.DefaultTimeout != 30*time.Second || s.MemoryMB != 512 || len(s.ProtectedPaths) != 2 || s.ProtectedPaths[1] != ".envrc" {
+		t.Errorf("loaded %+v", s)
+	}
+	_, err = Load(LoadOptions{Getenv: env(map[string]string{
+		"HOME": t.TempDir(), "AGENTBOX_WORKSPACE": t.TempDir(), "AGENTBOX_SANDBOX_MAX_TIMEOUT": "1h",
+	})})
+	if !errors.Is(err, ErrInvalid) {
+		t.Errorf("max_timeout 1h: %v, want ErrInvalid", err)
+	}
+}

@@ -1,0 +1,53 @@
+//go:build integration
+
+package integration
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/docker/docker/api/types/image"
+)
+
+// ensureTestImage imports a busybox rootfs as a throwaway image.
+func ensureTestImage(ctx context.Context, _ string) (string, error) {
+	const name = "agentbox-test/busybox:latest"
+	bb, err := os.ReadFile("/usr/bin/busybox")
+	if err != nil {
+		return "", err
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	dirs := []string{"bin", "etc", "tmp", "root"}
+	for _, d := range dirs {
+		mode := int64(0o755)
+		if d == "tmp" {
+			mode = 0o1777
+		}
+		tw.WriteHeader(&tar.Header{Name: d + "/", Typeflag: tar.TypeDir, Mode: mode})
+	}
+	tw.WriteHeader(&tar.Header{Name: "bin/busybox", Mode: 0o755, Size: int64(len(bb))})
+	tw.Write(bb)
+	for _, a := range []string{"sh", "ls", "cat", "echo", "true", "false", "sleep", "dd", "mknod", "chmod", "id", "ip", "nc", "head", "yes", "pwd", "mkdir", "ln", "rm", "stat", "wc", "seq", "kill", "test", "env", "touch", "cp", "ps", "grep", "sed", "awk", "tr", "printf", "nohup", "setsid", "ifconfig", "wget", "find", "mount", "chown", "su", "cut", "tail", "expr", "readlink"} {
+		tw.WriteHeader(&tar.Header{Name: "bin/" + a, Typeflag: tar.TypeSymlink, Linkname: "busybox", Mode: 0o777})
+	}
+	passwd := "root:x:0:0:root:/root:/bin/sh\n"
+	tw.WriteHeader(&tar.Header{Name: "etc/passwd", Mode: 0o644, Size: int64(len(passwd))})
+	io.WriteString(tw, passwd)
+	tw.Close()
+	rc, err := cli.ImageImport(ctx, image.ImportSource{Source: &buf, SourceName: "-"}, name, image.ImportOptions{})
+	if err != nil {
+		return "", fmt.Errorf("importing busybox: %w", err)
+	}
+	b, _ := io.ReadAll(rc)
+	rc.Close()
+	if strings.Contains(string(b), `"error"`) {
+		return "", fmt.Errorf("importing busybox: %s", b)
+	}
+	return name, nil
+}

@@ -1,0 +1,85 @@
+//go:build integration
+
+// Package integration holds end-to-end tests against a real engine. They
+// fail, never skip, when no engine answers.
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/client"
+
+	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/sandbox/engine"
+)
+
+// Shared by every test: the engine client, the agentbox binary mounted as
+// init, and the image commands run in.
+var (
+	cli       *client.Client
+	agentbox  string
+	testImage string
+	repoRoot  string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	_, file, _, _ := runtime.Caller(0)
+	repoRoot = filepath.Dir(filepath.Dir(file))
+	tmp, err := os.MkdirTemp("", "agentbox-integration-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "integration:", err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	cfg := config.Default()
+	cfg.Workspace, cfg.StateDir = tmp, filepath.Join(tmp, "state")
+	if sd := os.Getenv("AGENTBOX_STATE_DIR"); sd != "" {
+		cfg.StateDir = sd
+	}
+	c, info, err := engine.Connect(ctx, &cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "integration: FAIL: no engine:", err)
+		return 1
+	}
+	cli = c
+	defer cli.Close()
+	fmt.Fprintf(os.Stderr, "integration: engine %s (%s, %s)\n", info.Host, info.Source, info.Version)
+	if agentbox, err = buildAgentbox(ctx, tmp); err != nil {
+		fmt.Fprintln(os.Stderr, "integration: FAIL:", err)
+		return 1
+	}
+	if testImage, err = ensureTestImage(ctx, tmp); err != nil {
+		fmt.Fprintln(os.Stderr, "integration: FAIL: image:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// buildAgentbox builds the static binary every container mounts as init
+// ($AGENTBOX_BIN when set, e.g. by make).
+func buildAgentbox(ctx context.Context, dir string) (string, error) {
+	if p := os.Getenv("AGENTBOX_BIN"); p != "" {
+		return filepath.Abs(p)
+	}
+	out := filepath.Join(dir, "agentbox")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/agentbox")
+	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building agentbox: %v\n%s", err, b)
+	}
+	return out, nil
+}

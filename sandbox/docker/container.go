@@ -1,0 +1,212 @@
+package docker
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/docker/docker/api/types"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
+
+	"github.com/agentbox/agentbox/sandbox"
+	"github.com/agentbox/agentbox/sandbox/initproc"
+)
+
+// InitPath is where the agentbox binary is mounted inside every container.
+const InitPath = "/.agentbox/init"
+
+// readyTimeout bounds a container's way from create to its Ready frame.
+const readyTimeout = 60 * time.Second
+
+// warm is a started container whose init has said Ready and waits for
+// its one request on the attached stream.
+type warm struct {
+	id     string
+	conn   net.Conn
+	hj     types.HijackedResponse
+	frames io.Reader // init's stdout, demultiplexed
+	fp     string    // protected-paths fingerprint at creation
+	bash   bool
+}
+
+// containerSpec builds the hardened create request. Everything that
+// varies per command travels in the request frame instead, so the same
+// spec serves every warm container of a workspace.
+func (r *Runner) containerSpec(mounts []mount.Mount, name string) (*container.Config, *container.HostConfig) {
+	c := r.cfg
+	cfg := &container.Config{
+		Image:           r.image,
+		User:            r.user,
+		Entrypoint:      []string{InitPath, "init"},
+		Cmd:             []string{},
+		Env:             []string{"PATH=" + r.path, "HOME=" + sandbox.Home},
+		WorkingDir:      "/",
+		AttachStdin:     true,
+		AttachStdout:    true,
+		AttachStderr:    true,
+		OpenStdin:       true,
+		StdinOnce:       true,
+		NetworkDisabled: true,
+		Labels:          r.labels(),
+	}
+	mem := c.MemoryMB << 20
+	pids := c.PidsLimit
+	host := &container.HostConfig{
+		NetworkMode:    "none",
+		ReadonlyRootfs: true,
+		Tmpfs:          map[string]string{"/tmp": "rw,exec,nosuid,nodev,mode=1777,size=" + strconv.FormatInt(c.TmpSizeMB, 10) + "m"},
+		CapDrop:        []string{"ALL"},
+		SecurityOpt:    []string{"no-new-privileges"},
+		IpcMode:        "private",
+		LogConfig:      container.LogConfig{Type: "none"},
+		Mounts:         mounts,
+		Resources: container.Resources{
+			Memory:     mem,
+			MemorySwap: mem,
+			NanoCPUs:   int64(c.CPUs * 1e9),
+			PidsLimit:  &pids,
+			Ulimits: []*container.Ulimit{
+				{Name: "nofile", Soft: c.NoFile, Hard: c.NoFile},
+				{Name: "nproc", Soft: c.NProc, Hard: c.NProc},
+				{Name: "fsize", Soft: c.FileSizeMB << 20, Hard: c.FileSizeMB << 20},
+				{Name: "core", Soft: 0, Hard: 0},
+			},
+		},
+	}
+	_ = name
+	return cfg, host
+}
+
+// seq numbers container names within this executor.
+var seq atomic.Uint64
+
+// start creates, attaches and starts one container and waits for its init
+// to say Ready. On failure the container is removed.
+func (r *Runner) start(ctx context.Context) (w *warm, err error) {
+	mounts, fp, err := r.mounts()
+	if err != nil {
+		return nil, err
+	}
+	name := fmt.Sprintf("agentbox-%s-%d", r.id[:8], seq.Add(1))
+	cfg, host := r.containerSpec(mounts, name)
+	created, err := r.cli.ContainerCreate(ctx, cfg, host, nil, nil, name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: creating container: %v", sandbox.ErrUnavailable, err)
+	}
+	id := created.ID
+	defer func() {
+		if err != nil {
+			r.remove(id)
+		}
+	}()
+	hj, err := r.cli.ContainerAttach(ctx, id, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	if err != nil {
+		return nil, fmt.Errorf("%w: attaching to container: %v", sandbox.ErrUnavailable, err)
+	}
+	defer func() {
+		if err != nil {
+			hj.Close()
+		}
+	}()
+	if err := r.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		return nil, fmt.Errorf("%w: starting container: %v", sandbox.ErrUnavailable, err)
+	}
+	frames := &demux{r: hj.Reader, diag: func(p []byte) {
+		r.log.Debug("init stderr", "container", shortID(id), "text", string(p))
+	}}
+	hj.Conn.SetReadDeadline(time.Now().Add(readyTimeout))
+	stop := context.AfterFunc(ctx, func() { hj.Conn.SetReadDeadline(time.Unix(1, 0)) })
+	t, p, err := initproc.ReadFrame(frames)
+	stop()
+	if err != nil || t != initproc.Ready {
+		if err == nil {
+			err = fmt.Errorf("unexpected frame %q", t)
+		}
+		if ctx.Err() != nil {
+			err = context.Cause(ctx)
+		}
+		return nil, fmt.Errorf("%w: container init did not start: %v", sandbox.ErrUnavailable, err)
+	}
+	hj.Conn.SetReadDeadline(time.Time{})
+	var ri initproc.ReadyInfo
+	if err := json.Unmarshal(p, &ri); err != nil || ri.Proto != initproc.Proto {
+		return nil, fmt.Errorf("%w: container init speaks another protocol (%s); rebuild agentbox", sandbox.ErrUnavailable, p)
+	}
+	return &warm{id: id, conn: hj.Conn, hj: hj, frames: frames, fp: fp, bash: ri.Bash}, nil
+}
+
+// closeWrite ends the container's stdin: init needs nothing more.
+func (w *warm) closeWrite() error { return w.hj.CloseWrite() }
+
+// remove kills and removes a container in the background.
+func (r *Runner) remove(id string) {
+	r.bg.Add(1)
+	go func() {
+		defer r.bg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		if err := r.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true}); err != nil {
+			r.log.Warn("removing container", "container", shortID(id), "err", err)
+		}
+	}()
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// demux reads the stdout payload of Docker's multiplexed attach stream
+// (8-byte headers: stream, 3 zero bytes, big-endian length) and hands
+// stderr payloads to diag.
+type demux struct {
+	r      *bufio.Reader
+	remain int
+	diag   func([]byte)
+}
+
+func (d *demux) Read(p []byte) (int, error) {
+	for d.remain == 0 {
+		var h [8]byte
+		if _, err := io.ReadFull(d.r, h[:]); err != nil {
+			if err == io.ErrUnexpectedEOF {
+				return 0, err
+			}
+			return 0, err
+		}
+		n := int(binary.BigEndian.Uint32(h[4:]))
+		switch h[0] {
+		case 1:
+			d.remain = n
+		case 2, 0:
+			buf := make([]byte, n)
+			if _, err := io.ReadFull(d.r, buf); err != nil {
+				return 0, err
+			}
+			if d.diag != nil && n > 0 {
+				d.diag(buf)
+			}
+		default:
+			return 0, fmt.Errorf("attach stream: bad header %x", h)
+		}
+	}
+	if len(p) > d.remain {
+		p = p[:d.remain]
+	}
+	n, err := d.r.Read(p)
+	d.remain -= n
+	if err == io.EOF && d.remain > 0 {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}

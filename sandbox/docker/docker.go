@@ -1,0 +1,358 @@
+// Package docker is the Docker Engine backend of sandbox.Runner: every
+// command runs in a fresh, hardened container that is removed afterwards.
+//
+// Containers are started ahead of time (a warm pool of config
+// sandbox.pool_size per Runner) with the agentbox binary itself,
+// bind-mounted read-only, as PID 1 (`agentbox init`, package
+// sandbox/initproc). Run hands one request to a warm container over its
+// already-attached stream, reads framed output and the exit status back,
+// then removes the container in the background while the pool refills.
+//
+// Every container gets: no network; a read-only root; a private /tmp
+// tmpfs with a size cap (HOME lives there); all capabilities dropped;
+// no-new-privileges; Docker's default seccomp profile; pids, memory (swap
+// included) and CPU limits; nofile, nproc and fsize ulimits; the
+// workspace owner's uid:gid; a scrubbed environment; the workspace
+// bind-mounted read-write at its own absolute path with the protected
+// paths inside it read-only; for the host image the host's toolchain
+// directories read-only. Never the Docker socket.
+//
+// Containers carry labels naming the executor (id, host, pid and the pid's
+// start time) and the workspace. Open removes labeled containers whose
+// executor is gone; Close removes the Runner's own.
+//
+// A *Runner is safe for concurrent use.
+package docker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
+
+	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/sandbox"
+	"github.com/agentbox/agentbox/sandbox/engine"
+)
+
+// Labels on every container.
+const (
+	LabelExecutor  = "dev.agentbox.executor"
+	LabelHost      = "dev.agentbox.host"
+	LabelPID       = "dev.agentbox.pid"
+	LabelPIDStart  = "dev.agentbox.pidstart"
+	LabelWorkspace = "dev.agentbox.workspace"
+)
+
+// Runner runs commands in throwaway Docker containers. It implements
+// sandbox.Runner.
+type Runner struct {
+	cli        *client.Client
+	ownClient  bool
+	cfg        config.Sandbox
+	log        *slog.Logger
+	workspace  string
+	image      string
+	user       string
+	uid, gid   int
+	initPath   string
+	hostMounts []string
+	path       string // PATH of every command
+	id         string
+	hostname   string
+	pidStart   string
+
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+
+	ready   chan *warm
+	tokens  chan struct{}
+	fails   atomic.Int32
+	fillers sync.WaitGroup
+	bg      sync.WaitGroup // background removals
+
+	mu      sync.Mutex
+	closed  bool
+	runs    sync.WaitGroup
+	running map[string]*warm
+}
+
+var _ sandbox.Runner = (*Runner)(nil)
+
+// Option changes how a Runner is built.
+type Option func(*options)
+
+type options struct {
+	hostMounts    []string
+	hostMountsSet bool
+}
+
+// WithHostMounts sets the host paths bind-mounted read-only at the same
+// path in every container (by default those of the host image when the
+// configured image is it, none otherwise).
+func WithHostMounts(paths []string) Option {
+	return func(o *options) { o.hostMounts, o.hostMountsSet = paths, true }
+}
+
+// Open connects to the engine (engine.Connect), makes sure the configured
+// image exists, removes containers left behind by dead executors and
+// starts the warm pool. Close releases all of it.
+func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Option) (*Runner, error) {
+	cli, _, err := engine.Connect(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+	}
+	r, err := New(ctx, cli, cfg, log, opts...)
+	if err != nil {
+		cli.Close()
+		return nil, err
+	}
+	r.ownClient = true
+	return r, nil
+}
+
+// New is Open with a client the caller owns (Close leaves it open).
+func New(ctx context.Context, cli *client.Client, cfg *config.Config, log *slog.Logger, opts ...Option) (*Runner, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	ws := filepath.Clean(cfg.Workspace)
+	if err := checkWorkspace(ws, cli.DaemonHost()); err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(ws)
+	if err != nil {
+		return nil, fmt.Errorf("%w: workspace: %v", sandbox.ErrUnsafeWorkspace, err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil, fmt.Errorf("%w: workspace owner unknown", sandbox.ErrUnsafeWorkspace)
+	}
+	initPath, err := initBinary(cfg.Sandbox.InitBinary)
+	if err != nil {
+		return nil, err
+	}
+	if err := ensureImage(ctx, cli, cfg.Sandbox.Image, ws); err != nil {
+		return nil, err
+	}
+	hm, path := imageDefaults(cfg.Sandbox.Image)
+	if o.hostMountsSet {
+		hm = o.hostMounts
+	}
+	var idb [16]byte
+	if _, err := rand.Read(idb[:]); err != nil {
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	r := &Runner{
+		cli: cli, cfg: cfg.Sandbox, log: log, workspace: ws, image: cfg.Sandbox.Image,
+		uid: int(st.Uid), gid: int(st.Gid), user: fmt.Sprintf("%d:%d", st.Uid, st.Gid),
+		initPath: initPath, hostMounts: hm, path: path, id: hex.EncodeToString(idb[:]), hostname: host,
+		pidStart: procStart(os.Getpid()), running: map[string]*warm{},
+	}
+	if _, _, err := r.fingerprint(); err != nil {
+		return nil, err
+	}
+	if err := r.Reap(ctx); err != nil {
+		log.Warn("removing containers of dead executors", "err", err)
+	}
+	r.ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	n := cfg.Sandbox.PoolSize
+	r.ready = make(chan *warm, max(n, 1))
+	r.tokens = make(chan struct{}, max(n, 1))
+	for range n {
+		r.tokens <- struct{}{}
+	}
+	if n > 0 {
+		r.fillers.Add(1)
+		go r.fill()
+	}
+	return r, nil
+}
+
+// checkWorkspace refuses workspaces that would expose the system: the
+// root, system directories, or a tree holding the engine's socket.
+func checkWorkspace(ws, daemonHost string) error {
+	if !filepath.IsAbs(ws) {
+		return fmt.Errorf("%w: workspace %q is not absolute", sandbox.ErrUnsafeWorkspace, ws)
+	}
+	switch ws {
+	case "/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib64", "/proc", "/root", "/run", "/sbin", "/sys", "/usr", "/var", "/tmp", "/var/run", "/var/lib":
+		return fmt.Errorf("%w: %s is a system directory, not a workspace", sandbox.ErrUnsafeWorkspace, ws)
+	}
+	for _, sock := range []string{strings.TrimPrefix(daemonHost, "unix://"), "/var/run/docker.sock", "/run/docker.sock"} {
+		if !strings.HasPrefix(sock, "/") {
+			continue
+		}
+		real := sock
+		if p, err := filepath.EvalSymlinks(sock); err == nil {
+			real = p
+		}
+		if sandbox.Within(sock, ws) || sandbox.Within(real, ws) {
+			return fmt.Errorf("%w: the workspace %s contains the engine socket %s", sandbox.ErrUnsafeWorkspace, ws, sock)
+		}
+	}
+	return nil
+}
+
+// initBinary resolves the binary mounted as init: configured or the
+// running executable.
+func initBinary(p string) (string, error) {
+	if p == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return "", fmt.Errorf("%w: locating the agentbox binary: %v", sandbox.ErrUnavailable, err)
+		}
+		p = exe
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", fmt.Errorf("%w: init binary: %v", sandbox.ErrUnavailable, err)
+	}
+	fi, err := os.Stat(real)
+	if err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
+		return "", fmt.Errorf("%w: init binary %s is not an executable file", sandbox.ErrUnavailable, real)
+	}
+	return real, nil
+}
+
+func (r *Runner) labels() map[string]string {
+	return map[string]string{
+		LabelExecutor:  r.id,
+		LabelHost:      r.hostname,
+		LabelPID:       strconv.Itoa(os.Getpid()),
+		LabelPIDStart:  r.pidStart,
+		LabelWorkspace: r.workspace,
+	}
+}
+
+// procStart is the start time of a process (field 22 of /proc/PID/stat),
+// telling a live executor from a recycled pid; "" when unknown.
+func procStart(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return ""
+	}
+	return f[19]
+}
+
+// Reap removes containers labeled by an executor on this host that is no
+// longer running (its pid is gone or belongs to another process now).
+func (r *Runner) Reap(ctx context.Context) error {
+	list, err := r.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", LabelExecutor))})
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	var errs []error
+	var mu sync.Mutex
+	for _, c := range list {
+		l := c.Labels
+		if l[LabelExecutor] == r.id || l[LabelHost] != r.hostname {
+			continue
+		}
+		if pid, err := strconv.Atoi(l[LabelPID]); err == nil && pid > 0 && l[LabelPIDStart] != "" && procStart(pid) == l[LabelPIDStart] {
+			continue // its executor is alive
+		}
+		wg.Add(1)
+		go func(id string) {
+			defer wg.Done()
+			if err := r.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true}); err != nil && !client.IsErrNotFound(err) {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+				return
+			}
+			r.log.Info("removed container of a dead executor", "container", shortID(id))
+		}(c.ID)
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// ID is this executor's id, as in the containers' LabelExecutor.
+func (r *Runner) ID() string { return r.id }
+
+// Close kills running commands, removes every container of this Runner
+// and, when Open made it, closes the engine client.
+func (r *Runner) Close(ctx context.Context) error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	for _, w := range r.running {
+		go r.kill(w.id)
+	}
+	r.mu.Unlock()
+	r.cancel()
+	r.fillers.Wait()
+	r.runs.Wait()
+	for {
+		select {
+		case w := <-r.ready:
+			w.conn.Close()
+			r.remove(w.id)
+			continue
+		default:
+		}
+		break
+	}
+	done := make(chan struct{})
+	go func() { r.bg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	// Sweep anything a failed removal left behind.
+	var err error
+	list, lerr := r.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", LabelExecutor+"="+r.id))})
+	if lerr != nil {
+		err = lerr
+	}
+	for _, c := range list {
+		if e := r.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}); e != nil && !client.IsErrNotFound(e) {
+			err = errors.Join(err, e)
+		}
+	}
+	if r.ownClient {
+		err = errors.Join(err, r.cli.Close())
+	}
+	return err
+}
+
+// kill SIGKILLs a container (its init, hence everything in it).
+func (r *Runner) kill(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30e9)
+	defer cancel()
+	if err := r.cli.ContainerKill(ctx, id, "KILL"); err != nil && !client.IsErrNotFound(err) {
+		r.log.Debug("killing container", "container", shortID(id), "err", err)
+	}
+}

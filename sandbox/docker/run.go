@@ -1,0 +1,224 @@
+package docker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/agentbox/agentbox/sandbox"
+	"github.com/agentbox/agentbox/sandbox/initproc"
+)
+
+// killGrace bounds the wait for the stream to end after a kill.
+const killGrace = 15 * time.Second
+
+// Run runs spec in a fresh container; see sandbox.Runner.
+func (r *Runner) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
+	if spec.Timeout == 0 {
+		spec.Timeout = r.cfg.DefaultTimeout
+	}
+	spec, err := sandbox.Normalize(spec, r.workspace)
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	spec.Timeout = min(spec.Timeout, r.cfg.MaxTimeout)
+	limit := spec.OutputCap
+	if limit == 0 {
+		limit = r.cfg.OutputCap
+	}
+	if err := ctx.Err(); err != nil {
+		return sandbox.Result{}, fmt.Errorf("%w: %v", sandbox.ErrCanceled, context.Cause(ctx))
+	}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return sandbox.Result{}, sandbox.ErrClosed
+	}
+	r.runs.Add(1)
+	r.mu.Unlock()
+	defer r.runs.Done()
+
+	req := initproc.Req{
+		Argv: spec.Argv, Shell: spec.Shell, Workdir: spec.Workdir, Stdin: spec.Stdin,
+		Env:       sandbox.Env(r.path, r.cfg.EnvPassthrough, os.LookupEnv, spec.Env),
+		TimeoutMS: spec.Timeout.Milliseconds(),
+	}
+	payload, err := json.Marshal(req)
+	if err != nil {
+		return sandbox.Result{}, fmt.Errorf("encoding request: %w", err)
+	}
+	frame := initproc.AppendFrame(nil, initproc.Request, payload)
+
+	w, err := r.handOver(ctx, frame)
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	start := time.Now()
+	defer func() {
+		w.conn.Close()
+		r.mu.Lock()
+		delete(r.running, w.id)
+		r.mu.Unlock()
+		r.remove(w.id)
+	}()
+
+	var timedOut, canceled, killed atomic.Bool
+	killOnce := func() {
+		if killed.CompareAndSwap(false, true) {
+			r.kill(w.id)
+			// If the stream does not end after the kill, stop waiting.
+			w.conn.SetReadDeadline(time.Now().Add(killGrace))
+		}
+	}
+	timer := time.AfterFunc(spec.Timeout, func() { timedOut.Store(true); killOnce() })
+	defer timer.Stop()
+	stopCtx := context.AfterFunc(ctx, func() { canceled.Store(true); killOnce() })
+	defer stopCtx()
+
+	out, errb := sandbox.NewCapture(limit), sandbox.NewCapture(limit)
+	var st *initproc.Status
+	var readErr error
+	for st == nil {
+		t, p, err := initproc.ReadFrame(w.frames)
+		if err != nil {
+			readErr = err
+			break
+		}
+		switch t {
+		case initproc.Stdout, initproc.Stderr:
+			s, c := sandbox.Stdout, out
+			if t == initproc.Stderr {
+				s, c = sandbox.Stderr, errb
+			}
+			c.Write(p)
+			if spec.OnOutput != nil {
+				spec.OnOutput(s, p)
+			}
+		case initproc.Exit:
+			st = &initproc.Status{}
+			if err := json.Unmarshal(p, st); err != nil {
+				return sandbox.Result{}, fmt.Errorf("container %s: bad exit frame: %w", shortID(w.id), err)
+			}
+		case initproc.Fatal:
+			return sandbox.Result{}, fmt.Errorf("container %s: init failed: %s", shortID(w.id), p)
+		default:
+			readErr = fmt.Errorf("%w: unexpected %q", initproc.ErrFrame, t)
+		}
+		if readErr != nil {
+			break
+		}
+	}
+	res := sandbox.Result{
+		Stdout: out.Bytes(), Stderr: errb.Bytes(),
+		StdoutDropped: out.Dropped(), StderrDropped: errb.Dropped(),
+		Cwd: spec.Workdir, Duration: time.Since(start), ContainerID: w.id,
+	}
+	timer.Stop()
+	switch {
+	case st != nil && !killed.Load():
+		res.ExitCode, res.Signal, res.OOMKilled = st.Code, st.Signal, st.OOM
+		if st.Cwd != "" && sandbox.Within(st.Cwd, r.workspace) {
+			res.Cwd = st.Cwd
+		}
+		return res, nil
+	case killed.Load():
+		res.ExitCode, res.Signal, res.Killed = 137, "SIGKILL", true
+		if timedOut.Load() {
+			res.TimedOut = true
+			return res, fmt.Errorf("%w after %s", sandbox.ErrTimeout, spec.Timeout)
+		}
+		return res, fmt.Errorf("%w: %v", sandbox.ErrCanceled, context.Cause(ctx))
+	}
+	r.mu.Lock()
+	closed := r.closed
+	r.mu.Unlock()
+	if closed {
+		res.ExitCode, res.Signal, res.Killed = 137, "SIGKILL", true
+		return res, fmt.Errorf("%w: killed by Close", sandbox.ErrClosed)
+	}
+	// The stream ended without a status: init itself died (the OOM
+	// killer may pick it) or the engine failed.
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if ins, err := r.cli.ContainerInspect(ictx, w.id); err == nil && ins.State != nil && !ins.State.Running {
+		res.ExitCode, res.OOMKilled = ins.State.ExitCode, ins.State.OOMKilled
+		if res.ExitCode > 128 {
+			res.Signal = initproc.SignalName(syscallSignal(res.ExitCode - 128))
+		}
+		if res.OOMKilled {
+			return res, nil
+		}
+	}
+	if readErr == nil || errors.Is(readErr, io.EOF) {
+		readErr = io.ErrUnexpectedEOF
+	}
+	return res, fmt.Errorf("container %s ended without reporting a status: %w", shortID(w.id), readErr)
+}
+
+// handOver takes a warm container (or starts one when the pool is empty),
+// sends it the request and closes its stdin.
+func (r *Runner) handOver(ctx context.Context, frame []byte) (*warm, error) {
+	fp, _, err := r.fingerprint()
+	if err != nil {
+		return nil, err
+	}
+	for {
+		var w *warm
+		select {
+		case w = <-r.ready:
+			r.giveToken()
+		default:
+		}
+		if w == nil {
+			if w, err = r.start(ctx); err != nil {
+				if ctx.Err() != nil {
+					return nil, fmt.Errorf("%w: %v", sandbox.ErrCanceled, context.Cause(ctx))
+				}
+				return nil, err
+			}
+		} else if w.fp != fp {
+			// Made before a protected path appeared or changed: its
+			// read-only mounts are stale.
+			w.conn.Close()
+			r.remove(w.id)
+			continue
+		}
+		r.mu.Lock()
+		r.running[w.id] = w
+		closed := r.closed
+		r.mu.Unlock()
+		if closed {
+			r.release(w)
+			return nil, sandbox.ErrClosed
+		}
+		w.conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		_, err := w.conn.Write(frame)
+		if err == nil {
+			err = w.closeWrite()
+		}
+		w.conn.SetWriteDeadline(time.Time{})
+		if err != nil {
+			// A dead warm container: nothing ran; try the next one.
+			r.log.Warn("handing over to a warm container", "container", shortID(w.id), "err", err)
+			r.release(w)
+			continue
+		}
+		return w, nil
+	}
+}
+
+func (r *Runner) release(w *warm) {
+	r.mu.Lock()
+	delete(r.running, w.id)
+	r.mu.Unlock()
+	w.conn.Close()
+	r.remove(w.id)
+}
+
+func syscallSignal(n int) syscall.Signal { return syscall.Signal(n) }

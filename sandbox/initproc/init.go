@@ -1,0 +1,247 @@
+package initproc
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// drainGrace is how long init keeps reading output after the command has
+// exited, for data still in flight; a daemonized child holding the pipes
+// open is not waited for beyond it.
+const drainGrace = 150 * time.Millisecond
+
+// backstopGrace is added to the request's timeout before init kills the
+// command itself (the executor normally kills the container first).
+const backstopGrace = 2 * time.Second
+
+// cwdFD is the descriptor the shell wrapper reports its final directory on.
+const cwdFD = 3
+
+// Main runs the init protocol on in/out and returns the process exit
+// status. diag receives init's own diagnostics (the container's stderr).
+func Main(in io.Reader, out io.Writer, diag io.Writer) int {
+	fw := &frameWriter{w: out}
+	_, bashErr := os.Stat("/bin/bash")
+	ready, _ := json.Marshal(ReadyInfo{PID: os.Getpid(), Bash: bashErr == nil, Proto: Proto})
+	if err := fw.write(Ready, ready); err != nil {
+		fmt.Fprintln(diag, "agentbox init: ready:", err)
+		return 1
+	}
+	t, p, err := ReadFrame(in)
+	if err != nil || t != Request {
+		if err == nil {
+			err = fmt.Errorf("%w: got %q, want request", ErrFrame, t)
+		}
+		fmt.Fprintln(diag, "agentbox init: request:", err)
+		return 1
+	}
+	var req Req
+	if err := json.Unmarshal(p, &req); err != nil {
+		fw.last(Fatal, []byte("decoding request: "+err.Error()))
+		return 1
+	}
+	st := run(context.Background(), req, fw, bashErr == nil)
+	b, _ := json.Marshal(st)
+	if err := fw.last(Exit, b); err != nil {
+		fmt.Fprintln(diag, "agentbox init: exit:", err)
+		return 1
+	}
+	return 0
+}
+
+// command builds the process for req.
+func command(req Req, bash bool) (*exec.Cmd, bool) {
+	if req.Shell != "" {
+		sh := "/bin/sh"
+		if bash {
+			sh = "/bin/bash"
+		}
+		// The EXIT trap reports the shell's final directory on fd 3. It
+		// sits on its own line so the command's own first line parses
+		// exactly as written.
+		script := "trap 'pwd -P 2>/dev/null >&" + strconv.Itoa(cwdFD) + "' EXIT\n" + req.Shell
+		return &exec.Cmd{Path: sh, Args: []string{sh, "-c", script}}, true
+	}
+	c := &exec.Cmd{Path: req.Argv[0], Args: req.Argv}
+	if !strings.Contains(req.Argv[0], "/") {
+		c.Path = lookPath(req.Argv[0], req.Env)
+	}
+	return c, false
+}
+
+// lookPath finds name in the request's PATH.
+func lookPath(name string, env []string) string {
+	path := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, dir := range strings.Split(path, ":") {
+		if dir == "" {
+			continue
+		}
+		p := dir + "/" + name
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return name
+}
+
+func run(ctx context.Context, req Req, fw *frameWriter, bash bool) Status {
+	cmd, shell := command(req, bash)
+	cmd.Env = req.Env
+	cmd.Dir = req.Workdir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if req.Stdin != nil {
+		cmd.Stdin = bytes.NewReader(req.Stdin)
+	}
+	if home := envValue(req.Env, "HOME"); strings.HasPrefix(home, "/tmp/") {
+		_ = os.MkdirAll(home, 0o700)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return Status{Code: 126, Error: err.Error()}
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return Status{Code: 126, Error: err.Error()}
+	}
+	cmd.Stdout, cmd.Stderr = outW, errW
+	var cwdR, cwdW *os.File
+	if shell {
+		if cwdR, cwdW, err = os.Pipe(); err != nil {
+			return Status{Code: 126, Error: err.Error()}
+		}
+		cmd.ExtraFiles = []*os.File{cwdW}
+	}
+	startErr := cmd.Start()
+	outW.Close()
+	errW.Close()
+	if cwdW != nil {
+		cwdW.Close()
+	}
+	if startErr != nil {
+		code := 126
+		if errors.Is(startErr, fs.ErrNotExist) || errors.Is(startErr, exec.ErrNotFound) {
+			code = 127
+		}
+		msg := "agentbox: " + startErr.Error() + "\n"
+		fw.write(Stderr, []byte(msg))
+		return Status{Code: code, Cwd: req.Workdir, Error: startErr.Error()}
+	}
+	var wg sync.WaitGroup
+	pump := func(r *os.File, t Type) {
+		defer wg.Done()
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := r.Read(buf)
+			if n > 0 && fw.write(t, buf[:n]) != nil {
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}
+	wg.Add(2)
+	go pump(outR, Stdout)
+	go pump(errR, Stderr)
+
+	pgid := cmd.Process.Pid
+	if req.TimeoutMS > 0 {
+		t := time.AfterFunc(time.Duration(req.TimeoutMS)*time.Millisecond+backstopGrace, func() {
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		})
+		defer t.Stop()
+	}
+	waitErr := cmd.Wait()
+	_ = ctx
+
+	// Output still in flight is read for a moment; whatever keeps the
+	// pipes open after that (a daemonized child) is cut off.
+	deadline := time.Now().Add(drainGrace)
+	outR.SetReadDeadline(deadline)
+	errR.SetReadDeadline(deadline)
+	wg.Wait()
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+
+	st := Status{Cwd: req.Workdir}
+	if cwdR != nil {
+		cwdR.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+		b, _ := io.ReadAll(io.LimitReader(cwdR, 4096))
+		if d := strings.TrimRight(string(b), "\n"); strings.HasPrefix(d, "/") && !strings.Contains(d, "\n") {
+			st.Cwd = d
+		}
+	}
+	ps := cmd.ProcessState
+	if ps == nil {
+		return Status{Code: 126, Error: fmt.Sprint(waitErr)}
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		st.Code = 128 + int(ws.Signal())
+		st.Signal = SignalName(ws.Signal())
+	} else {
+		st.Code = ps.ExitCode()
+	}
+	st.OOM = oomKills() > 0
+	return st
+}
+
+func envValue(env []string, key string) string {
+	v := ""
+	for _, kv := range env {
+		if s, ok := strings.CutPrefix(kv, key+"="); ok {
+			v = s
+		}
+	}
+	return v
+}
+
+// oomKills reads how many processes the memory cgroup's OOM killer has
+// killed (cgroup v1, then v2); 0 when unknown.
+func oomKills() int {
+	for _, f := range []string{"/sys/fs/cgroup/memory/memory.oom_control", "/sys/fs/cgroup/memory.events"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
+				n, _ := strconv.Atoi(strings.TrimSpace(v))
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+var signalNames = map[syscall.Signal]string{
+	syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGQUIT: "SIGQUIT",
+	syscall.SIGILL: "SIGILL", syscall.SIGTRAP: "SIGTRAP", syscall.SIGABRT: "SIGABRT",
+	syscall.SIGBUS: "SIGBUS", syscall.SIGFPE: "SIGFPE", syscall.SIGKILL: "SIGKILL",
+	syscall.SIGUSR1: "SIGUSR1", syscall.SIGSEGV: "SIGSEGV", syscall.SIGUSR2: "SIGUSR2",
+	syscall.SIGPIPE: "SIGPIPE", syscall.SIGALRM: "SIGALRM", syscall.SIGTERM: "SIGTERM",
+	syscall.SIGXCPU: "SIGXCPU", syscall.SIGXFSZ: "SIGXFSZ", syscall.SIGSYS: "SIGSYS",
+}
+
+// SignalName names a signal the way Result.Signal reports it.
+func SignalName(s syscall.Signal) string {
+	if n, ok := signalNames[s]; ok {
+		return n
+	}
+	return "SIG" + strconv.Itoa(int(s))
+}

@@ -1,0 +1,56 @@
+package sandbox
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestNormalize(t *testing.T) {
+	const ws = "/work/ws"
+	tests := []struct {
+		name    string
+		spec    Spec
+		wantErr bool
+		check   func(Spec) bool
+	}{
+		{"defaults", Spec{Argv: []string{"true"}}, false, func(s Spec) bool { return s.Workdir == ws && s.Timeout == DefaultTimeout }},
+		{"capped timeout", Spec{Shell: "x", Timeout: time.Hour}, false, func(s Spec) bool { return s.Timeout == MaxTimeout }},
+		{"subdir cleaned", Spec{Shell: "x", Workdir: ws + "/a/../b/"}, false, func(s Spec) bool { return s.Workdir == ws+"/b" }},
+		{"none", Spec{}, true, nil},
+		{"both", Spec{Argv: []string{"a"}, Shell: "b"}, true, nil},
+		{"empty argv0", Spec{Argv: []string{""}}, true, nil},
+		{"relative workdir", Spec{Shell: "x", Workdir: "a"}, true, nil},
+		{"escaping workdir", Spec{Shell: "x", Workdir: ws + "/../other"}, true, nil},
+		{"prefix sibling", Spec{Shell: "x", Workdir: ws + "2"}, true, nil},
+		{"bad env", Spec{Shell: "x", Env: []string{"=v"}}, true, nil},
+		{"nul", Spec{Argv: []string{"a\x00"}}, true, nil},
+		{"negative timeout", Spec{Shell: "x", Timeout: -1}, true, nil},
+		{"stdin too big", Spec{Shell: "x", Stdin: make([]byte, MaxStdin+1)}, true, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Normalize(tt.spec, ws)
+			if tt.wantErr {
+				if !errors.Is(err, ErrInvalidSpec) {
+					t.Fatalf("err = %v, want ErrInvalidSpec", err)
+				}
+				return
+			}
+			if err != nil || !tt.check(got) {
+				t.Fatalf("got %+v, %v", got, err)
+			}
+		})
+	}
+}
+
+func TestWithin(t *testing.T) {
+	for _, tt := range []struct {
+		p, dir string
+		want   bool
+	}{{"/a", "/a", true}, {"/a/b", "/a", true}, {"/ab", "/a", false}, {"/", "/a", false}, {"/x", "/", true}} {
+		if got := Within(tt.p, tt.dir); got != tt.want {
+			t.Errorf("Within(%q, %q) = %v", tt.p, tt.dir, got)
+		}
+	}
+}
