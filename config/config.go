@@ -40,6 +40,11 @@ type Config struct {
 	Snapshot   Snapshot   `mapstructure:"snapshot" yaml:"snapshot"`
 	Tools      Tools      `mapstructure:"tools" yaml:"tools"`
 	MCP        MCP        `mapstructure:"mcp" yaml:"mcp"`
+
+	// Sources says where each key's value came from ("default", "user
+	// file PATH", "env NAME", "flag --NAME", "project PATH"); keys absent
+	// came from the defaults. Filled by Load.
+	Sources map[string]string `mapstructure:"-" yaml:"-" json:"-"`
 }
 
 // ErrInvalid is wrapped by every error about bad configuration.
@@ -85,6 +90,7 @@ func Load(opts LoadOptions) (*Config, error) {
 	v.SetDefault("workspace", "")
 	v.SetDefault("state_dir", "")
 
+	sources := map[string]string{}
 	file := opts.File
 	if file == "" {
 		if p := userConfigFile(getenv); p != "" {
@@ -94,8 +100,12 @@ func Load(opts LoadOptions) (*Config, error) {
 		}
 	}
 	if file != "" {
-		if err := mergeFile(v, file); err != nil {
+		keys, err := mergeFile(v, file)
+		if err != nil {
 			return nil, err
+		}
+		for _, k := range keys {
+			sources[k] = "user file " + file
 		}
 	}
 	// Environment: AGENTBOX_ plus the key upper-cased with dots as
@@ -105,6 +115,7 @@ func Load(opts LoadOptions) (*Config, error) {
 		name := "AGENTBOX_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
 		if val := getenv(name); val != "" {
 			v.Set(key, val)
+			sources[key] = "env " + name
 		}
 	}
 	if opts.Flags != nil {
@@ -112,6 +123,7 @@ func Load(opts LoadOptions) (*Config, error) {
 			key := strings.ReplaceAll(f.Name, "-", "_")
 			if _, known := KnownKeys()[key]; known && f.Changed {
 				v.Set(key, f.Value.String())
+				sources[key] = "flag --" + f.Name
 			}
 		})
 	}
@@ -122,18 +134,22 @@ func Load(opts LoadOptions) (*Config, error) {
 	if err := c.resolvePaths(getenv); err != nil {
 		return nil, err
 	}
+	c.Sources = sources
+	// The workspace's own .agentbox/config.yaml comes last and may only
+	// tighten (see project.go).
+	if err := c.applyProject(filepath.Join(c.Workspace, ProjectFile)); err != nil {
+		return nil, err
+	}
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
 	return &c, nil
 }
 
-func mergeFile(v *viper.Viper, file string) error {
-	fv := viper.New()
-	fv.SetConfigFile(file)
-	fv.SetConfigType("yaml")
-	if err := fv.ReadInConfig(); err != nil {
-		return fmt.Errorf("%w: reading %s: %v", ErrInvalid, file, err)
+func mergeFile(v *viper.Viper, file string) ([]string, error) {
+	fv, err := readFile(file)
+	if err != nil {
+		return nil, err
 	}
 	known := KnownKeys()
 	var unknown []string
@@ -144,9 +160,19 @@ func mergeFile(v *viper.Viper, file string) error {
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return fmt.Errorf("%w: %s: unknown key %q", ErrInvalid, file, strings.Join(unknown, `", "`))
+		return nil, fmt.Errorf("%w: %s: unknown key %q", ErrInvalid, file, strings.Join(unknown, `", "`))
 	}
-	return v.MergeConfigMap(fv.AllSettings())
+	return fv.AllKeys(), v.MergeConfigMap(fv.AllSettings())
+}
+
+func readFile(file string) (*viper.Viper, error) {
+	fv := viper.New()
+	fv.SetConfigFile(file)
+	fv.SetConfigType("yaml")
+	if err := fv.ReadInConfig(); err != nil {
+		return nil, fmt.Errorf("%w: reading %s: %v", ErrInvalid, file, err)
+	}
+	return fv, nil
 }
 
 // underMapKey reports whether k lies below a key whose value is a map
