@@ -40,6 +40,7 @@ type pendingRec struct {
 	Plan       []diskChange `json:"plan,omitempty"` // restore: Path, Old = before, New = target
 	Reverts    string       `json:"reverts,omitempty"`
 	RollbackTo string       `json:"rollback_to,omitempty"`
+	Force      bool         `json:"force,omitempty"`
 }
 
 const (

@@ -84,8 +84,10 @@ func (s *Store) checkRestorable(items []planItem) error {
 }
 
 // apply makes every path of the plan match its target, through os.Root so
-// that nothing outside the workspace is touched. It is idempotent.
-func (s *Store) apply(ctx context.Context, id string, items []planItem) error {
+// that nothing outside the workspace is touched. It is idempotent. With
+// force, a directory in the way is removed with whatever it holds, and a
+// non-directory where a parent directory must be is removed.
+func (s *Store) apply(ctx context.Context, id string, items []planItem, force bool) error {
 	root, err := os.OpenRoot(s.workspace)
 	if err != nil {
 		return fmt.Errorf("snapshot: %w", err)
@@ -118,7 +120,11 @@ func (s *Store) apply(ctx context.Context, id string, items []planItem) error {
 		if it.Target != nil && cur == it.Target.Type && (cur == TypeDir || cur == TypeFile) {
 			continue // replaced in place (files by rename) below
 		}
-		if err := root.Remove(it.Path); err != nil {
+		rm := root.Remove
+		if force {
+			rm = root.RemoveAll
+		}
+		if err := rm(it.Path); err != nil {
 			if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
 				return fmt.Errorf("snapshot: restore %s: directory holds paths that were never recorded (excluded?); remove them first: %w", quotePath(it.Path), err)
 			}
@@ -137,6 +143,11 @@ func (s *Store) apply(ctx context.Context, id string, items []planItem) error {
 			return err
 		}
 		if dir, _ := splitRel(it.Path); dir != "" {
+			if force {
+				if err := clearAncestors(root, rootfd, dir); err != nil {
+					return fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
+				}
+			}
 			if err := root.MkdirAll(dir, 0o755); err != nil {
 				return fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
 			}
@@ -185,6 +196,30 @@ func (s *Store) apply(ctx context.Context, id string, items []planItem) error {
 			if err := root.Chmod(it.Path, fsMode(it.Target.Mode)); err != nil {
 				return fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
 			}
+		}
+	}
+	return nil
+}
+
+// clearAncestors removes any non-directory among the ancestors of dir.
+func clearAncestors(root *os.Root, rootfd int, dir string) error {
+	for i := 0; i <= len(dir); i++ {
+		if i < len(dir) && dir[i] != '/' {
+			continue
+		}
+		p := dir[:i]
+		t, err := lstatBeneath(rootfd, p)
+		if err != nil {
+			return err
+		}
+		if t == "" {
+			return nil
+		}
+		if t != TypeDir {
+			if err := root.Remove(p); err != nil {
+				return err
+			}
+			return nil
 		}
 	}
 	return nil

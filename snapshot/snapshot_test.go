@@ -2,6 +2,7 @@ package snapshot_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/agentbox/agentbox/snapshot"
@@ -25,4 +26,16 @@ func TestConformance(t *testing.T) {
 
 func TestConformanceOneWorker(t *testing.T) {
 	snapshottest.RunCases(t, opener(snapshot.WithWorkers(1)))
+}
+
+func TestRandomSeeds(t *testing.T) {
+	seeds := 12
+	if testing.Short() {
+		seeds = 3
+	}
+	for seed := 2; seed < 2+seeds; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			snapshottest.RunRandom(t, opener(), uint64(seed), 40)
+		})
+	}
 }

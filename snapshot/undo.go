@@ -3,6 +3,7 @@ package snapshot
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
 
 	"golang.org/x/sys/unix"
@@ -60,6 +61,7 @@ func (s *Store) Undo(ctx context.Context, id string, force bool, info CallInfo) 
 		}
 		plan = append(plan, diskChange{Path: rawString(ch.Path), Old: toDiskNode(curN), New: toDiskNode(ch.Old)})
 	}
+	conflicts = append(conflicts, s.structuralConflicts(rootfd, plan)...)
 	if len(conflicts) > 0 && !force {
 		return Entry{}, &ConflictError{ID: target.ID, Conflicts: conflicts}
 	}
@@ -74,8 +76,49 @@ func (s *Store) Undo(ctx context.Context, id string, force bool, info CallInfo) 
 		info.Summary = "undo " + target.ID
 	}
 	rec := &pendingRec{ID: id2, Kind: KindUndo, Time: s.opts.now().UTC(), Session: info.Session, Tool: info.Tool,
-		Summary: info.Summary, Phase: phaseRunning, Plan: plan, Reverts: target.ID}
+		Summary: info.Summary, Phase: phaseRunning, Plan: plan, Reverts: target.ID, Force: force}
 	return s.runPlan(ctx, rec)
+}
+
+// structuralConflicts finds what would block a plan: a directory to be
+// removed that holds paths the plan does not cover, and a parent
+// directory that is now something else.
+func (s *Store) structuralConflicts(rootfd int, plan []diskChange) []Conflict {
+	in := map[string]bool{}
+	for _, d := range plan {
+		in[string(d.Path)] = true
+	}
+	var out []Conflict
+	seen := map[string]bool{}
+	for _, d := range plan {
+		p, cur, target := string(d.Path), fromDiskNode(d.Old), fromDiskNode(d.New)
+		if cur != nil && cur.Type == TypeDir && (target == nil || target.Type != TypeDir) {
+			fd, err := openDirAt(rootfd, p)
+			if err == nil {
+				f := os.NewFile(uintptr(fd), p)
+				names, _ := f.Readdirnames(-1)
+				f.Close()
+				for _, n := range names {
+					if c := joinRel(p, n); !in[c] {
+						out = append(out, Conflict{Path: c, Reason: "is in a directory the undo removes, and was created since"})
+					}
+				}
+			}
+		}
+		if target == nil {
+			continue
+		}
+		for dir, _ := splitRel(p); dir != ""; dir, _ = splitRel(dir) {
+			if in[dir] || seen[dir] {
+				continue
+			}
+			seen[dir] = true
+			if t, err := lstatBeneath(rootfd, dir); err == nil && t != "" && t != TypeDir {
+				out = append(out, Conflict{Path: dir, Reason: fmt.Sprintf("is now a %s where a directory must be", t)})
+			}
+		}
+	}
+	return out
 }
 
 func describeDrift(want, got *Node) string {
@@ -243,7 +286,7 @@ func planItems(plan []diskChange) []planItem {
 // applyAndCommit applies a pending restore plan (again, after a crash) and
 // journals what it changed.
 func (s *Store) applyAndCommit(ctx context.Context, rec *pendingRec, interrupted bool) (Entry, error) {
-	if err := s.apply(ctx, rec.ID, planItems(rec.Plan)); err != nil {
+	if err := s.apply(ctx, rec.ID, planItems(rec.Plan), rec.Force); err != nil {
 		return Entry{}, err
 	}
 	s.hook("plan-applied")

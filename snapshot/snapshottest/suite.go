@@ -66,7 +66,12 @@ var Cases = []Case{
 		Want: map[string]snapshot.Op{"d": snapshot.OpTypeChanged, "d/f": snapshot.OpDeleted}},
 	{Name: "add empty dirs", Change: func(w W) { w.Mkdir("e1/e2/e3", 0o750) },
 		Want: map[string]snapshot.Op{"e1": snapshot.OpAdded, "e1/e2": snapshot.OpAdded, "e1/e2/e3": snapshot.OpAdded}},
-	{Name: "delete tree", Setup: func(w W) { w.Write("t/a/1", "1", 0o644); w.Write("t/a/2", "2", 0o644); w.Mkdir("t/b", 0o700); w.Symlink("a/1", "t/l") },
+	{Name: "delete tree", Setup: func(w W) {
+		w.Write("t/a/1", "1", 0o644)
+		w.Write("t/a/2", "2", 0o644)
+		w.Mkdir("t/b", 0o700)
+		w.Symlink("a/1", "t/l")
+	},
 		Change: func(w W) { w.Remove("t") },
 		Want: map[string]snapshot.Op{"t": snapshot.OpDeleted, "t/a": snapshot.OpDeleted, "t/a/1": snapshot.OpDeleted, "t/a/2": snapshot.OpDeleted,
 			"t/b": snapshot.OpDeleted, "t/l": snapshot.OpDeleted}},
@@ -80,7 +85,11 @@ var Cases = []Case{
 	{Name: "fifo", Change: func(w W) { w.Mkfifo("pipe") },
 		Want: map[string]snapshot.Op{"pipe": snapshot.OpAdded}},
 	{Name: "odd names", Setup: func(w W) { w.Write("new\nline", "n", 0o644) },
-		Change: func(w W) { w.Write("bad\xff\xfe.txt", "b", 0o644); w.Remove("new\nline"); w.Write("sp ace/\t tab", "t", 0o644) },
+		Change: func(w W) {
+			w.Write("bad\xff\xfe.txt", "b", 0o644)
+			w.Remove("new\nline")
+			w.Write("sp ace/\t tab", "t", 0o644)
+		},
 		Want: map[string]snapshot.Op{"bad\xff\xfe.txt": snapshot.OpAdded, "new\nline": snapshot.OpDeleted,
 			"sp ace": snapshot.OpAdded, "sp ace/\t tab": snapshot.OpAdded}},
 	{Name: "no change", Setup: func(w W) { w.Write("a", "a", 0o644) }, Change: func(w W) {}, Want: map[string]snapshot.Op{}},
