@@ -290,7 +290,9 @@ func (s *Server) handler(name string) sdk.ToolHandler {
 			defer stop()
 		}
 		res := s.opts.Call(ctx, call)
-		return toResult(res), nil
+		out := toResult(res)
+		out.Meta["agentbox"].(map[string]any)["session"] = st.id
+		return out, nil
 	}
 }
 
