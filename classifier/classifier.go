@@ -1,12 +1,33 @@
 // Package classifier decides whether a bash command string is read_only,
 // dangerous or forbidden before it runs.
 //
-// It parses the command with mvdan.cc/sh/v3 (bash dialect), builds the argv
-// bash would really run for every simple command it finds, and judges each
-// against rule tables kept as data. Read-only is a proof: anything that is
-// not shown free of side effects is dangerous. Classify is safe for
-// concurrent use.
+// It parses the command with mvdan.cc/sh/v3 in the bash dialect, builds the
+// argv bash would really run for every simple command it finds (quote
+// removal, backslashes, ANSI-C strings, brace expansion), including those in
+// substitutions, here-documents, arithmetic and re-parsed `bash -c` bodies,
+// and judges each one against rule tables kept as data (rules.go), which
+// configuration can extend.
+//
+// The promises:
+//   - read_only is a proof: only programs, subcommands and flags known to be
+//     free of side effects are read_only; anything unknown, unparsable or
+//     computed at run time is dangerous.
+//   - forbidden is decided on the same normalized argv, so quoting tricks
+//     (r”m, \rm, $'\x72m', {rm,-rf,/}) and paths (/bin/rm) do not hide it.
+//   - caps on size, nesting depth and number of commands never lower the
+//     class: hitting one makes the verdict at least dangerous and keeps
+//     every finding made before it.
+//
+// Classify is safe for concurrent use.
 package classifier
+
+import (
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"mvdan.cc/sh/v3/syntax"
+)
 
 // Class is the verdict's class; exactly these strings appear in JSON.
 type Class string
@@ -17,6 +38,16 @@ const (
 	Dangerous Class = "dangerous"
 	Forbidden Class = "forbidden"
 )
+
+func (c Class) rank() int {
+	switch c {
+	case ReadOnly:
+		return 0
+	case Dangerous:
+		return 1
+	}
+	return 2
+}
 
 // Reason explains one finding: which rule fired, the offending source text,
 // its byte offset in the command and a sentence for a human.
@@ -29,18 +60,88 @@ type Reason struct {
 
 // Verdict is the result of Classify.
 type Verdict struct {
-	Class    Class      `json:"class"`
-	Reasons  []Reason   `json:"reasons"`
+	// Class is the most severe class of anything found.
+	Class Class `json:"class"`
+	// Reasons lists every finding that made the class more severe than
+	// read_only, in source order. Empty for read_only.
+	Reasons []Reason `json:"reasons"`
+	// Commands holds the normalized argv of every simple command found,
+	// nested ones included. A part whose value is only known at run time
+	// ($VAR, $(cmd)) is shown as its source text.
 	Commands [][]string `json:"commands"`
-	Prefix   []string   `json:"prefix,omitempty"`
+	// Prefix is the argv prefix an "always allow" grant would be keyed by
+	// (["git","log"], ["npm","run","test"]). It is set only for a single
+	// simple command that is not forbidden.
+	Prefix []string `json:"prefix,omitempty"`
 }
 
-type options struct{}
+var parserPool = sync.Pool{New: func() any {
+	return syntax.NewParser(syntax.Variant(syntax.LangBash))
+}}
 
-// Option configures Classify.
-type Option func(*options)
-
-// Classify judges command. Interim: fail closed.
+// Classify judges command. It never panics and never fails: anything it
+// cannot prove harmless is Dangerous.
 func Classify(command string, opts ...Option) Verdict {
-	return Verdict{Class: Dangerous, Reasons: []Reason{{Rule: "interim", Text: command, Message: "classifier not implemented yet"}}, Commands: [][]string{}}
+	o := defaultOptions
+	for _, fn := range opts {
+		if fn != nil {
+			fn(&o)
+		}
+	}
+	a := &analyzer{opts: &o, top: command}
+	a.run(command)
+	v := Verdict{Class: a.class, Reasons: a.reasons, Commands: a.commands}
+	if v.Reasons == nil {
+		v.Reasons = []Reason{}
+	}
+	if v.Commands == nil {
+		v.Commands = [][]string{}
+	}
+	if v.Class != Forbidden && a.simple == 1 && len(a.commands) == 1 {
+		v.Prefix = grantPrefix(a.commands[0])
+	}
+	return v
+}
+
+func (a *analyzer) run(command string) {
+	a.class = ReadOnly
+	if len(command) > a.opts.maxBytes {
+		a.add(Dangerous, "cap.size", command[:min(40, len(command))], 0, "the command is longer than the size cap and was not analysed")
+		return
+	}
+	if off, ok := controlChar(command); ok {
+		end := min(off+1, len(command))
+		a.add(Dangerous, "control_char", command[off:end], off,
+			"the command holds a control character (CR, NUL, ...) that the parser and bash read differently")
+		// Keep going: forbidden findings still count.
+	}
+	if strings.TrimSpace(command) == "" {
+		return
+	}
+	a.parseAndWalk(command, 0, 0)
+}
+
+// controlChar reports the offset of the first byte that bash and the parser
+// may disagree on: C0 controls other than tab and newline, DEL, C1 controls
+// and invalid UTF-8.
+func controlChar(s string) (int, bool) {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if (c < 0x20 && c != '\t' && c != '\n') || c == 0x7f {
+				return i, true
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i, true
+		}
+		if r >= 0x80 && r <= 0x9f || r == 0x2028 || r == 0x2029 {
+			return i, true
+		}
+		i += n
+	}
+	return 0, false
 }

@@ -1,0 +1,115 @@
+package classifier
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"slices"
+	"testing"
+)
+
+const (
+	sharedCorpus = "../../shared/corpus/commands.jsonl"
+	localCorpus  = "testdata/corpus/commands.jsonl"
+)
+
+type corpusLine struct {
+	Cmd    string  `json:"cmd"`
+	Want   Class   `json:"want"`
+	Accept []Class `json:"accept"`
+	Why    string  `json:"why"`
+	Group  string  `json:"group"`
+}
+
+// corpusPath prefers the shared corpus and falls back to the committed
+// byte-identical copy (CI runs on a clean clone without ../shared).
+func corpusPath(t testing.TB) string {
+	if _, err := os.Stat(sharedCorpus); err == nil {
+		return sharedCorpus
+	}
+	return localCorpus
+}
+
+func readCorpus(t testing.TB) []corpusLine {
+	t.Helper()
+	data, err := os.ReadFile(corpusPath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []corpusLine
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		var l corpusLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatalf("corpus line %d: %v", n, err)
+		}
+		out = append(out, l)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestCorpus scores the classifier as the corpus README says.
+func TestCorpus(t *testing.T) {
+	lines := readCorpus(t)
+	var unsafe, missedForbidden, overBlocked, readOnlyLines, forbiddenLines, failed int
+	for n, l := range lines {
+		v := Classify(l.Cmd)
+		pass := v.Class == l.Want || slices.Contains(l.Accept, v.Class)
+		switch l.Want {
+		case ReadOnly:
+			readOnlyLines++
+			if v.Class == Dangerous && !slices.Contains(l.Accept, Dangerous) {
+				overBlocked++
+			}
+		case Forbidden:
+			forbiddenLines++
+			if v.Class == Dangerous {
+				missedForbidden++
+			}
+		}
+		if l.Want != ReadOnly && v.Class == ReadOnly {
+			unsafe++
+		}
+		if !pass {
+			failed++
+			t.Logf("line %d: %q: got %s, want %s %v (%s); reasons %v", n+1, l.Cmd, v.Class, l.Want, l.Accept, l.Why, v.Reasons)
+		}
+	}
+	recall := 100 * float64(forbiddenLines-missedForbidden) / float64(forbiddenLines)
+	overPct := 100 * float64(overBlocked) / float64(readOnlyLines)
+	t.Logf("corpus %s: %d lines, %d failed; unsafe %d; missed forbidden %d of %d (recall %.1f%%); over-blocked %d of %d read_only lines (%.1f%%)",
+		corpusPath(t), len(lines), failed, unsafe, missedForbidden, forbiddenLines, recall, overBlocked, readOnlyLines, overPct)
+	if unsafe != 0 {
+		t.Errorf("unsafe = %d, want 0", unsafe)
+	}
+	if recall < 95 {
+		t.Errorf("forbidden recall = %.1f%%, want >= 95%%", recall)
+	}
+	if overPct > 10 {
+		t.Errorf("over-blocked = %.1f%% of read_only lines, want <= 10%%", overPct)
+	}
+}
+
+// TestCorpusCopyIdentical checks that the committed copy of the corpus is
+// byte-identical to the shared one whenever both exist.
+func TestCorpusCopyIdentical(t *testing.T) {
+	for _, name := range []string{"commands.jsonl", "README.md"} {
+		shared, err := os.ReadFile("../../shared/corpus/" + name)
+		if err != nil {
+			t.Logf("shared corpus absent (%v); nothing to compare", err)
+			continue
+		}
+		local, err := os.ReadFile("testdata/corpus/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(shared, local) {
+			t.Errorf("testdata/corpus/%s differs from ../shared/corpus/%s; copy it again, never edit it", name, name)
+		}
+	}
+}

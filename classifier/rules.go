@@ -1,0 +1,175 @@
+package classifier
+
+// The rule tables. Every program not listed here is dangerous; every
+// program listed as read-only is read_only only with the options allowed
+// by its entry. Handlers for programs with their own grammar (find, sed,
+// awk, git, tar, wrappers, shells) live in handlers.go.
+
+type kind uint8
+
+const (
+	kReadOnly kind = iota
+	kDangerous
+	kForbidden
+	kCustom
+)
+
+type spec struct {
+	kind kind
+	rule string // rule id for dangerous/forbidden entries
+	msg  string // sentence for dangerous/forbidden entries
+
+	// Read-only entries: options that make the program write or run code.
+	denyShort string   // short option letters
+	denyLong  []string // long option names (without --)
+	denyWhy   string   // "write a file", completes "-o makes sort ..."
+	abbrev    bool     // GNU getopt_long accepts unambiguous abbreviations
+	argShort  string   // short options taking a value (so it is skipped)
+	argLong   []string // long options taking a separate value
+	maxOps    int      // most operands allowed (-1: any); more means an output file
+
+	net bool // talks to the network
+	fn  func(a *analyzer, c *call)
+}
+
+func ro() *spec { return &spec{kind: kReadOnly, maxOps: -1} }
+
+func roDeny(short string, long []string, why string, abbrev bool, argShort string) *spec {
+	return &spec{kind: kReadOnly, maxOps: -1, denyShort: short, denyLong: long, denyWhy: why, abbrev: abbrev, argShort: argShort}
+}
+
+func dng(rule, msg string) *spec { return &spec{kind: kDangerous, rule: rule, msg: msg} }
+
+func fbd(rule, msg string) *spec { return &spec{kind: kForbidden, rule: rule, msg: msg} }
+
+func custom(fn func(a *analyzer, c *call)) *spec { return &spec{kind: kCustom, fn: fn, maxOps: -1} }
+
+var rules = map[string]*spec{}
+
+func add(s *spec, names ...string) {
+	for _, n := range names {
+		rules[n] = s
+	}
+}
+
+func init() {
+	// Programs that only read files and print, whatever their options.
+	add(ro(), "cat", "tac", "head", "tail", "wc", "nl", "od", "hexdump", "strings", "stat",
+		"cut", "paste", "tr", "fold", "fmt", "expand", "unexpand", "rev", "column", "comm", "join",
+		"cmp", "diff", "md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum",
+		"b2sum", "cksum", "sum", "base32", "realpath", "readlink", "basename", "dirname", "ls", "dir",
+		"vdir", "grep", "egrep", "fgrep", "pwd", "whoami", "id", "groups", "uname", "nproc", "uptime",
+		"free", "df", "du", "ps", "pgrep", "seq", "sleep", "true", "false", "echo", "which", "type",
+		"locale", "tty", "arch", "printenv", "logname", "users", "who", "w", "getconf", "expr",
+		"numfmt", "lsblk", "lscpu", "zcat", "bzcat", "xzcat", "zipinfo", "jq", "wait", "jobs", "times",
+		"help", "cd", "pushd", "popd", "dirs", "exit", "return", ":", "whereis", "lsof", "look",
+		"factor", "yes", "tsort", "pr", "dircolors", "pathchk", "vmstat",
+		"iostat", "mpstat", "pidof", "lsmem", "lsns", "lspci", "lsusb", "nm", "objdump",
+		"readelf", "size", "cal", "ncal", "caller", "sha1", "md5", "shasum")
+
+	// Read-only programs with options that write files or run programs.
+	add(roDeny("o", []string{"output", "compress-program"}, "write a file or run a program", true, "kStTo"), "sort")
+	add(roDeny("o", []string{"output"}, "write a file", true, "n"), "shuf")
+	add(roDeny("o", []string{"output"}, "write a file", true, "ft"), "iconv")
+	add(roDeny("oR", []string{"fromfile-write"}, "write files", false, "LPIo"), "tree")
+	add(roDeny("C", []string{"compile"}, "compile and write a magic file", true, "mfFeP"), "file")
+	add(roDeny("zD", []string{"pre", "search-zip", "hostname-bin", "pre-glob"}, "run other programs", false, "eEfgjmMtTAB C"), "rg")
+	add(roDeny("cCDEn", []string{"clear", "read-clear", "console-off", "console-on", "console-level"}, "change the kernel log", true, ""), "dmesg")
+	add(roDeny("o", []string{"output"}, "write a file", true, "bw"), "base64")
+	rules["base64"].maxOps = 1
+	add(&spec{kind: kReadOnly, maxOps: 1, denyWhy: "write a file"}, "uniq")
+	rules["uniq"].argShort = "fsw"
+	add(&spec{kind: kReadOnly, maxOps: 1, denyWhy: "write a file", argShort: "cglos"}, "xxd")
+	add(roDeny("i", []string{"inplace", "in-place", "front-matter"}, "edit files in place", false, "IeopsM"), "yq")
+
+	// Programs with their own grammar.
+	add(custom(hFind), "find")
+	add(custom(hSed), "sed", "gsed")
+	add(custom(hAwk), "awk", "gawk", "mawk", "nawk")
+	add(custom(hGit), "git")
+	add(custom(hTar), "tar", "bsdtar")
+	add(custom(hUnzip), "unzip")
+	add(custom(hPrintf), "printf")
+	add(custom(hDate), "date")
+	add(custom(hHostname), "hostname")
+	add(custom(hTest), "test", "[")
+	add(custom(hKill), "kill")
+	add(custom(hRm), "rm")
+	add(custom(hChmod), "chmod", "chown", "chgrp")
+	add(custom(hDd), "dd")
+	add(custom(hTee), "tee")
+	add(custom(hShred), "shred")
+	add(custom(hInstall), "install")
+	add(custom(hCp), "cp", "mv")
+	add(custom(hSet), "set")
+	add(custom(hUmask), "umask")
+	add(custom(hSystemctl), "systemctl")
+	add(custom(hInit), "init", "telinit")
+
+	// Wrappers: they run another argv.
+	add(custom(hEnv), "env")
+	add(custom(hCommand), "command")
+	add(custom(hBuiltin), "builtin")
+	add(custom(hExec), "exec")
+	add(custom(hTime), "time")
+	add(custom(hTimeout), "timeout")
+	add(custom(hNice), "nice")
+	add(custom(hNohup), "nohup")
+	add(custom(hStdbuf), "stdbuf")
+	add(custom(hSetsid), "setsid")
+	add(custom(hXargs), "xargs")
+	add(custom(hWatch), "watch")
+	add(custom(hFlock), "flock")
+	add(custom(hIonice), "ionice")
+	add(custom(hBusybox), "busybox")
+
+	// Shells, interpreters, eval, source.
+	add(custom(hShell), "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", "csh", "tcsh", "rbash")
+	add(custom(hInterpreter), "python", "python2", "python3", "perl", "ruby", "node", "nodejs", "php",
+		"lua", "luajit", "Rscript", "deno", "bun", "tclsh", "irb", "pwsh", "osascript", "jshell")
+	add(custom(hEval), "eval")
+	add(custom(hSource), "source", ".")
+
+	// Forbidden outright.
+	add(fbd("privilege", "privilege escalation: runs a command as another user"),
+		"sudo", "doas", "su", "pkexec", "sudoedit", "run0", "runuser")
+	add(fbd("host.power", "shuts down or reboots the host"), "shutdown", "reboot", "halt", "poweroff", "kexec")
+	add(fbd("disk.format", "creates or erases a filesystem, destroying the data on the device"),
+		"mkfs", "mke2fs", "mkswap", "wipefs", "blkdiscard", "mkntfs", "mkdosfs", "newfs")
+
+	// Known dangerous programs, with a sentence.
+	add(dng("writes.files", "creates, changes or deletes files"), "rmdir", "ln", "touch", "mkdir",
+		"truncate", "patch", "unlink", "split", "csplit", "mktemp", "mkfifo", "mknod", "rename",
+		"gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "zstd", "unzstd", "zip", "7z", "ar",
+		"cpio", "gofmt", "prettier", "black", "ruff", "eslint", "rustfmt", "clang-format", "sponge")
+	add(dng("runs.code", "builds or runs project code, or installs packages"), "make", "cmake",
+		"ninja", "go", "cargo", "rustc", "rustup", "gcc", "g++", "cc", "c++", "clang", "javac", "java",
+		"mvn", "gradle", "npm", "npx", "yarn", "pnpm", "pip", "pip3", "pipx", "uv", "uvx", "poetry",
+		"bundle", "bundler", "gem", "composer", "tsc", "jest", "pytest", "tox", "nox", "dotnet",
+		"swift", "mix", "rake", "bazel", "meson", "conda", "nix", "cabal", "stack", "ghc", "zig")
+	add(dng("containers", "manages containers or infrastructure"), "docker", "podman", "kubectl",
+		"helm", "terraform", "ansible", "ansible-playbook", "vagrant", "minikube", "kind", "nerdctl", "buildah")
+	add(dng("system", "changes system services, schedules or settings"), "service", "crontab", "at",
+		"batch", "sysctl", "mount", "umount", "swapon", "swapoff", "modprobe", "insmod", "rmmod",
+		"useradd", "userdel", "usermod", "passwd", "chpasswd", "groupadd", "visudo", "update-alternatives",
+		"iptables", "nft", "ip", "ifconfig", "route", "hwclock", "timedatectl", "hostnamectl", "loginctl",
+		"chroot", "unshare", "nsenter", "setcap", "chattr", "fdisk", "sfdisk", "parted", "gdisk", "sgdisk", "losetup")
+	add(dng("processes", "signals or controls other processes"), "pkill", "killall", "renice",
+		"disown", "bg", "fg", "coproc", "strace", "gdb", "ltrace", "top", "htop")
+	add(dng("packages", "installs or removes system packages"), "apt", "apt-get", "aptitude", "dpkg",
+		"yum", "dnf", "apk", "brew", "snap", "pacman", "zypper", "port", "flatpak", "rpm")
+	add(dng("interactive", "an interactive program with shell escapes"), "less", "more", "most",
+		"man", "vi", "vim", "nvim", "view", "nano", "emacs", "ed", "ex", "pager", "pico", "joe",
+		"mc", "tmux", "screen", "script", "info")
+	add(dng("shell.state", "changes the shell's state for later commands"), "alias", "unalias",
+		"unset", "trap", "shopt", "read", "mapfile", "readarray", "hash", "history", "fc", "enable",
+		"complete", "compgen", "compopt", "ulimit", "bind", "getopts", "declare", "typeset", "local",
+		"export", "readonly", "let", "shift", "suspend", "logout")
+	netSpec := func(rule, msg string) *spec { s := dng(rule, msg); s.net = true; return s }
+	add(netSpec("network", "uses the network"), "curl", "wget", "fetch", "http", "https", "xh",
+		"aria2c", "nc", "ncat", "netcat", "socat", "telnet", "openssl", "ftp", "tftp", "ssh", "scp",
+		"sftp", "rsync", "dig", "nslookup", "host", "ping", "ping6", "traceroute", "whois", "gh",
+		"mail", "sendmail", "mutt", "lftp", "smbclient", "aws", "gcloud", "az", "gsutil", "s3cmd", "rclone",
+		"psql", "mysql", "redis-cli", "mongo", "mongosh", "sqlite3", "ldapsearch", "snmpget", "nmap")
+	rules["sqlite3"] = dng("runs.code", "opens a database, which it may change, and has shell escapes")
+}

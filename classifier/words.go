@@ -1,0 +1,364 @@
+package classifier
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// field is one argv element after brace expansion and quote removal.
+type field struct {
+	val string // the value; run-time parts are shown as their source text
+	raw string // source text of the word it came from
+	off int    // offset of that word in the top command
+
+	dynamic bool // holds a part only known at run time ($x, $(cmd), $((x)))
+	param   bool // holds a parameter expansion
+	glob    bool // holds an unquoted glob pattern (*, ?, [...], extglob)
+	// lead is the literal text before the first dynamic or glob part; an
+	// argument can only start with '-' if lead is empty or does.
+	lead    string
+	leadEnd bool // lead is the whole value (nothing dynamic or glob)
+	procSub bool // the whole word is a process substitution (/dev/fd/N)
+	fromNet bool // a substitution in it fetched from the network
+}
+
+// unknown reports whether the value is not fully known before it runs.
+func (f *field) unknown() bool { return f.dynamic || f.glob }
+
+// mayBeOption reports whether the run-time value could start with '-'.
+func (f *field) mayBeOption() bool {
+	if !f.unknown() {
+		return strings.HasPrefix(f.val, "-")
+	}
+	if f.procSub {
+		return false
+	}
+	return f.lead == "" || f.lead[0] == '-'
+}
+
+const maxBraceFields = 4096
+
+// expandWord appends the fields of w to out.
+func (a *analyzer) expandWord(w *syntax.Word, out []field) []field {
+	raw, off := a.at(w)
+	if hasBraces(w) {
+		cp := *w
+		if syntax.SplitBraces(&cp) {
+			if n := braceCount(&cp); n > maxBraceFields {
+				a.add(Dangerous, "cap.braces", raw, off, "brace expansion makes too many words to analyse")
+				return append(out, a.evalParts(w.Parts, raw, off))
+			}
+			for _, bw := range expand.Braces(&cp) {
+				out = append(out, a.evalParts(bw.Parts, raw, off))
+			}
+			return out
+		}
+	}
+	return append(out, a.evalParts(w.Parts, raw, off))
+}
+
+func hasBraces(w *syntax.Word) bool {
+	for _, p := range w.Parts {
+		if l, ok := p.(*syntax.Lit); ok && strings.IndexByte(l.Value, '{') >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// braceCount bounds the number of words a split word expands to.
+func braceCount(w *syntax.Word) int {
+	n := 1
+	for _, p := range w.Parts {
+		b, ok := p.(*syntax.BraceExp)
+		if !ok {
+			continue
+		}
+		k := 0
+		if b.Sequence {
+			k = maxBraceFields + 1
+			if len(b.Elems) >= 2 {
+				x, y := b.Elems[0].Lit(), b.Elems[1].Lit()
+				xi, e1 := strconv.Atoi(x)
+				yi, e2 := strconv.Atoi(y)
+				switch {
+				case e1 == nil && e2 == nil:
+					k = max(xi-yi, yi-xi) + 1
+					if k < 0 {
+						k = maxBraceFields + 1
+					}
+				case len(x) == 1 && len(y) == 1:
+					k = 64
+				}
+			}
+		} else {
+			for _, e := range b.Elems {
+				k += braceCount(e)
+			}
+		}
+		if k > maxBraceFields {
+			return maxBraceFields + 1
+		}
+		n *= max(k, 1)
+		if n > maxBraceFields {
+			return n
+		}
+	}
+	return n
+}
+
+// evalParts builds one field from word parts.
+func (a *analyzer) evalParts(parts []syntax.WordPart, raw string, off int) field {
+	f := field{raw: raw, off: off}
+	var sb strings.Builder
+	leadDone := false
+	markLead := func() {
+		if !leadDone {
+			f.lead = sb.String()
+			leadDone = true
+		}
+	}
+	a.evalInto(&sb, &f, parts, false, markLead)
+	f.val = sb.String()
+	if !leadDone {
+		f.lead = f.val
+		f.leadEnd = true
+	}
+	if len(parts) == 1 {
+		if _, ok := parts[0].(*syntax.ProcSubst); ok {
+			f.procSub = true
+		}
+	}
+	return f
+}
+
+func (a *analyzer) evalInto(sb *strings.Builder, f *field, parts []syntax.WordPart, dq bool, markLead func()) {
+	for i, p := range parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			if dq {
+				sb.WriteString(unescapeDouble(p.Value))
+				continue
+			}
+			if globIndex(p.Value) >= 0 {
+				// Write the literal text before the glob first so that
+				// lead is exact.
+				v := p.Value
+				gi := globIndex(v)
+				sb.WriteString(unescapeBare(v[:gi]))
+				markLead()
+				f.glob = true
+				sb.WriteString(unescapeBare(v[gi:]))
+				continue
+			}
+			_ = i
+			sb.WriteString(unescapeBare(p.Value))
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				sb.WriteString(ansiC(p.Value))
+			} else {
+				sb.WriteString(p.Value)
+			}
+		case *syntax.DblQuoted:
+			a.evalInto(sb, f, p.Parts, true, markLead)
+		case *syntax.ParamExp:
+			markLead()
+			f.dynamic, f.param = true, true
+			t, _ := a.at(p)
+			sb.WriteString(t)
+			a.paramExp(p)
+		case *syntax.CmdSubst:
+			markLead()
+			f.dynamic = true
+			t, _ := a.at(p)
+			sb.WriteString(t)
+			before := a.netSeen
+			a.cmdSubst(p.Stmts, p)
+			if a.netSeen > before {
+				f.fromNet = true
+			}
+		case *syntax.ProcSubst:
+			markLead()
+			f.dynamic = true
+			t, _ := a.at(p)
+			sb.WriteString(t)
+			before := a.netSeen
+			a.cmdSubst(p.Stmts, p)
+			if a.netSeen > before {
+				f.fromNet = true
+			}
+		case *syntax.ArithmExp:
+			if a.arith(p.X) {
+				if n, err := expand.Arithm(nil, p.X); err == nil {
+					sb.WriteString(strconv.Itoa(n))
+					continue
+				}
+			}
+			markLead()
+			f.dynamic = true
+			t, _ := a.at(p)
+			sb.WriteString(t)
+		case *syntax.ExtGlob:
+			markLead()
+			f.glob = true
+			sb.WriteString(p.Op.String())
+			sb.WriteString(p.Pattern.Value)
+			sb.WriteString(")")
+		default:
+			markLead()
+			f.dynamic = true
+			t, _ := a.at(p)
+			sb.WriteString(t)
+			a.addNode(Dangerous, "word.unknown", p, "this word part is not understood")
+		}
+	}
+}
+
+// globIndex returns the index of the first unescaped glob metacharacter
+// in an unquoted literal, or -1. A '[' counts only when a ']' follows.
+func globIndex(s string) int {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '*', '?':
+			return i
+		case '[':
+			if strings.IndexByte(s[i+1:], ']') >= 0 {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// unescapeBare removes the backslashes of an unquoted literal.
+func unescapeBare(s string) string {
+	if strings.IndexByte(s, '\\') < 0 {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '\\' && i+1 < len(s) {
+			i++
+			if s[i] == '\n' {
+				continue
+			}
+			b.WriteByte(s[i])
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// unescapeDouble removes the backslashes bash removes inside "...".
+func unescapeDouble(s string) string {
+	if strings.IndexByte(s, '\\') < 0 {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '\\' && i+1 < len(s) {
+			switch s[i+1] {
+			case '$', '`', '"', '\\':
+				i++
+				b.WriteByte(s[i])
+				continue
+			case '\n':
+				i++
+				continue
+			}
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// ansiC decodes the body of a $'...' string the way bash does. Bash
+// stops the string at a NUL.
+func ansiC(s string) string {
+	if strings.IndexByte(s, '\\') < 0 {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' || i+1 >= len(s) {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		switch e := s[i]; e {
+		case 'a':
+			b.WriteByte('\a')
+		case 'b':
+			b.WriteByte('\b')
+		case 'e', 'E':
+			b.WriteByte(0x1b)
+		case 'f':
+			b.WriteByte('\f')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'v':
+			b.WriteByte('\v')
+		case '\\', '\'', '"', '?':
+			b.WriteByte(e)
+		case 'c':
+			if i+1 < len(s) {
+				i++
+				b.WriteByte(s[i] & 0x1f)
+			} else {
+				b.WriteString("\\c")
+			}
+		case 'x', 'u', 'U':
+			maxDigits := map[byte]int{'x': 2, 'u': 4, 'U': 8}[e]
+			j := i + 1
+			for j < len(s) && j-i-1 < maxDigits && isHex(s[j]) {
+				j++
+			}
+			if j == i+1 {
+				b.WriteByte('\\')
+				b.WriteByte(e)
+				continue
+			}
+			n, _ := strconv.ParseUint(s[i+1:j], 16, 32)
+			if e == 'x' {
+				b.WriteByte(byte(n))
+			} else if n <= utf8.MaxRune {
+				b.WriteRune(rune(n))
+			}
+			i = j - 1
+		case '0', '1', '2', '3', '4', '5', '6', '7':
+			j := i
+			for j < len(s) && j-i < 3 && s[j] >= '0' && s[j] <= '7' {
+				j++
+			}
+			n, _ := strconv.ParseUint(s[i:j], 8, 32)
+			b.WriteByte(byte(n))
+			i = j - 1
+		default:
+			b.WriteByte('\\')
+			b.WriteByte(e)
+		}
+	}
+	out := b.String()
+	if k := strings.IndexByte(out, 0); k >= 0 {
+		out = out[:k]
+	}
+	return out
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
