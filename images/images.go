@@ -195,10 +195,25 @@ func Build(ctx context.Context, cli *client.Client, name string, opts ...Option)
 	return err
 }
 
-// Ensure makes sure the named image exists and is current, building it if
-// not. It is Build under the name callers expect at run time.
+// ErrImageMissing is wrapped by Ensure when an image that agentbox does
+// not build is not in the engine's store (no registry is ever used).
+var ErrImageMissing = errors.New("image not in the engine's store")
+
+// Ensure makes sure the named image is usable. Minimal and Host are built if
+// missing or not current; any other image (one an operator names in
+// config) must already be in the engine's store: there is no registry to
+// pull from, so a missing one is an error wrapping ErrImageMissing.
 func Ensure(ctx context.Context, cli *client.Client, name string, opts ...Option) error {
-	return Build(ctx, cli, name, opts...)
+	if c := canonical(name); c == Minimal || c == Host {
+		return Build(ctx, cli, c, opts...)
+	}
+	if _, err := cli.ImageInspect(ctx, name); err != nil {
+		if client.IsErrNotFound(err) {
+			return fmt.Errorf("%w: %s (load or build it into the engine first; agentbox never pulls)", ErrImageMissing, name)
+		}
+		return fmt.Errorf("image %s: %w", name, err)
+	}
+	return nil
 }
 
 // Result says what Build did.

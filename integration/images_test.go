@@ -5,6 +5,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -48,6 +49,10 @@ func TestImagesBuildAndRun(t *testing.T) {
 		if err := images.Ensure(ctx, cli, name, images.WithWorkspace(ws)); err != nil {
 			t.Errorf("Ensure %s: %v", name, err)
 		}
+	}
+
+	if err := images.Ensure(ctx, cli, "agentbox-test/never-built:1"); !errors.Is(err, images.ErrImageMissing) {
+		t.Errorf("Ensure of a missing foreign image = %v, want ErrImageMissing", err)
 	}
 
 	list, err := images.List(ctx, cli)

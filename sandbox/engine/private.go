@@ -105,33 +105,48 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (Info, err
 	if err != nil {
 		return Info{}, err
 	}
-	p := privatePaths(cfg.StateDir)
+	// Installing docker.io may have started its own engine.
+	if cli, info, err := Connect(ctx, cfg); err == nil {
+		cli.Close()
+		return info, nil
+	}
+	info, err := startPrivate(ctx, dockerd, privatePaths(cfg.StateDir), cfg.Engine.StartTimeout, log)
+	if err != nil {
+		return Info{}, err
+	}
+	log.Info("private engine answers", "host", info.Host, "version", info.Version)
+	return info, nil
+}
+
+// startPrivate launches dockerd (unless ours is already running) and waits
+// for it to answer. On failure it kills what it launched.
+func startPrivate(ctx context.Context, dockerd string, p paths, timeout time.Duration, log *slog.Logger) (Info, error) {
 	for _, d := range []string{p.Dir, p.DataRoot, p.Run} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return Info{}, fmt.Errorf("private engine: %w", err)
 		}
 	}
-	var exited <-chan error
+	var proc *process
 	if pid, ok := ourPID(p); ok {
 		// Already starting (or hung): wait for it rather than start another.
 		log.Info("private engine process already running; waiting for it", "pid", pid)
 	} else {
 		_ = os.Remove(p.Socket) // stale from a crash
-		exited, err = launch(dockerd, p)
-		if err != nil {
+		var err error
+		if proc, err = launch(dockerd, p); err != nil {
 			return Info{}, err
 		}
 		log.Info("starting private engine", "dockerd", dockerd, "socket", p.Socket, "log", p.Log)
 	}
-	info, err := waitReady(ctx, p, cfg.Engine.StartTimeout, exited)
-	if err != nil {
-		if exited != nil {
-			_ = Stop(context.WithoutCancel(ctx), cfg)
-		}
-		return Info{}, err
+	var exited <-chan error
+	if proc != nil {
+		exited = proc.exited
 	}
-	log.Info("private engine answers", "host", info.Host, "version", info.Version)
-	return info, nil
+	info, err := waitReady(ctx, p, timeout, exited)
+	if err != nil && proc != nil {
+		proc.kill()
+	}
+	return info, err
 }
 
 // findDockerd locates dockerd, installing docker.io if allowed.
@@ -182,9 +197,27 @@ func aptInstall(ctx context.Context, pkgs ...string) error {
 	return nil
 }
 
-// launch starts dockerd detached (own session, output to the log file) and
-// returns a channel that receives its exit.
-func launch(dockerd string, p paths) (<-chan error, error) {
+// process is a dockerd we launched.
+type process struct {
+	p      *os.Process
+	exited chan error // receives the exit status once
+	done   chan struct{}
+}
+
+// kill stops a launched dockerd that did not come up: SIGTERM, then
+// SIGKILL after a grace period.
+func (pr *process) kill() {
+	_ = pr.p.Signal(syscall.SIGTERM)
+	select {
+	case <-pr.done:
+	case <-time.After(10 * time.Second):
+		_ = pr.p.Kill()
+		<-pr.done
+	}
+}
+
+// launch starts dockerd detached (own session, output to the log file).
+func launch(dockerd string, p paths) (*process, error) {
 	logf, err := os.OpenFile(p.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("private engine log: %w", err)
@@ -199,9 +232,12 @@ func launch(dockerd string, p paths) (<-chan error, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting dockerd: %w", err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	return exited, nil
+	pr := &process{p: cmd.Process, exited: make(chan error, 1), done: make(chan struct{})}
+	go func() {
+		pr.exited <- cmd.Wait()
+		close(pr.done)
+	}()
+	return pr, nil
 }
 
 // waitReady polls the private socket until the engine answers.
