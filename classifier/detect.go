@@ -115,8 +115,11 @@ func protectedPath(f field) (string, bool) {
 		}
 		return "", false
 	}
-	if v == "~" || strings.HasPrefix(v, "~") && !strings.Contains(v, "/") {
-		return "a home directory", true
+	if v == "~" {
+		return "the home directory", true
+	}
+	if strings.HasPrefix(v, "~") && !strings.Contains(v, "/") {
+		return "a user's home directory", true
 	}
 	if rest, ok := strings.CutPrefix(v, "~/"); ok {
 		rest = strings.TrimRight(rest, "/")
