@@ -218,8 +218,8 @@ type KillShellParams struct {
 }
 
 var killShellDescription = tools.Description{
-	Summary: "Stops a background command started by Bash with run_in_background.",
-	Long:    `Kills the command's container. The changes it made to the workspace up to then are recorded like those of any Bash call, so they can be undone. Its last unread output is returned.`,
+	Summary:  "Stops a background command started by Bash with run_in_background.",
+	Long:     `Kills the command's container. The changes it made to the workspace up to then are recorded like those of any Bash call, so they can be undone. Its last unread output is returned.`,
 	Examples: []string{`{"shell_id": "job-1"}`},
 }
 

@@ -72,7 +72,7 @@ Use MultiEdit for several changes to one file.`,
 
 var multiEditDescription = tools.Description{
 	Summary: "Makes several replacements in one file at once, all or nothing.",
-	Long: `Applies edits in order, each like one Edit call on the result of the ones before. If any edit fails (text not found, ambiguous, identical strings) none is applied and the file is left untouched. The whole change is written once, by a throwaway sandbox container after the old content was saved, so it can be undone as one step. The result shows a unified diff.`,
+	Long:    `Applies edits in order, each like one Edit call on the result of the ones before. If any edit fails (text not found, ambiguous, identical strings) none is applied and the file is left untouched. The whole change is written once, by a throwaway sandbox container after the old content was saved, so it can be undone as one step. The result shows a unified diff.`,
 	Usage: `Plan the edits so that an earlier one does not change the text a later one looks for.
 Each old_string must match exactly one place unless that edit's replace_all is true.
 To create a file, make the first edit's old_string empty.`,

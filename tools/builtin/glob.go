@@ -50,7 +50,7 @@ func validatePattern(pat string) error {
 
 var globDescription = tools.Description{
 	Summary: "Finds files by name with glob patterns, newest first.",
-	Long: `Matches file paths below path (default: the working directory) against a glob: * matches within one path segment, ** matches any number of directories, ? one character, [abc] a class and {a,b} alternatives. Returns absolute paths of matching files sorted by modification time, most recent first, at most 100 of them. Files ignored by .gitignore and VCS directories such as .git are skipped.`,
+	Long:    `Matches file paths below path (default: the working directory) against a glob: * matches within one path segment, ** matches any number of directories, ? one character, [abc] a class and {a,b} alternatives. Returns absolute paths of matching files sorted by modification time, most recent first, at most 100 of them. Files ignored by .gitignore and VCS directories such as .git are skipped.`,
 	Usage: `Use it to find files by name; use Grep to find files by content.
 A pattern without a slash, like *.go, matches only in path itself; use **/*.go to search every directory.
 When you are exploring open-ended, prefer several targeted Globs and Greps in one batch.`,

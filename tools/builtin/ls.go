@@ -43,7 +43,7 @@ func (p *LSParams) Validate() error {
 
 var lsDescription = tools.Description{
 	Summary: "Lists the files and directories below a directory as a tree.",
-	Long: `Shows the tree below path, directories first marked with a trailing slash, sorted by name. Entries ignored by .gitignore, VCS directories and entries matching an ignore glob are left out. At most 1000 entries are shown; list a subdirectory to see more of a big tree.`,
+	Long:    `Shows the tree below path, directories first marked with a trailing slash, sorted by name. Entries ignored by .gitignore, VCS directories and entries matching an ignore glob are left out. At most 1000 entries are shown; list a subdirectory to see more of a big tree.`,
 	Usage: `path must be an absolute directory path.
 Prefer Glob and Grep when you know what you are looking for.`,
 	Examples: []string{

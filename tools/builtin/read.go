@@ -172,4 +172,3 @@ func (f hashingFile) Read(p []byte) (int, error) {
 	f.h.Write(p[:n])
 	return n, err
 }
-

@@ -28,7 +28,7 @@ type WriteParams struct {
 
 var writeDescription = tools.Description{
 	Summary: "Writes a file in the workspace, creating it or replacing its whole content.",
-	Long: `The write happens in a throwaway sandbox container after agentbox has saved the file's previous content, so every write can be undone. An existing file keeps its permissions; a new file gets mode 0644 and any missing parent directories are created. The result shows a unified diff of the change.`,
+	Long:    `The write happens in a throwaway sandbox container after agentbox has saved the file's previous content, so every write can be undone. An existing file keeps its permissions; a new file gets mode 0644 and any missing parent directories are created. The result shows a unified diff of the change.`,
 	Usage: `Prefer Edit or MultiEdit to change part of an existing file: they send only the change.
 Use Write for new files or for rewriting a file completely.
 Do not create documentation or README files unless asked to.`,
