@@ -33,7 +33,7 @@ func ensureTestImage(ctx context.Context, _ string) (string, error) {
 	}
 	tw.WriteHeader(&tar.Header{Name: "bin/busybox", Mode: 0o755, Size: int64(len(bb))})
 	tw.Write(bb)
-	for _, a := range []string{"sh", "ls", "cat", "echo", "true", "false", "sleep", "dd", "mknod", "chmod", "id", "ip", "nc", "head", "yes", "pwd", "mkdir", "ln", "rm", "stat", "wc", "seq", "kill", "test", "env", "touch", "cp", "ps", "grep", "sed", "awk", "tr", "printf", "nohup", "setsid", "ifconfig", "wget", "find", "mount", "chown", "su", "cut", "tail", "expr", "readlink"} {
+	for _, a := range []string{"sh", "ls", "cat", "echo", "true", "false", "sleep", "dd", "mknod", "chmod", "id", "ip", "nc", "head", "yes", "pwd", "mkdir", "ln", "rm", "stat", "wc", "seq", "kill", "test", "env", "touch", "cp", "ps", "grep", "sed", "awk", "tr", "printf", "nohup", "setsid", "ifconfig", "wget", "find", "mount", "chown", "su", "cut", "tail", "expr", "readlink", "mktemp", "xargs", "base64", "timeout"} {
 		tw.WriteHeader(&tar.Header{Name: "bin/" + a, Typeflag: tar.TypeSymlink, Linkname: "busybox", Mode: 0o777})
 	}
 	passwd := "root:x:0:0:root:/root:/bin/sh\n"
