@@ -289,6 +289,11 @@ func Stop(ctx context.Context, cfg *config.Config) error {
 		case <-tick.C:
 		}
 	}
+	// A short run dir outside the state dir is ours alone; leave nothing
+	// behind in /run.
+	if !strings.HasPrefix(p.Run, p.Dir+"/") {
+		_ = os.RemoveAll(p.Run)
+	}
 	return nil
 }
 

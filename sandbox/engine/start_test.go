@@ -22,8 +22,16 @@ func fakeDockerd(t *testing.T, body string) string {
 	return p
 }
 
-func TestStartPrivateReportsEarlyExitWithLogTail(t *testing.T) {
+// testPaths are private-engine paths for a fresh state dir, removed after
+// the test even when the run dir fell back to a short path outside it.
+func testPaths(t *testing.T) paths {
 	p := privatePaths(t.TempDir())
+	t.Cleanup(func() { os.RemoveAll(p.Run) })
+	return p
+}
+
+func TestStartPrivateReportsEarlyExitWithLogTail(t *testing.T) {
+	p := testPaths(t)
 	dockerd := fakeDockerd(t, `echo "failed to start daemon: pretend error"; exit 3`)
 	_, err := startPrivate(context.Background(), dockerd, p, 10*time.Second, slog.New(slog.DiscardHandler))
 	if err == nil {
@@ -37,7 +45,7 @@ func TestStartPrivateReportsEarlyExitWithLogTail(t *testing.T) {
 }
 
 func TestStartPrivateTimesOutAndKills(t *testing.T) {
-	p := privatePaths(t.TempDir())
+	p := testPaths(t)
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	dockerd := fakeDockerd(t, `echo $$ > `+pidFile+`; echo "still initializing"; exec sleep 60`)
 	start := time.Now()
@@ -63,7 +71,7 @@ func TestStartPrivateTimesOutAndKills(t *testing.T) {
 }
 
 func TestStartPrivateHonoursContext(t *testing.T) {
-	p := privatePaths(t.TempDir())
+	p := testPaths(t)
 	dockerd := fakeDockerd(t, `exec sleep 60`)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
