@@ -252,7 +252,7 @@ func ruleName(r *Rule) string {
 	}
 	s := r.Raw
 	if r.Source != "" {
-		s += " (from " + r.Source + " config)"
+		s += " (from " + r.Source + ")"
 	}
 	return strings.TrimSpace(s)
 }

@@ -1,0 +1,174 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/agentbox/agentbox/classifier"
+	"github.com/agentbox/agentbox/sandbox"
+	"github.com/agentbox/agentbox/snapshot"
+)
+
+// ClassifierFunc adapts classifier.Classify to the pipeline.
+func ClassifierFunc(opts ...classifier.Option) ClassifyFunc {
+	return func(ctx context.Context, cmd string) Verdict {
+		return FromClassifier(classifier.Classify(cmd, opts...))
+	}
+}
+
+// FromClassifier converts a classifier verdict.
+func FromClassifier(v classifier.Verdict) Verdict {
+	out := Verdict{Class: string(v.Class), Commands: v.Commands, Prefix: v.Prefix}
+	for _, r := range v.Reasons {
+		out.Reasons = append(out.Reasons, Reason{Rule: r.Rule, Text: r.Text, Offset: r.Offset, Message: r.Message})
+	}
+	return out
+}
+
+// SandboxRunner adapts a sandbox.Runner to Sandbox.
+type SandboxRunner struct {
+	Runner sandbox.Runner
+}
+
+func toSpec(req ExecRequest) sandbox.Spec {
+	spec := sandbox.Spec{
+		Argv:      req.Argv,
+		Shell:     req.Command,
+		Workdir:   req.Dir,
+		Env:       req.Env,
+		Stdin:     req.Stdin,
+		Timeout:   req.Timeout,
+		OutputCap: req.OutputLimit,
+	}
+	if req.OnOutput != nil {
+		on := req.OnOutput
+		spec.OnOutput = func(s sandbox.Stream, p []byte) {
+			on(Chunk{Stream: s.String(), Data: append([]byte(nil), p...)})
+		}
+	}
+	return spec
+}
+
+func fromResult(r sandbox.Result) ExecResult {
+	return ExecResult{
+		ExitCode:      r.ExitCode,
+		Stdout:        string(r.Stdout),
+		Stderr:        string(r.Stderr),
+		StdoutDropped: r.StdoutDropped,
+		StderrDropped: r.StderrDropped,
+		Dir:           r.Cwd,
+		TimedOut:      r.TimedOut,
+		Killed:        r.Killed,
+		OOMKilled:     r.OOMKilled,
+		Duration:      r.Duration,
+		ContainerID:   r.ContainerID,
+	}
+}
+
+// sandboxErr turns a sandbox error into a model-facing one.
+func sandboxErr(err error) error {
+	switch {
+	case errors.Is(err, sandbox.ErrInvalidSpec):
+		return Errorf(ErrValidation, "the command cannot be run: %v", err)
+	case errors.Is(err, sandbox.ErrUnavailable):
+		return fmt.Errorf("%w", &ToolError{Kind: ErrInternal, Message: "the sandbox is unavailable, so nothing was run; the operator can start it with `agentbox engine start` (see `agentbox doctor`)"})
+	case errors.Is(err, sandbox.ErrUnsafeWorkspace):
+		return Errorf(ErrPermissionDenied, "the sandbox refused to run in this workspace: %v", err)
+	case errors.Is(err, sandbox.ErrClosed):
+		return Errorf(ErrInternal, "the sandbox was shut down")
+	case errors.Is(err, sandbox.ErrNotFound):
+		return Errorf(ErrNotFound, "no such background shell")
+	}
+	return err
+}
+
+// Exec implements Sandbox. A command killed for its timeout is a result
+// (TimedOut set), not an error; a cancelled one returns ErrTimeout.
+func (s SandboxRunner) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) {
+	r, err := s.Runner.Run(ctx, toSpec(req))
+	if err != nil {
+		if errors.Is(err, sandbox.ErrTimeout) {
+			res := fromResult(r)
+			res.TimedOut = true
+			return res, nil
+		}
+		if errors.Is(err, sandbox.ErrCanceled) {
+			return fromResult(r), Errorf(ErrTimeout, "the command was cancelled and killed")
+		}
+		return fromResult(r), sandboxErr(err)
+	}
+	return fromResult(r), nil
+}
+
+// SandboxJobs adapts sandbox.Jobs to Jobs.
+type SandboxJobs struct {
+	Jobs sandbox.Jobs
+}
+
+// Start implements Jobs.
+func (j SandboxJobs) Start(ctx context.Context, req ExecRequest) (string, error) {
+	id, err := j.Jobs.Start(ctx, toSpec(req))
+	if err != nil {
+		return "", sandboxErr(err)
+	}
+	return id, nil
+}
+
+// Read implements Jobs.
+func (j SandboxJobs) Read(ctx context.Context, id string) (JobStatus, error) {
+	out, err := j.Jobs.Output(id)
+	if err != nil {
+		return JobStatus{ID: id}, sandboxErr(err)
+	}
+	st := JobStatus{ID: id, Running: !out.Done, Stdout: string(out.Stdout), Stderr: string(out.Stderr)}
+	if out.Result != nil {
+		st.ExitCode = out.Result.ExitCode
+		st.ContainerID = out.Result.ContainerID
+		st.Dropped = out.Result.StdoutDropped + out.Result.StderrDropped
+	}
+	return st, nil
+}
+
+// Kill implements Jobs: it kills the job and returns its last output.
+func (j SandboxJobs) Kill(ctx context.Context, id string) (JobStatus, error) {
+	if err := j.Jobs.Kill(ctx, id); err != nil {
+		return JobStatus{ID: id}, sandboxErr(err)
+	}
+	return j.Read(ctx, id)
+}
+
+// SnapshotStore adapts a snapshot.Store to Snapshotter.
+type SnapshotStore struct {
+	Store *snapshot.Store
+}
+
+// Begin implements Snapshotter: a single file is snapshotted alone,
+// several files or the workspace as a whole.
+func (s SnapshotStore) Begin(ctx context.Context, info SnapshotInfo, scope Scope) (SnapshotCall, error) {
+	sc := snapshot.Whole()
+	if scope.Kind == ScopeFiles && len(scope.Paths) == 1 {
+		sc = snapshot.File(scope.Paths[0])
+	}
+	call, err := s.Store.Begin(ctx, snapshot.CallInfo{Session: info.Session, Tool: info.Tool, Summary: info.Summary}, sc)
+	if err != nil {
+		return nil, err
+	}
+	return snapCall{call}, nil
+}
+
+type snapCall struct{ c *snapshot.Call }
+
+func (s snapCall) Finish(ctx context.Context) (JournalEntry, error) {
+	e, err := s.c.Finish(ctx)
+	if err != nil {
+		return JournalEntry{}, err
+	}
+	out := JournalEntry{ID: e.ID, Changes: make([]Change, 0, len(e.Changes))}
+	for _, c := range e.Changes {
+		out.Changes = append(out.Changes, Change{Path: c.Path, Op: string(c.Op)})
+	}
+	return out, nil
+}
+
+func (s snapCall) Abort(ctx context.Context) error { return s.c.Abort(ctx) }

@@ -1,0 +1,83 @@
+package tools
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+)
+
+// TTYApprover asks a person on a terminal. Questions are asked one at a
+// time; a pending question is abandoned (as a refusal) when ctx ends.
+type TTYApprover struct {
+	in  *bufio.Reader
+	out io.Writer
+	mu  sync.Mutex
+}
+
+// NewTTYApprover reads answers from in and writes questions to out.
+func NewTTYApprover(in io.Reader, out io.Writer) *TTYApprover {
+	return &TTYApprover{in: bufio.NewReader(in), out: out}
+}
+
+// Approve implements Approver.
+func (a *TTYApprover) Approve(ctx context.Context, req ApprovalRequest) (Approval, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nagentbox: approve this call?\n  %s\n  why: %s\n", req.Summary, req.Reason)
+	if v := req.Verdict; v != nil {
+		for _, r := range v.Reasons {
+			fmt.Fprintf(&b, "  - %s", r.Message)
+			if r.Text != "" {
+				fmt.Fprintf(&b, " (%q)", r.Text)
+			}
+			b.WriteString("\n")
+		}
+	}
+	always := ""
+	if req.Verdict == nil || len(req.Prefix) > 0 {
+		what := req.Tool
+		if len(req.Prefix) > 0 {
+			what = req.Tool + "(" + strings.Join(req.Prefix, " ") + ":*)"
+		}
+		always = fmt.Sprintf(", [s]ession-always / [p]roject-always allow %s", what)
+	}
+	fmt.Fprintf(&b, "[y]es / [N]o%s: ", always)
+	if _, err := io.WriteString(a.out, b.String()); err != nil {
+		return Approval{}, err
+	}
+	type answer struct {
+		line string
+		err  error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		line, err := a.in.ReadString('\n')
+		ch <- answer{line, err}
+	}()
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(a.out)
+		return Approval{}, ctx.Err()
+	case ans := <-ch:
+		if ans.err != nil && ans.line == "" {
+			return Approval{Allow: false, By: "tty"}, nil
+		}
+		switch strings.ToLower(strings.TrimSpace(ans.line)) {
+		case "y", "yes":
+			return Approval{Allow: true, By: "tty"}, nil
+		case "s", "session":
+			if always != "" {
+				return Approval{Allow: true, Remember: GrantSession, By: "tty"}, nil
+			}
+		case "p", "project":
+			if always != "" {
+				return Approval{Allow: true, Remember: GrantProject, By: "tty"}, nil
+			}
+		}
+		return Approval{Allow: false, By: "tty"}, nil
+	}
+}

@@ -1,0 +1,325 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/agentbox/agentbox/classifier"
+	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/sandbox"
+	"github.com/agentbox/agentbox/sandbox/docker"
+	"github.com/agentbox/agentbox/snapshot"
+	"github.com/agentbox/agentbox/tools/audit"
+	"github.com/agentbox/agentbox/tools/permission"
+)
+
+// SystemOptions configure Open.
+type SystemOptions struct {
+	// Register adds the built-in tools (builtin.Register); tools cannot
+	// import its own sub-package.
+	Register func(*Registry) error
+	// Approver asks a person; nil means non-interactive (deny).
+	Approver Approver
+	Logger   *slog.Logger
+	// Runner replaces the Docker runner (tests, other backends). When nil
+	// the Docker runner is opened on the first command.
+	Runner sandbox.Runner
+}
+
+// System is the whole tool system of one workspace, wired from config:
+// registry, pipeline, sessions, grants, audit log, snapshots and sandbox.
+type System struct {
+	Config   *config.Config
+	Registry *Registry
+	Pipeline *Pipeline
+	Sessions *SessionStore
+	Grants   *GrantFile
+	Audit    *audit.Log
+
+	root      *os.Root
+	readRoots map[string]*os.Root
+	sandbox   *lazySandbox
+	jobs      *lazyJobs
+	snaps     *lazySnapshots
+}
+
+// Paths under the workspace's state dir.
+const (
+	sessionsDir = "sessions"
+	grantsFile  = "grants.json"
+	auditFile   = "audit.jsonl"
+)
+
+// AuditPath is the audit log of a workspace.
+func AuditPath(cfg *config.Config) string {
+	return filepath.Join(cfg.WorkspaceStateDir(), auditFile)
+}
+
+// Open wires the tool system for cfg's workspace. Nothing heavy starts
+// here: the sandbox and the snapshot store open on first use.
+func Open(ctx context.Context, cfg *config.Config, opts SystemOptions) (*System, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	mode, err := permission.ParseMode(cfg.Tools.Mode)
+	if err != nil {
+		return nil, err
+	}
+	var rules permission.Rules
+	for _, x := range []struct {
+		dst *[]permission.Rule
+		src []string
+	}{{&rules.Deny, cfg.Tools.Deny}, {&rules.Ask, cfg.Tools.Ask}, {&rules.Allow, cfg.Tools.Allow}} {
+		for _, s := range x.src {
+			r, err := permission.Parse(s)
+			if err != nil {
+				return nil, err
+			}
+			r.Source = "config" // a project config can add deny and ask rules only
+			*x.dst = append(*x.dst, r)
+		}
+	}
+	s := &System{Config: cfg, readRoots: map[string]*os.Root{}}
+	ok := false
+	defer func() {
+		if !ok {
+			s.Close(context.WithoutCancel(ctx))
+		}
+	}()
+	if s.root, err = os.OpenRoot(cfg.Workspace); err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	var roDirs []string
+	for _, d := range cfg.Tools.ReadOnlyDirs {
+		real, err := config.RealDir(d)
+		if err != nil {
+			return nil, fmt.Errorf("tools.read_only_dirs %s: %w", d, err)
+		}
+		r, err := os.OpenRoot(real)
+		if err != nil {
+			return nil, fmt.Errorf("tools.read_only_dirs %s: %w", d, err)
+		}
+		roDirs = append(roDirs, real)
+		s.readRoots[real] = r
+	}
+	state := cfg.WorkspaceStateDir()
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		return nil, fmt.Errorf("state dir: %w", err)
+	}
+	if s.Audit, err = audit.Open(filepath.Join(state, auditFile)); err != nil {
+		return nil, err
+	}
+	s.Sessions = NewSessionStore(filepath.Join(state, sessionsDir), cfg.Workspace)
+	s.Grants = NewGrantFile(filepath.Join(state, grantsFile))
+	s.sandbox = &lazySandbox{cfg: cfg, log: log, runner: opts.Runner}
+	s.jobs = &lazyJobs{sb: s.sandbox}
+	s.snaps = &lazySnapshots{cfg: cfg, log: log}
+	s.Registry = NewRegistry()
+	if opts.Register != nil {
+		if err := opts.Register(s.Registry); err != nil {
+			return nil, fmt.Errorf("registering built-in tools: %w", err)
+		}
+	}
+	if len(cfg.Tools.Discovery) > 0 {
+		found, err := Discover(ctx, s.sandbox, cfg.Tools.Discovery, cfg.Workspace)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range found {
+			if err := s.Registry.Register(SourceDiscovered, t); err != nil {
+				return nil, fmt.Errorf("discovered tool: %w", err)
+			}
+		}
+	}
+	home, _ := os.UserHomeDir()
+	approver := opts.Approver
+	if approver == nil {
+		approver = DenyApprover{}
+	}
+	s.Pipeline = NewPipeline(s.Registry, Options{
+		Workspace:    cfg.Workspace,
+		Root:         s.root,
+		ReadOnlyDirs: roDirs,
+		ReadRoots:    s.readRoots,
+		Home:         home,
+		Rules:        rules,
+		Mode:         mode,
+		Classify:     ClassifierFunc(classifier.FromConfig(cfg.Classifier)),
+		Approver:     approver,
+		Grants:       s.Grants,
+		Sandbox:      s.sandbox,
+		Jobs:         s.jobs,
+		Snapshots:    s.snaps,
+		Audit:        s.Audit,
+		Limits: Limits{
+			MaxOutputBytes: cfg.Tools.MaxOutputBytes,
+			DefaultTimeout: cfg.Sandbox.DefaultTimeout,
+			MaxTimeout:     cfg.Sandbox.MaxTimeout,
+		},
+		MaxInputBytes: cfg.Tools.MaxInputBytes,
+		Parallelism:   cfg.Tools.Parallelism,
+		Logger:        log,
+	})
+	ok = true
+	return s, nil
+}
+
+// Close stops background jobs, the sandbox and the snapshot store.
+func (s *System) Close(ctx context.Context) error {
+	var errs []error
+	if s.jobs != nil {
+		errs = append(errs, s.jobs.close(ctx))
+	}
+	if s.sandbox != nil {
+		errs = append(errs, s.sandbox.close(ctx))
+	}
+	if s.snaps != nil {
+		errs = append(errs, s.snaps.close())
+	}
+	if s.root != nil {
+		s.root.Close()
+	}
+	for _, r := range s.readRoots {
+		r.Close()
+	}
+	return errors.Join(errs...)
+}
+
+// lazySandbox opens the Docker runner on the first command.
+type lazySandbox struct {
+	cfg    *config.Config
+	log    *slog.Logger
+	mu     sync.Mutex
+	runner sandbox.Runner
+	err    error
+	owned  bool
+}
+
+func (l *lazySandbox) get(ctx context.Context) (sandbox.Runner, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.runner != nil || l.err != nil {
+		return l.runner, l.err
+	}
+	r, err := docker.Open(ctx, l.cfg, l.log)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err // do not remember a cancelled open
+		}
+		l.err = fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+		l.log.Error("sandbox unavailable", "err", err)
+		return nil, l.err
+	}
+	l.runner, l.owned = r, true
+	return r, nil
+}
+
+func (l *lazySandbox) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) {
+	r, err := l.get(ctx)
+	if err != nil {
+		return ExecResult{}, sandboxErr(err)
+	}
+	return SandboxRunner{Runner: r}.Exec(ctx, req)
+}
+
+func (l *lazySandbox) close(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.runner != nil && l.owned {
+		return l.runner.Close(ctx)
+	}
+	return nil
+}
+
+// lazyJobs runs background jobs on the lazily opened runner.
+type lazyJobs struct {
+	sb    *lazySandbox
+	mu    sync.Mutex
+	table *sandbox.JobTable
+}
+
+func (l *lazyJobs) get(ctx context.Context) (SandboxJobs, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.table == nil {
+		r, err := l.sb.get(ctx)
+		if err != nil {
+			return SandboxJobs{}, sandboxErr(err)
+		}
+		l.table = sandbox.NewJobs(r)
+	}
+	return SandboxJobs{Jobs: l.table}, nil
+}
+
+func (l *lazyJobs) Start(ctx context.Context, req ExecRequest) (string, error) {
+	j, err := l.get(ctx)
+	if err != nil {
+		return "", err
+	}
+	return j.Start(ctx, req)
+}
+
+func (l *lazyJobs) Read(ctx context.Context, id string) (JobStatus, error) {
+	j, err := l.get(ctx)
+	if err != nil {
+		return JobStatus{}, err
+	}
+	return j.Read(ctx, id)
+}
+
+func (l *lazyJobs) Kill(ctx context.Context, id string) (JobStatus, error) {
+	j, err := l.get(ctx)
+	if err != nil {
+		return JobStatus{}, err
+	}
+	return j.Kill(ctx, id)
+}
+
+func (l *lazyJobs) close(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.table != nil {
+		return l.table.Close(ctx)
+	}
+	return nil
+}
+
+// lazySnapshots opens the snapshot store on the first mutating call.
+type lazySnapshots struct {
+	cfg   *config.Config
+	log   *slog.Logger
+	mu    sync.Mutex
+	store *snapshot.Store
+}
+
+func (l *lazySnapshots) Begin(ctx context.Context, info SnapshotInfo, scope Scope) (SnapshotCall, error) {
+	l.mu.Lock()
+	if l.store == nil {
+		st, err := snapshot.Open(ctx, l.cfg.WorkspaceStateDir(), l.cfg.Workspace,
+			snapshot.WithExclude(l.cfg.Snapshot.Exclude...), snapshot.WithLogger(l.log))
+		if err != nil {
+			l.mu.Unlock()
+			return nil, err
+		}
+		l.store = st
+	}
+	st := l.store
+	l.mu.Unlock()
+	return SnapshotStore{Store: st}.Begin(ctx, info, scope)
+}
+
+func (l *lazySnapshots) close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.store != nil {
+		return l.store.Close()
+	}
+	return nil
+}
