@@ -283,6 +283,15 @@ func (s *Store) recover(ctx context.Context) error {
 			os.Remove(s.path("tmp", de.Name()))
 		}
 	}
+	// Temporary files of atomic writes a dead process left behind.
+	for _, d := range []string{"", "journal", "pending"} {
+		des, _ := os.ReadDir(s.path(d))
+		for _, de := range des {
+			if strings.HasPrefix(de.Name(), ".tmp-") {
+				os.Remove(s.path(d, de.Name()))
+			}
+		}
+	}
 	ids, err := s.ids("pending")
 	if err != nil {
 		return err
@@ -318,8 +327,15 @@ func (s *Store) recover(ctx context.Context) error {
 		default:
 			err = s.removePending(id)
 		}
-		if err != nil {
+		if err != nil && ctx.Err() != nil {
 			return fmt.Errorf("snapshot: recovering call %s: %w", id, err)
+		}
+		if err != nil {
+			// Never leave the store stuck on something it cannot complete.
+			s.opts.log.Warn("snapshot: recovery could not complete a call; dropping it", "call", id, "err", err)
+			if err := s.removePending(id); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

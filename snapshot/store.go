@@ -194,6 +194,9 @@ func writeFileAtomic(name string, data []byte, perm os.FileMode) error {
 	if _, err := f.Write(data); err != nil {
 		return err
 	}
+	if atomicWriteHook != nil {
+		atomicWriteHook()
+	}
 	if err := f.Chmod(perm); err != nil {
 		return err
 	}
@@ -209,6 +212,9 @@ func writeFileAtomic(name string, data []byte, perm os.FileMode) error {
 	ok = true
 	return syncDir(dir)
 }
+
+// atomicWriteHook is set by crash tests to die between write and rename.
+var atomicWriteHook func()
 
 func syncDir(dir string) error {
 	d, err := os.Open(dir)

@@ -286,8 +286,9 @@ func planItems(plan []diskChange) []planItem {
 // applyAndCommit applies a pending restore plan (again, after a crash) and
 // journals what it changed.
 func (s *Store) applyAndCommit(ctx context.Context, rec *pendingRec, interrupted bool) (Entry, error) {
-	if err := s.apply(ctx, rec.ID, planItems(rec.Plan), rec.Force); err != nil {
-		return Entry{}, err
+	applyErr := s.apply(ctx, rec.ID, planItems(rec.Plan), rec.Force)
+	if applyErr != nil && ctx.Err() != nil {
+		return Entry{}, applyErr // stays pending; completed at the next lock
 	}
 	s.hook("plan-applied")
 	rootfd, err := s.openRoot()
@@ -297,6 +298,10 @@ func (s *Store) applyAndCommit(ctx context.Context, rec *pendingRec, interrupted
 	defer unix.Close(rootfd)
 	e := Entry{ID: rec.ID, Time: rec.Time, CallInfo: rec.info(), Kind: rec.Kind, Reverts: rec.Reverts,
 		RollbackTo: rec.RollbackTo, Interrupted: interrupted}
+	if applyErr != nil {
+		// Journal what did change, so that it can be seen and undone.
+		e.Summary += " (incomplete: " + applyErr.Error() + ")"
+	}
 	ix, err := s.loadIndex()
 	if err != nil {
 		return Entry{}, err
@@ -325,7 +330,13 @@ func (s *Store) applyAndCommit(ctx context.Context, rec *pendingRec, interrupted
 			s.opts.log.Warn("snapshot: saving manifest", "err", err)
 		}
 	}
-	return e, s.removePending(rec.ID)
+	if err := s.removePending(rec.ID); err != nil {
+		return e, err
+	}
+	if applyErr != nil {
+		return e, fmt.Errorf("%w (what was restored is journaled as %s)", applyErr, e.ID)
+	}
+	return e, nil
 }
 
 // Checkpoint scans the whole workspace, stores everything in it, and

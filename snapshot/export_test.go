@@ -1,0 +1,6 @@
+package snapshot
+
+// Test hooks for the external tests.
+var WithHook = withHook
+
+func SetAtomicWriteHook(fn func()) { atomicWriteHook = fn }
