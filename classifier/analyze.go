@@ -606,12 +606,16 @@ func (a *analyzer) call(c *syntax.CallExpr, s *syntax.Stmt) {
 		}
 	}
 	_ = assignsSafe
+	// Reserve the slot first so that the outer command is listed before
+	// the commands of its substitutions.
+	idx := len(a.commands)
+	a.commands = append(a.commands, nil)
 	args := a.words(c.Args)
 	argv := make([]string, len(args))
 	for i, f := range args {
 		argv[i] = f.val
 	}
-	a.commands = append(a.commands, argv)
+	a.commands[idx] = argv
 	if len(args) == 0 {
 		return
 	}

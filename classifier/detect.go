@@ -70,6 +70,9 @@ func sensitivePath(s string) bool {
 			return true
 		}
 	}
+	if strings.Contains(s, ".ssh/") || strings.HasSuffix(strings.TrimRight(s, `"'`), ".ssh") {
+		return true
+	}
 	// .env files (".env", "x/.env", ".env.local"), not ".envrc".
 	for i := 0; ; {
 		j := strings.Index(s[i:], ".env")

@@ -662,7 +662,7 @@ func (a *analyzer) stdinScript(c *call) (string, int, bool) {
 // code from stdin or the network is not known.
 func hShell(a *analyzer, c *call) {
 	body := -1
-	dashC := false
+	dashC, dashS := false, false
 	for i := 1; i < len(c.args); i++ {
 		f := c.args[i]
 		v := f.val
@@ -697,6 +697,10 @@ func hShell(a *analyzer, c *call) {
 			if strings.Contains(v, "c") && !strings.HasPrefix(v, "--") {
 				dashC = true
 			}
+			if strings.Contains(v, "s") && !strings.HasPrefix(v, "--") && !dashC {
+				dashS = true
+				i = len(c.args) // the rest are positional parameters
+			}
 			if strings.ContainsAny(v, "li") && !strings.HasPrefix(v, "--") {
 				a.flag(c, i, Dangerous, "shell.rc", "a login or interactive shell runs startup files")
 			}
@@ -706,6 +710,8 @@ func hShell(a *analyzer, c *call) {
 		}
 	}
 	switch {
+	case dashS:
+		a.stdinCode(c)
 	case body >= 0:
 		f := c.args[body]
 		if f.unknown() {

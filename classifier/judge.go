@@ -98,6 +98,12 @@ func (a *analyzer) judge(c *call) {
 	if a.cur != nil && decodes(name, c.args) {
 		a.cur.decoder = true
 	}
+	if a.cur != nil && (name == "printenv" || name == "env") && len(c.args) == 1 {
+		a.cur.envDump = true
+	}
+	if c.extra && s.kind != kReadOnly {
+		a.flag(c, -1, Dangerous, "argument.unknown", "arguments appended at run time could be options of "+name)
+	}
 	if s.net {
 		a.netSeen++
 		if a.cur != nil {
@@ -262,6 +268,16 @@ func (a *analyzer) exfiltration(c *call, name string) {
 	case "curl":
 		for _, o := range []string{"--cert", "-E", "--key", "--cacert", "--capath", "--netrc-file", "--proxy-cert", "--proxy-key"} {
 			skip[o] = true
+		}
+	}
+	if c.stmt != nil {
+		for _, r := range c.stmt.Redirs {
+			if r.Op == syntax.RdrIn && r.Word != nil {
+				if t, _ := a.at(r.Word); sensitivePath(t) {
+					a.flag(c, -1, Forbidden, "exfiltration.credential", "sends a credential or private key over the network")
+					return
+				}
+			}
 		}
 	}
 	for i := 1; i < len(c.args); i++ {

@@ -32,7 +32,7 @@ type spec struct {
 	fn  func(a *analyzer, c *call)
 }
 
-func ro() *spec { return &spec{kind: kReadOnly, maxOps: -1} }
+func readOnlySpec() *spec { return &spec{kind: kReadOnly, maxOps: -1} }
 
 func roDeny(short string, long []string, why string, abbrev bool, argShort string) *spec {
 	return &spec{kind: kReadOnly, maxOps: -1, denyShort: short, denyLong: long, denyWhy: why, abbrev: abbrev, argShort: argShort}
@@ -54,7 +54,7 @@ func add(s *spec, names ...string) {
 
 func init() {
 	// Programs that only read files and print, whatever their options.
-	add(ro(), "cat", "tac", "head", "tail", "wc", "nl", "od", "hexdump", "strings", "stat",
+	add(readOnlySpec(), "cat", "tac", "head", "tail", "wc", "nl", "od", "hexdump", "strings", "stat",
 		"cut", "paste", "tr", "fold", "fmt", "expand", "unexpand", "rev", "column", "comm", "join",
 		"cmp", "diff", "md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum",
 		"b2sum", "cksum", "sum", "base32", "realpath", "readlink", "basename", "dirname", "ls", "dir",
