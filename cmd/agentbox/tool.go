@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/tools"
+	"github.com/agentbox/agentbox/tools/builtin"
+	"github.com/spf13/cobra"
+)
+
+func init() { register(newToolCmd) }
+
+// toolJSON is the `agentbox tool --json` contract.
+type toolJSON struct {
+	OK      bool             `json:"ok"`
+	Content string           `json:"content"`
+	Display string           `json:"display"`
+	Error   *tools.ToolError `json:"error"`
+	CallID  string           `json:"call_id"`
+	Meta    map[string]any   `json:"meta"`
+}
+
+// cliSession is the session CLI calls share unless --session names one.
+const cliSession = "cli"
+
+func newToolCmd(a *app) *cobra.Command {
+	var session string
+	cmd := &cobra.Command{
+		Use:   "tool NAME ['JSON-ARGS' | -]",
+		Short: "Run one tool call through the whole pipeline",
+		Long: `Run one tool call (Read, Write, Edit, Bash, ...) through agentbox's whole
+pipeline: decoding, path checks, permission rules, the classifier, the mode,
+approval, snapshot, the sandbox, change capture, truncation and audit.
+
+The input is a JSON object ('-' reads it from stdin; none means {}). Calls from
+the CLI share one session per workspace (its cwd, what it has read, its
+grants), so "agentbox tool Read" then "agentbox tool Edit" works from a script;
+--session names another. Background shells (Bash run_in_background) live only
+as long as the process that started them: use the MCP server for those.
+
+Exit status: 0 when the call succeeded, 1 when it failed (the error's kind and
+message go to stderr, or into the JSON with --json).`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := a.Config()
+			if err != nil {
+				return err
+			}
+			input := []byte("{}")
+			if len(args) == 2 {
+				input = []byte(args[1])
+				if args[1] == "-" {
+					if input, err = io.ReadAll(io.LimitReader(cmd.InOrStdin(), int64(cfg.Tools.MaxInputBytes)+1)); err != nil {
+						return fmt.Errorf("reading the input: %w", err)
+					}
+				}
+			}
+			if session == "" {
+				session = cliSession
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			sys, err := openCLISystem(ctx, a, cfg)
+			if err != nil {
+				return err
+			}
+			defer sys.Close(context.WithoutCancel(ctx))
+			sess, err := sys.Sessions.Load(session)
+			if err != nil {
+				return err
+			}
+			resp := sys.Pipeline.Run(ctx, tools.Request{Session: sess, Tool: args[0], Input: input})
+			if err := sys.Sessions.Save(sess); err != nil {
+				fmt.Fprintf(a.stderr(), "agentbox: warning: session state not saved: %v\n", err)
+			}
+			return printToolResult(a, resp)
+		},
+	}
+	cmd.Flags().StringVar(&session, "session", "", "session id (default: the workspace's CLI session)")
+	return cmd
+}
+
+// openCLISystem opens the tool system with the approver config asks for.
+func openCLISystem(ctx context.Context, a *app, cfg *config.Config) (*tools.System, error) {
+	var approver tools.Approver = tools.DenyApprover{}
+	switch cfg.Tools.Approver {
+	case "tty":
+		approver = tools.NewTTYApprover(os.Stdin, a.stderr())
+	case "auto":
+		if isTerminal(os.Stdin) && isTerminal(os.Stderr) {
+			approver = tools.NewTTYApprover(os.Stdin, a.stderr())
+		}
+	}
+	var logger *slog.Logger
+	if os.Getenv("AGENTBOX_DEBUG") != "" {
+		logger = slog.New(slog.NewTextHandler(a.stderr(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return tools.Open(ctx, cfg, tools.SystemOptions{Register: builtin.Register, Approver: approver, Logger: logger})
+}
+
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+func printToolResult(a *app, resp tools.Response) error {
+	if a.jsonOut {
+		out := toolJSON{OK: resp.Err == nil, Content: resp.Content, Display: resp.Display, Error: resp.Err, CallID: resp.CallID, Meta: resp.Meta}
+		if out.Meta == nil {
+			out.Meta = map[string]any{}
+		}
+		if len(resp.Images) > 0 {
+			out.Meta["images"] = len(resp.Images)
+		}
+		enc := json.NewEncoder(a.stdout())
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+		if !out.OK {
+			return exitCode(1)
+		}
+		return nil
+	}
+	if resp.Content != "" && (resp.Err == nil || resp.Content != resp.Err.Message) {
+		fmt.Fprint(a.stdout(), resp.Content)
+		if !strings.HasSuffix(resp.Content, "\n") {
+			fmt.Fprintln(a.stdout())
+		}
+	}
+	if resp.Err != nil {
+		fmt.Fprintf(a.stderr(), "agentbox: %s: %s\n", resp.Err.Kind, resp.Err.Message)
+		return exitCode(1)
+	}
+	return nil
+}
+
