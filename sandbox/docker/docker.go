@@ -27,6 +27,7 @@ package docker
 import (
 	"context"
 	"crypto/rand"
+	"debug/elf"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -229,6 +230,16 @@ func initBinary(p string) (string, error) {
 	fi, err := os.Stat(real)
 	if err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
 		return "", fmt.Errorf("%w: init binary %s is not an executable file", sandbox.ErrUnavailable, real)
+	}
+	f, err := elf.Open(real)
+	if err != nil {
+		return "", fmt.Errorf("%w: init binary %s: %v", sandbox.ErrUnavailable, real, err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return "", fmt.Errorf("%w: init binary %s is dynamically linked; build agentbox with CGO_ENABLED=0 (make build)", sandbox.ErrUnavailable, real)
+		}
 	}
 	return real, nil
 }

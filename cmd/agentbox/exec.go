@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/sandbox"
+	"github.com/agentbox/agentbox/sandbox/docker"
+)
+
+func init() { register(newExecCmd) }
+
+// execFunc runs one `agentbox exec` command in the sandbox.
+type execFunc func(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error)
+
+// execWrappers wrap every `agentbox exec` run, outermost last (the
+// snapshot journal registers one from its own file's init).
+var execWrappers []func(a *app, cfg *config.Config, next execFunc) execFunc
+
+func registerExecWrapper(w func(a *app, cfg *config.Config, next execFunc) execFunc) {
+	execWrappers = append(execWrappers, w)
+}
+
+func newExecCmd(a *app) *cobra.Command {
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "exec [--workspace DIR] [--timeout D] -- CMD [ARG...]",
+		Short: "Run a command in a throwaway sandbox container and exit with its status",
+		Long: `exec runs one command in a fresh, hardened container that sees only the
+workspace (at the same path), streams its output and exits with its exit
+status (128+N when killed by signal N; 137 on timeout).
+
+A single argument is a shell command line (run with bash -c, or sh -c
+when the image has no bash); several arguments are run as that exact argv.
+The command's stdin is closed. It starts in the current directory when that
+lies inside the workspace, else in the workspace root.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := a.Config()
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			spec := sandbox.Spec{Timeout: timeout, Workdir: execWorkdir(cfg.Workspace)}
+			if len(args) == 1 {
+				spec.Shell = args[0]
+			} else {
+				spec.Argv = args
+			}
+			res, err := runExec(ctx, a, cfg, spec, a.stdout(), a.stderr())
+			switch {
+			case errors.Is(err, sandbox.ErrTimeout):
+				fmt.Fprintf(a.stderr(), "agentbox: %v; killed\n", err)
+			case errors.Is(err, sandbox.ErrCanceled):
+				fmt.Fprintln(a.stderr(), "agentbox: interrupted; killed")
+				return exitCode(130)
+			case err != nil:
+				return err
+			}
+			if res.OOMKilled {
+				fmt.Fprintln(a.stderr(), "agentbox: the command ran out of memory (sandbox.memory_mb)")
+			}
+			if res.ExitCode != 0 {
+				return exitCode(res.ExitCode)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "kill the command after this long (default sandbox.default_timeout, at most sandbox.max_timeout)")
+	return cmd
+}
+
+// runExec opens a sandbox runner without a warm pool (one command), runs
+// spec through the registered wrappers and streams its output.
+func runExec(ctx context.Context, a *app, cfg *config.Config, spec sandbox.Spec, stdout, stderr io.Writer) (sandbox.Result, error) {
+	c := *cfg
+	c.Sandbox.PoolSize = 0
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	r, err := docker.Open(ctx, &c, log)
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		r.Close(cctx)
+	}()
+	var mu sync.Mutex
+	spec.OnOutput = func(s sandbox.Stream, p []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		if s == sandbox.Stderr {
+			stderr.Write(p)
+		} else {
+			stdout.Write(p)
+		}
+	}
+	var run execFunc = r.Run
+	for _, w := range execWrappers {
+		run = w(a, cfg, run)
+	}
+	return run(ctx, spec)
+}
+
+// execWorkdir is the current directory when inside the workspace, else
+// the workspace root.
+func execWorkdir(ws string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return ws
+	}
+	if real, err := filepath.EvalSymlinks(wd); err == nil && sandbox.Within(real, ws) {
+		return real
+	}
+	return ws
+}
