@@ -144,7 +144,7 @@ func fuzzyEdit(content, old, new string) (editOutcome, error) {
 		fileIndent := leadingWS(content[start:])
 		oldIndent := leadingWS(firstNonBlankLine(old))
 		if fileIndent != oldIndent {
-			new = reindent(new, oldIndent, fileIndent)
+			new = reindent(new, indentMap(content[start:end], old), oldIndent, fileIndent)
 			out.reindented = true
 		}
 	}
@@ -205,15 +205,48 @@ func firstNonBlankLine(s string) string {
 	return ""
 }
 
-// reindent replaces the indentation prefix from with to on every non-blank
-// line of s that starts with from.
-func reindent(s, from, to string) string {
-	lines := strings.SplitAfter(s, "\n")
-	for i, l := range lines {
-		if strings.TrimSpace(l) == "" || !strings.HasPrefix(l, from) {
+// indentMap pairs the indentation of each line of old with that of the
+// line of the matched region it matched, where that pairing is consistent.
+func indentMap(region, old string) map[string]string {
+	fileLines := strings.Split(strings.ReplaceAll(region, "\r\n", "\n"), "\n")
+	oldLines := strings.Split(strings.Trim(strings.ReplaceAll(old, "\r\n", "\n"), "\n"), "\n")
+	if len(fileLines) != len(oldLines) {
+		return nil
+	}
+	m := map[string]string{}
+	bad := map[string]bool{}
+	for i := range oldLines {
+		if strings.TrimSpace(oldLines[i]) == "" {
 			continue
 		}
-		lines[i] = to + l[len(from):]
+		o, f := leadingWS(oldLines[i]), leadingWS(fileLines[i])
+		if prev, ok := m[o]; ok && prev != f {
+			bad[o] = true
+		}
+		m[o] = f
+	}
+	for o := range bad {
+		delete(m, o)
+	}
+	return m
+}
+
+// reindent re-indents the non-blank lines of s: an indentation found in m
+// is replaced by its pair; otherwise a line starting with from gets to
+// instead.
+func reindent(s string, m map[string]string, from, to string) string {
+	lines := strings.SplitAfter(s, "\n")
+	for i, l := range lines {
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		if f, ok := m[leadingWS(l)]; ok {
+			lines[i] = f + l[len(leadingWS(l)):]
+			continue
+		}
+		if strings.HasPrefix(l, from) {
+			lines[i] = to + l[len(from):]
+		}
 	}
 	return strings.Join(lines, "")
 }

@@ -51,6 +51,7 @@ func (s *hostSandbox) Exec(ctx context.Context, req tools.ExecRequest) (tools.Ex
 	defer os.Remove(cwdFile)
 	cmd.Env = append(os.Environ(), "AGENTBOX_TEST_CWD="+cwdFile)
 	cmd.Dir = req.Dir
+	cmd.WaitDelay = 100 * time.Millisecond
 	if req.Stdin != nil {
 		cmd.Stdin = bytes.NewReader(req.Stdin)
 	}
