@@ -107,7 +107,6 @@ func TestCrashChild(t *testing.T) {
 	os.Exit(0)
 }
 
-
 // TestCrash kills a child doing snapshot, finish, undo, rollback and
 // checkpoint at random moments (SIGKILL), then checks that the store and
 // journal open cleanly and that a rollback still restores exactly.

@@ -53,27 +53,37 @@ func openDirAt(rootfd int, rel string) (int, error) {
 		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
 	}
 	fd, err := unix.Openat2(rootfd, rel, &how)
-	if err == nil || !(errors.Is(err, unix.ENAMETOOLONG) || errors.Is(err, unix.ENOSYS)) {
+	if err == nil || !errors.Is(err, unix.ENAMETOOLONG) {
 		return fd, err
 	}
-	// Very deep paths (or an old kernel): walk one component at a time.
-	cur, err := unix.Dup(rootfd)
-	if err != nil {
-		return -1, err
-	}
-	for _, comp := range strings.Split(rel, "/") {
-		if comp == "" || comp == "." || comp == ".." {
+	// Deeper than PATH_MAX: open it in chunks, each beneath the last.
+	cur := rootfd
+	defer func() {
+		if cur != rootfd {
 			unix.Close(cur)
-			return -1, unix.EINVAL
 		}
-		next, err := unix.Openat(cur, comp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		unix.Close(cur)
+	}()
+	for rest := rel; rest != ""; {
+		chunk := rest
+		if len(chunk) > 3000 {
+			i := strings.LastIndexByte(chunk[:3000], '/')
+			if i <= 0 {
+				return -1, unix.ENAMETOOLONG
+			}
+			chunk = chunk[:i]
+		}
+		rest = strings.TrimPrefix(rest[len(chunk):], "/")
+		next, err := unix.Openat2(cur, chunk, &how)
 		if err != nil {
 			return -1, err
 		}
+		if cur != rootfd {
+			unix.Close(cur)
+		}
 		cur = next
 	}
-	return cur, nil
+	fd, cur = cur, rootfd
+	return fd, nil
 }
 
 func splitRel(rel string) (dir, name string) {
