@@ -44,8 +44,9 @@ bin/staticcheck:
 ## bench: benchmarks against peers on this machine, printed as ratios
 bench: build
 
-## demo: the main job end to end
-demo: build
+## demo: the main job end to end (a scripted MCP client drives `agentbox mcp` on a sample project)
+demo: build images
+	$(GO) run ./cmd/agentbox-demo -agentbox $(BIN)
 
 clean:
 	rm -rf bin

@@ -114,9 +114,8 @@ type mcpEnv struct {
 }
 
 const mcpTestConfig = `tools:
-  permissions:
-    allow:
-      - "Bash(sleep:*)"
+  allow:
+    - "Bash(sleep:*)"
 mcp:
   history_tool: true
   undo_tool: true

@@ -54,7 +54,13 @@ func run(bin string, keep, verbose bool) int {
 		fmt.Fprintln(os.Stderr, "agentbox-demo:", err)
 		return 1
 	}
-	tmp, err := os.MkdirTemp("", "agentbox-demo-")
+	// Not under /tmp: inside the sandbox /tmp is a private tmpfs, so a
+	// write to the workspace's parent would land there and prove nothing.
+	base := ""
+	if fi, err := os.Stat("/var/tmp"); err == nil && fi.IsDir() {
+		base = "/var/tmp"
+	}
+	tmp, err := os.MkdirTemp(base, "agentbox-demo-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "agentbox-demo:", err)
 		return 1

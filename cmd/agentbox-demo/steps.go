@@ -18,10 +18,9 @@ import (
 // sandbox and shows that the sandbox, not only the rules, contains it. It
 // turns on the optional History and Undo tools.
 const demoConfig = `tools:
-  permissions:
-    allow:
-      - "Bash(sh test.sh)"
-      - "Bash(sh escape.sh)"
+  allow:
+    - "Bash(sh test.sh)"
+    - "Bash(sh escape.sh)"
 mcp:
   history_tool: true
   undo_tool: true
@@ -190,7 +189,11 @@ func (d *demo) dangerous(ctx context.Context) (string, error) {
 	if _, err := os.Stat(d.path("calc.sh")); err != nil {
 		return "", fmt.Errorf("calc.sh is gone although the call was refused")
 	}
-	return fmt.Sprintf("%s: %s", r.kind, r.text), nil
+	i := strings.Index(r.text, "The classifier judged")
+	if i < 0 {
+		return "", fmt.Errorf("the refusal gives no reasons: %s", r.text)
+	}
+	return fmt.Sprintf("%s; %s", r.kind, r.text[i:]), nil
 }
 
 func (d *demo) forbidden(ctx context.Context) (string, error) {
@@ -201,7 +204,13 @@ func (d *demo) forbidden(ctx context.Context) (string, error) {
 	if err := refused(r, "forbidden"); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%s: %s", r.kind, r.text), nil
+	var reasons []string
+	for _, l := range strings.Split(r.text, "\n") {
+		if strings.HasPrefix(l, "- ") {
+			reasons = append(reasons, strings.TrimPrefix(l, "- "))
+		}
+	}
+	return fmt.Sprintf("%s; why: %s", r.kind, strings.Join(reasons, "; ")), nil
 }
 
 func (d *demo) writeOutside(ctx context.Context) (string, error) {

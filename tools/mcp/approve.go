@@ -65,7 +65,7 @@ func (a *Approver) Approve(ctx context.Context, req tools.ApprovalRequest) (tool
 		return tools.Approval{}, err
 	}
 	if !a.CanElicit() {
-		return a.fallback(req, "the MCP client cannot ask its user (no elicitation support)"), nil
+		return a.fallback(req, "The MCP client cannot ask its user (it does not support elicitation)"), nil
 	}
 	ectx, cancel := context.WithTimeoutCause(ctx, a.timeout, errApprovalTimeout)
 	defer cancel()
@@ -78,7 +78,7 @@ func (a *Approver) Approve(ctx context.Context, req tools.ApprovalRequest) (tool
 			return tools.Approval{Allow: false, By: "mcp-elicitation", Message: fmt.Sprintf(
 				"Nobody answered the approval request within %s, so the call was refused. Ask the user to approve it, or choose a read-only alternative.", a.timeout)}, nil
 		}
-		return a.fallback(req, "asking the user failed"), nil
+		return a.fallback(req, "Asking the user through the MCP client failed"), nil
 	}
 	return decide(req, res), nil
 }
@@ -89,11 +89,20 @@ func (a *Approver) fallback(req tools.ApprovalRequest, why string) tools.Approva
 	if a.nonInteractive {
 		return tools.Approval{Allow: true, By: "non-interactive"}
 	}
-	msg := fmt.Sprintf("This %s call needs a person's approval, and %s, so agentbox refused it (the configured non-interactive decision is deny).", req.Tool, why)
-	if req.Reason != "" {
-		msg += " Why it needs approval: " + req.Reason + "."
+	msg := why + ", and the configured non-interactive decision (mcp.non_interactive) is deny."
+	if v := req.Verdict; v != nil && len(v.Reasons) > 0 {
+		msg += " The classifier judged the command " + v.Class + ":"
+		for i, r := range v.Reasons {
+			if i > 0 {
+				msg += ";"
+			}
+			msg += " " + r.Message
+			if r.Text != "" {
+				msg += fmt.Sprintf(" (%q)", r.Text)
+			}
+		}
+		msg += "."
 	}
-	msg += " Use a read-only alternative, or ask the user to allow it with a permission rule."
 	return tools.Approval{Allow: false, By: "non-interactive", Message: msg}
 }
 

@@ -195,7 +195,7 @@ func TestApprovalNonInteractiveDenies(t *testing.T) {
 		t.Fatalf("want a refusal, got %+v", res)
 	}
 	text := res.Content[0].(*sdk.TextContent).Text
-	if !strings.Contains(text, "refused") || !strings.Contains(text, "dangerous command") {
+	if !strings.Contains(text, "refused") || !strings.Contains(text, "deletes files recursively") || !strings.Contains(text, "non-interactive decision") {
 		t.Errorf("refusal text = %q", text)
 	}
 	if len(p.approved) != 1 || p.approved[0].By != "non-interactive" {
