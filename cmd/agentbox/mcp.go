@@ -327,7 +327,9 @@ func (a jobsAdapter) status(id string) (tools.JobStatus, error) {
 	return st, nil
 }
 
-func (a jobsAdapter) Read(ctx context.Context, id string) (tools.JobStatus, error) { return a.status(id) }
+func (a jobsAdapter) Read(ctx context.Context, id string) (tools.JobStatus, error) {
+	return a.status(id)
+}
 
 func (a jobsAdapter) Kill(ctx context.Context, id string) (tools.JobStatus, error) {
 	if err := a.t.Kill(ctx, id); err != nil {
