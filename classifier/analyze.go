@@ -29,6 +29,7 @@ func (s *stageInfo) or(o stageInfo) {
 // analyzer walks one command. It is used by one goroutine.
 type analyzer struct {
 	opts *options
+	o    options // storage for opts, saving an allocation
 	top  string // the original command
 
 	src  string // the source currently parsed (top or a nested body)
@@ -295,7 +296,7 @@ func (a *analyzer) pipeline(c *syntax.BinaryCmd) {
 // words analyses words that are not a command's argv (for items, case
 // words, assignment values) and returns their fields.
 func (a *analyzer) words(ws []*syntax.Word) []field {
-	var out []field
+	out := make([]field, 0, len(ws))
 	for _, w := range ws {
 		if w == nil {
 			continue

@@ -22,6 +22,7 @@
 package classifier
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -82,14 +83,15 @@ var parserPool = sync.Pool{New: func() any {
 // Classify judges command. It never panics and never fails: anything it
 // cannot prove harmless is Dangerous.
 func Classify(command string, opts ...Option) Verdict {
-	o := defaultOptions
+	a := &analyzer{top: command, o: defaultOptions}
+	a.opts = &a.o
 	for _, fn := range opts {
 		if fn != nil {
-			fn(&o)
+			fn(a.opts)
 		}
 	}
-	a := &analyzer{opts: &o, top: command}
 	a.run(command)
+	slices.SortStableFunc(a.reasons, func(x, y Reason) int { return x.Offset - y.Offset })
 	v := Verdict{Class: a.class, Reasons: a.reasons, Commands: a.commands}
 	if v.Reasons == nil {
 		v.Reasons = []Reason{}

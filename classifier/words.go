@@ -114,6 +114,21 @@ func braceCount(w *syntax.Word) int {
 // evalParts builds one field from word parts.
 func (a *analyzer) evalParts(parts []syntax.WordPart, raw string, off int) field {
 	f := field{raw: raw, off: off}
+	if len(parts) == 1 {
+		// Fast paths for the common plain words.
+		switch p := parts[0].(type) {
+		case *syntax.Lit:
+			if strings.IndexByte(p.Value, '\\') < 0 && globIndex(p.Value) < 0 {
+				f.val, f.lead, f.leadEnd = p.Value, p.Value, true
+				return f
+			}
+		case *syntax.SglQuoted:
+			if !p.Dollar {
+				f.val, f.lead, f.leadEnd = p.Value, p.Value, true
+				return f
+			}
+		}
+	}
 	var sb strings.Builder
 	leadDone := false
 	markLead := func() {

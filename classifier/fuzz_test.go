@@ -1,0 +1,106 @@
+package classifier
+
+import (
+	"strings"
+	"testing"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// FuzzClassify checks the invariants that must hold for any input: no
+// panic, deterministic, reasons that point into the command, and never
+// read_only when the command writes a file through a redirection, runs a
+// substitution of an unknown program, or holds a control character.
+// Seeds: testdata/fuzz/FuzzClassify plus the table tests.
+func FuzzClassify(f *testing.F) {
+	for _, tt := range classifyTests {
+		f.Add(tt.cmd)
+	}
+	f.Fuzz(func(t *testing.T, cmd string) {
+		v := Classify(cmd)
+		switch v.Class {
+		case ReadOnly, Dangerous, Forbidden:
+		default:
+			t.Fatalf("Classify(%q): unknown class %q", cmd, v.Class)
+		}
+		if v2 := Classify(cmd); v2.Class != v.Class || len(v2.Reasons) != len(v.Reasons) {
+			t.Fatalf("Classify(%q) not deterministic: %s then %s", cmd, v.Class, v2.Class)
+		}
+		for _, r := range v.Reasons {
+			if r.Offset < 0 || r.Offset > len(cmd) || r.Rule == "" || r.Message == "" {
+				t.Fatalf("Classify(%q): bad reason %+v", cmd, r)
+			}
+		}
+		if v.Class != ReadOnly {
+			if len(v.Reasons) == 0 {
+				t.Fatalf("Classify(%q) = %s without a reason", cmd, v.Class)
+			}
+			return
+		}
+		if len(v.Reasons) != 0 {
+			t.Fatalf("Classify(%q) is read_only with reasons %+v", cmd, v.Reasons)
+		}
+		if i := strings.IndexFunc(cmd, func(r rune) bool {
+			return r < 0x20 && r != '\t' && r != '\n' || r == 0x7f || r >= 0x80 && r <= 0x9f || r == '\uFFFD'
+		}); i >= 0 {
+			t.Fatalf("Classify(%q) = read_only despite control character at %d", cmd, i)
+		}
+		file, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(cmd), "")
+		if err != nil {
+			t.Fatalf("Classify(%q) = read_only despite parse error %v", cmd, err)
+		}
+		syntax.Walk(file, func(n syntax.Node) bool {
+			switch n := n.(type) {
+			case *syntax.Redirect:
+				if writesFile(n) {
+					t.Fatalf("Classify(%q) = read_only despite the write redirection at %s", cmd, n.Pos())
+				}
+			case *syntax.CmdSubst:
+				checkSubst(t, cmd, n.Stmts)
+			case *syntax.ProcSubst:
+				checkSubst(t, cmd, n.Stmts)
+			}
+			return true
+		})
+	})
+}
+
+// writesFile is the fuzz oracle's own, deliberately simple, notion of a
+// redirection that writes a file.
+func writesFile(r *syntax.Redirect) bool {
+	switch r.Op {
+	case syntax.RdrIn, syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc, syntax.DplIn:
+		return false
+	}
+	w := r.Word.Lit()
+	if r.Op == syntax.DplOut && (w == "-" || w != "" && strings.Trim(w, "0123456789") == "") {
+		return false
+	}
+	switch w {
+	case "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/fd/1", "/dev/fd/2", "/proc/self/fd/1", "/proc/self/fd/2":
+		return false
+	}
+	return true
+}
+
+// checkSubst fails when a substitution runs a program that is not in the
+// rule tables as read-only.
+func checkSubst(t *testing.T, cmd string, stmts []*syntax.Stmt) {
+	for _, s := range stmts {
+		syntax.Walk(s, func(n syntax.Node) bool {
+			c, ok := n.(*syntax.CallExpr)
+			if !ok || len(c.Args) == 0 {
+				return true
+			}
+			name := c.Args[0].Lit()
+			if name == "" {
+				return true // not a plain literal; the classifier normalizes it
+			}
+			sp, known := rules[name]
+			if !known || sp.kind == kDangerous || sp.kind == kForbidden {
+				t.Fatalf("Classify(%q) = read_only despite a substitution running %q", cmd, name)
+			}
+			return true
+		})
+	}
+}
