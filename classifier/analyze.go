@@ -30,7 +30,7 @@ func (s *stageInfo) or(o stageInfo) {
 type analyzer struct {
 	opts *options
 	o    options // storage for opts, saving an allocation
-	top  string // the original command
+	top  string  // the original command
 
 	src  string // the source currently parsed (top or a nested body)
 	base int    // offset in top of src, or of the word holding it
