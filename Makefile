@@ -43,6 +43,7 @@ bin/staticcheck:
 
 ## bench: benchmarks against peers on this machine, printed as ratios
 bench: build
+	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 ./classifier/  # classifier: cmds/cpu-s = classifications per second per core; x-parse-only = ratio to the mvdan/sh parser alone
 
 ## demo: the main job end to end (a scripted MCP client drives `agentbox mcp` on a sample project)
 demo: build images
