@@ -80,3 +80,22 @@ func (r *Runner) drain() {
 		}
 	}
 }
+
+// Warm is the number of warm containers waiting in the pool.
+func (r *Runner) Warm() int { return len(r.ready) }
+
+// WaitWarm waits until the pool holds n warm containers (at most the
+// configured pool size) or ctx ends.
+func (r *Runner) WaitWarm(ctx context.Context, n int) error {
+	n = min(n, r.cfg.PoolSize)
+	t := time.NewTicker(2 * time.Millisecond)
+	defer t.Stop()
+	for len(r.ready) < n {
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-t.C:
+		}
+	}
+	return nil
+}

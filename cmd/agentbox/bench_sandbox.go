@@ -1,0 +1,260 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/spf13/cobra"
+
+	"github.com/agentbox/agentbox/images"
+	"github.com/agentbox/agentbox/sandbox"
+	"github.com/agentbox/agentbox/sandbox/docker"
+	"github.com/agentbox/agentbox/sandbox/engine"
+)
+
+func init() { registerBench(newBenchSandboxCmd) }
+
+// benchRow is one line of `agentbox bench sandbox --json`.
+type benchRow struct {
+	Name  string  `json:"name"`
+	P50MS float64 `json:"p50_ms"`
+	P95MS float64 `json:"p95_ms"`
+	N     int     `json:"n"`
+	// Pool row only: back-to-back throughput and containers left behind.
+	SustainedPerS *float64 `json:"sustained_per_s,omitempty"`
+	Leaked        *int     `json:"leaked,omitempty"`
+}
+
+func newBenchSandboxCmd(a *app) *cobra.Command {
+	var n, runN int
+	var image string
+	cmd := &cobra.Command{
+		Use:   "sandbox [--n N] [--json]",
+		Short: "Time `true` through the warm pool against docker exec, docker run and bwrap",
+		Long: `sandbox runs ` + "`true`" + ` N times through agentbox's warm pool (latency of one
+command when a warm container is ready), then back to back N times
+(sustained throwaway containers per second, and containers leaked after
+Close), and in the same run through ` + "`docker exec`" + ` into a long-running
+container, ` + "`docker run --rm`" + ` and bwrap (when installed), all with the
+same image and a small temporary workspace. It prints p50/p95 per row and
+each row's ratio to the pool.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := a.Config()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			cli, info, err := engine.Connect(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			defer cli.Close()
+			ws, err := os.MkdirTemp("", "agentbox-bench-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(ws)
+			if ws, err = filepath.EvalSymlinks(ws); err != nil {
+				return err
+			}
+			os.WriteFile(filepath.Join(ws, "main.go"), []byte("package main\n"), 0o644)
+			c := *cfg
+			c.Workspace = ws
+			c.Sandbox.Image = image
+			c.Sandbox.PoolSize = max(c.Sandbox.PoolSize, 2)
+			progress := a.stderr()
+			fmt.Fprintf(progress, "engine %s (%s), image %s, n=%d\n", info.Host, info.Version, image, n)
+
+			r, err := docker.New(ctx, cli, &c, nil)
+			if err != nil {
+				return err
+			}
+			var rows []benchRow
+			fmt.Fprintln(progress, "agentbox-pool ...")
+			lat, err := timeN(n, func() error {
+				wctx, cancel := context.WithTimeout(ctx, time.Minute)
+				defer cancel()
+				return r.WaitWarm(wctx, c.Sandbox.PoolSize)
+			}, func() error {
+				res, err := r.Run(ctx, sandbox.Spec{Argv: []string{"true"}})
+				if err == nil && res.ExitCode != 0 {
+					err = fmt.Errorf("true exited %d", res.ExitCode)
+				}
+				return err
+			})
+			if err != nil {
+				r.Close(context.WithoutCancel(ctx))
+				return fmt.Errorf("pool: %w", err)
+			}
+			pool := row("agentbox-pool", lat)
+			fmt.Fprintln(progress, "agentbox-pool sustained ...")
+			start := time.Now()
+			for i := 0; i < runN; i++ {
+				if _, err := r.Run(ctx, sandbox.Spec{Argv: []string{"true"}}); err != nil {
+					r.Close(context.WithoutCancel(ctx))
+					return fmt.Errorf("sustained: %w", err)
+				}
+			}
+			rate := float64(runN) / time.Since(start).Seconds()
+			id := r.ID()
+			if err := r.Close(context.WithoutCancel(ctx)); err != nil {
+				return err
+			}
+			left, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", docker.LabelExecutor+"="+id))})
+			if err != nil {
+				return err
+			}
+			leaked := len(left)
+			pool.SustainedPerS, pool.Leaked = &rate, &leaked
+			rows = append(rows, pool)
+
+			dockerCLI, _ := exec.LookPath("docker")
+			if dockerCLI != "" {
+				env := append(os.Environ(), "DOCKER_HOST="+info.Host)
+				fmt.Fprintln(progress, "docker-exec ...")
+				name := fmt.Sprintf("agentbox-bench-%d", os.Getpid())
+				if out, err := exec.CommandContext(ctx, dockerCLI, "run", "-d", "--rm", "--name", name, "--network", "none", image, "sleep", "3600").CombinedOutput(); err != nil {
+					_ = out
+				}
+				execLat, err := timeN(n, nil, cmdRunner(ctx, env, dockerCLI, "exec", name, "true"))
+				exec.Command(dockerCLI, "rm", "-f", name).Run()
+				if err != nil {
+					return fmt.Errorf("docker exec: %w", err)
+				}
+				rows = append(rows, row("docker-exec", execLat))
+				fmt.Fprintln(progress, "docker-run ...")
+				runLat, err := timeN(min(n, 30), nil, cmdRunner(ctx, env, dockerCLI, "run", "--rm", "--network", "none", image, "true"))
+				if err != nil {
+					return fmt.Errorf("docker run: %w", err)
+				}
+				rows = append(rows, row("docker-run", runLat))
+			} else {
+				fmt.Fprintln(progress, "docker CLI not installed: no docker-exec/docker-run rows")
+			}
+			if bwrap, err := exec.LookPath("bwrap"); err == nil {
+				fmt.Fprintln(progress, "bwrap ...")
+				bwLat, err := timeN(n, nil, cmdRunner(ctx, nil, bwrap, bwrapArgs(ws, "true")...))
+				if err != nil {
+					return fmt.Errorf("bwrap: %w", err)
+				}
+				rows = append(rows, row("bwrap", bwLat))
+			} else {
+				fmt.Fprintln(progress, "bwrap not installed: no bwrap row")
+			}
+			if a.jsonOut {
+				enc := json.NewEncoder(a.stdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(rows)
+			}
+			printBench(a, rows, runN)
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&n, "n", 100, "runs per row (docker run: at most 30)")
+	cmd.Flags().IntVar(&runN, "sustained", 50, "back-to-back runs for the throughput figure")
+	cmd.Flags().StringVar(&image, "image", images.Minimal, "image for every row")
+	return cmd
+}
+
+// timeN runs before (untimed) then fn (timed) n times.
+func timeN(n int, before, fn func() error) ([]time.Duration, error) {
+	out := make([]time.Duration, 0, n)
+	for i := 0; i < n; i++ {
+		if before != nil {
+			if err := before(); err != nil {
+				return nil, err
+			}
+		}
+		start := time.Now()
+		if err := fn(); err != nil {
+			return nil, err
+		}
+		out = append(out, time.Since(start))
+	}
+	return out, nil
+}
+
+func cmdRunner(ctx context.Context, env []string, name string, args ...string) func() error {
+	return func() error {
+		c := exec.CommandContext(ctx, name, args...)
+		c.Env = env
+		var stderr bytes.Buffer
+		c.Stderr = &stderr
+		if err := c.Run(); err != nil {
+			return fmt.Errorf("%v: %s", err, strings.TrimSpace(stderr.String()))
+		}
+		return nil
+	}
+}
+
+// bwrapArgs is a comparable bwrap sandbox: host toolchain read-only, the
+// workspace read-write, every namespace unshared.
+func bwrapArgs(ws string, argv ...string) []string {
+	args := []string{"--unshare-all", "--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"}
+	for _, d := range []string{"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32"} {
+		fi, err := os.Lstat(d)
+		switch {
+		case err != nil:
+		case fi.Mode()&os.ModeSymlink != 0:
+			if t, err := os.Readlink(d); err == nil {
+				args = append(args, "--symlink", t, d)
+			}
+		default:
+			args = append(args, "--ro-bind", d, d)
+		}
+	}
+	args = append(args, "--bind", ws, ws, "--chdir", ws)
+	return append(args, argv...)
+}
+
+func row(name string, d []time.Duration) benchRow {
+	return benchRow{Name: name, P50MS: pct(d, 50), P95MS: pct(d, 95), N: len(d)}
+}
+
+// pct is the nearest-rank percentile in milliseconds.
+func pct(d []time.Duration, p int) float64 {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	i := (p*len(s)+99)/100 - 1
+	i = max(0, min(i, len(s)-1))
+	return float64(s[i].Microseconds()) / 1000
+}
+
+func printBench(a *app, rows []benchRow, runN int) {
+	tw := tabwriter.NewWriter(a.stdout(), 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "name\tn\tp50 ms\tp95 ms\tp50 / pool p50\t")
+	pool := rows[0]
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\t%.1fx\t\n", r.Name, r.N, r.P50MS, r.P95MS, r.P50MS/pool.P50MS)
+	}
+	tw.Flush()
+	fmt.Fprintf(a.stdout(), "\nsustained: %.1f throwaway containers/s over %d back-to-back runs; containers left after Close: %d\n", *pool.SustainedPerS, runN, *pool.Leaked)
+	verdict := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "NOT met"
+	}
+	fmt.Fprintf(a.stdout(), "target pool p50 <= 10 ms: %s (%.2f ms)\n", verdict(pool.P50MS <= 10), pool.P50MS)
+	for _, r := range rows {
+		if r.Name == "docker-exec" {
+			fmt.Fprintf(a.stdout(), "target pool >= 6x faster than docker exec: %s (%.1fx)\n", verdict(r.P50MS >= 6*pool.P50MS), r.P50MS/pool.P50MS)
+		}
+	}
+	fmt.Fprintf(a.stdout(), "target >= 8 containers/s with no leak: %s\n", verdict(*pool.SustainedPerS >= 8 && *pool.Leaked == 0))
+}
