@@ -30,6 +30,7 @@ images: engine
 
 ## integration: end-to-end tests against the real engine; fail, never skip, without one
 integration: images
+	AGENTBOX_BIN=$(CURDIR)/$(BIN) $(GO) test -tags integration -count=1 -p 1 -timeout 30m ./integration/...
 
 ## check: formatting, vet and staticcheck
 check: bin/staticcheck
@@ -43,6 +44,9 @@ bin/staticcheck:
 
 ## bench: benchmarks against peers on this machine, printed as ratios
 bench: build
+	@command -v bwrap >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && { apt-get install -y -q bubblewrap >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q bubblewrap >/dev/null; }; } ; } || echo "bench: bubblewrap not installed (apt-get install bubblewrap): no bwrap row"
+	$(BIN) engine start >/dev/null
+	$(BIN) bench sandbox
 	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 ./classifier/  # classifier: cmds/cpu-s = classifications per second per core; x-parse-only = ratio to the mvdan/sh parser alone
 
 ## demo: the main job end to end (a scripted MCP client drives `agentbox mcp` on a sample project)
