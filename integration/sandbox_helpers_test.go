@@ -76,6 +76,12 @@ func newRunner(t *testing.T, ws string, mutate func(*config.Config)) (*docker.Ru
 	return r, ws
 }
 
+// newRunnerFromConfig opens a Runner with the image defaults (host
+// mounts for the host image).
+func newRunnerFromConfig(ctx context.Context, cfg *config.Config) (*docker.Runner, error) {
+	return docker.New(ctx, cli, cfg, nil)
+}
+
 func runIn(t *testing.T, r sandbox.Runner, spec sandbox.Spec) (sandbox.Result, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -1,0 +1,100 @@
+//go:build integration
+
+package integration
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/images"
+	"github.com/agentbox/agentbox/sandbox"
+)
+
+// agentboxCmd runs the built binary against the test engine.
+func agentboxCmd(t *testing.T, ws string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, agentbox, append([]string{"--workspace", ws}, args...)...)
+	cmd.Env = append(os.Environ(), "DOCKER_HOST="+cli.DaemonHost(), "AGENTBOX_STATE_DIR="+t.TempDir(), "AGENTBOX_SANDBOX_IMAGE="+testImage)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return o.String(), e.String(), code
+}
+
+func TestSandboxExecCLI(t *testing.T) {
+	ws := newWorkspace(t)
+	out, errOut, code := agentboxCmd(t, ws, "exec", "--", "echo hi; echo oops >&2; pwd; touch made; exit 5")
+	if code != 5 || out != "hi\n"+ws+"\n" || errOut != "oops\n" {
+		t.Errorf("exec: code %d stdout %q stderr %q", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "made")); err != nil {
+		t.Errorf("the command's file is not in the workspace: %v", err)
+	}
+	out, _, code = agentboxCmd(t, ws, "exec", "--", "echo", "two words", "$HOME")
+	if code != 0 || out != "two words $HOME\n" {
+		t.Errorf("argv exec: code %d stdout %q", code, out)
+	}
+	start := time.Now()
+	_, errOut, code = agentboxCmd(t, ws, "exec", "--timeout", "1s", "--", "trap '' TERM; sleep 30")
+	if code != 137 || !strings.Contains(errOut, "timed out") || time.Since(start) > 20*time.Second {
+		t.Errorf("timeout: code %d stderr %q after %v", code, errOut, time.Since(start))
+	}
+}
+
+// TestSandboxHostImage runs the host image with the host's toolchain
+// mounted: tools work, secrets stay out.
+func TestSandboxHostImage(t *testing.T) {
+	ws := newWorkspace(t)
+	cfg := testConfig(t, ws)
+	cfg.Sandbox.Image = images.Host
+	r := openRunner(t, cfg)
+	res, err := runIn(t, r, sandbox.Spec{Shell: `echo "bash $BASH_VERSION"; git --version; id -u; cat /etc/shadow; ls -A /root /home; ls -la /var/run/docker.sock /run/docker.sock ` + strings.TrimPrefix(cli.DaemonHost(), "unix://") + `; touch /usr/pwned; echo done`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := string(res.Stdout)
+	if !strings.HasPrefix(out, "bash 5") || !strings.Contains(out, "git version") || !strings.Contains(out, "\n4242\n") || !strings.HasSuffix(out, "done\n") {
+		t.Errorf("stdout %q stderr %q", out, res.Stderr)
+	}
+	shadow, _ := os.ReadFile("/etc/shadow")
+	if first, _, _ := strings.Cut(string(shadow), "\n"); first != "" && strings.Contains(out, first) {
+		t.Error("/etc/shadow readable")
+	}
+	for _, e := range []string{"No such file", "Read-only file system"} {
+		if !strings.Contains(string(res.Stderr), e) {
+			t.Errorf("stderr lacks %q: %s", e, res.Stderr)
+		}
+	}
+	if _, err := os.Stat("/usr/pwned"); err == nil {
+		os.Remove("/usr/pwned")
+		t.Error("wrote to the host's /usr")
+	}
+}
+
+func openRunner(t *testing.T, cfg *config.Config) sandbox.Runner {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	r, err := newRunnerFromConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(context.Background()) })
+	return r
+}
