@@ -47,7 +47,18 @@ type analyzer struct {
 
 	netSeen int // number of network commands judged so far
 	cur     *stageInfo
+
+	// stdinNet is set while judging a statement whose input redirection
+	// or here-document fetched from the network.
+	stdinNet bool
+	curStmt  *syntax.Stmt
+	// cdElsewhere is set when the command changes to a directory outside
+	// the workspace; gitReadAt holds where git read commands were seen.
+	cdElsewhere bool
+	gitReadAt   []Reason
 }
+
+const maxReasons = 64
 
 // add records a finding and raises the class.
 func (a *analyzer) add(c Class, rule, text string, off int, msg string) {
@@ -55,6 +66,13 @@ func (a *analyzer) add(c Class, rule, text string, off int, msg string) {
 		a.class = c
 	}
 	if c == ReadOnly {
+		return
+	}
+	if len(a.reasons) >= maxReasons {
+		if len(a.reasons) == maxReasons {
+			a.reasons = append(a.reasons, Reason{Rule: "cap.reasons", Text: "", Offset: off,
+				Message: "more findings than the reason cap; the class still counts all of them"})
+		}
 		return
 	}
 	for _, r := range a.reasons {
@@ -97,6 +115,12 @@ func (a *analyzer) parseAndWalk(src string, base int, depthAdd int) {
 	if a.depth+depthAdd > a.opts.maxDepth {
 		a.capDepth(src, base)
 		return
+	}
+	if depthAdd > 0 {
+		if off, ok := controlChar(src); ok {
+			a.add(Dangerous, "control_char", src[off:min(off+1, len(src))], base,
+				"the nested script holds a control character that the parser and bash read differently")
+		}
 	}
 	p := parserPool.Get().(*syntax.Parser)
 	f, err := p.Parse(strings.NewReader(src), "")
@@ -152,13 +176,27 @@ func (a *analyzer) stmt(s *syntax.Stmt) {
 	if s.Coprocess || s.Disown {
 		a.addNode(Dangerous, "construct.coproc", s, "coprocesses keep running beside the shell")
 	}
+	oldStdinNet, oldStmt := a.stdinNet, a.curStmt
+	a.stdinNet, a.curStmt = false, s
 	for _, r := range s.Redirs {
+		before := a.netSeen
 		a.redirect(r, s.Cmd == nil)
+		if a.netSeen > before && isInput(r.Op) {
+			a.stdinNet = true
+		}
 	}
-	if s.Cmd == nil {
-		return
+	if s.Cmd != nil {
+		a.command(s.Cmd, s)
 	}
-	a.command(s.Cmd, s)
+	a.stdinNet, a.curStmt = oldStdinNet, oldStmt
+}
+
+func isInput(op syntax.RedirOperator) bool {
+	switch op {
+	case syntax.RdrIn, syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc, syntax.DplIn, syntax.RdrInOut:
+		return true
+	}
+	return false
 }
 
 func (a *analyzer) command(cmd syntax.Command, s *syntax.Stmt) {
@@ -201,8 +239,14 @@ func (a *analyzer) command(cmd syntax.Command, s *syntax.Stmt) {
 		if !a.enter(c) {
 			return
 		}
+		if c.Select {
+			a.addNode(Dangerous, "construct.select", c, "select reads choices from standard input")
+		}
 		switch l := c.Loop.(type) {
 		case *syntax.WordIter:
+			if l.Name != nil && !loopVarSafe(l.Name.Value) {
+				a.addNode(Dangerous, "assign.shell", l.Name, "the loop assigns "+l.Name.Value+", which can change what later commands do")
+			}
 			for _, w := range l.Items {
 				a.words([]*syntax.Word{w})
 			}
@@ -319,6 +363,21 @@ func (a *analyzer) redirect(r *syntax.Redirect, bare bool) {
 	if len(fs) == 1 && !fs[0].unknown() {
 		target, dynamic = fs[0].val, false
 	}
+	if !dynamic && (strings.HasPrefix(target, "/dev/tcp/") || strings.HasPrefix(target, "/dev/udp/")) {
+		a.netSeen++
+		if a.cur != nil {
+			a.cur.network, a.cur.netSend = true, true
+		}
+		a.addNode(Dangerous, "network", r, "bash opens a network connection for "+target)
+		if t, _ := a.at(a.curStmt); sensitivePath(t) {
+			a.addNode(Forbidden, "exfiltration.credential", r, "sends a credential or private key over the network")
+		}
+		return
+	}
+	if !dynamic && target == "/proc/sysrq-trigger" && r.Op != syntax.RdrIn {
+		a.addNode(Forbidden, "host.power", r, "writing to /proc/sysrq-trigger can reboot or crash the host")
+		return
+	}
 	if r.N != nil && strings.HasPrefix(r.N.Value, "{") {
 		a.addNode(Dangerous, "redirect.varfd", r, "{var}> redirections assign a shell variable")
 	}
@@ -351,6 +410,18 @@ func (a *analyzer) redirect(r *syntax.Redirect, bare bool) {
 	default:
 		a.addNode(Dangerous, "redirect.write", r, "writes to the file "+target)
 	}
+}
+
+// loopVarSafe: a for loop may assign lower-case names; upper-case ones
+// may be PATH, IFS, PS4 or another variable that changes the shell.
+func loopVarSafe(name string) bool {
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c >= 'a' && c <= 'z' {
+			return true
+		}
+	}
+	return false
 }
 
 func isDigits(s string) bool {
@@ -642,30 +713,33 @@ func (a *analyzer) funcDecl(fd *syntax.FuncDecl) {
 }
 
 func forkBomb(name string, body *syntax.Stmt) bool {
+	// One walk, keeping a stack of "inside a pipe or background" flags;
+	// Walk calls f(nil) after a node's children.
 	bomb := false
+	var stack []bool
+	inside := func() bool { return len(stack) > 0 && stack[len(stack)-1] }
 	syntax.Walk(body, func(n syntax.Node) bool {
+		if bomb {
+			return false
+		}
+		if n == nil {
+			stack = stack[:len(stack)-1]
+			return true
+		}
+		in := inside()
 		switch n := n.(type) {
 		case *syntax.Stmt:
-			if n.Background && callsName(n, name) {
-				bomb = true
-			}
+			in = in || n.Background
 		case *syntax.BinaryCmd:
-			if (n.Op == syntax.Pipe || n.Op == syntax.PipeAll) && (callsName(n.X, name) || callsName(n.Y, name)) {
+			in = in || n.Op == syntax.Pipe || n.Op == syntax.PipeAll
+		case *syntax.CallExpr:
+			if in && len(n.Args) > 0 && n.Args[0].Lit() == name {
 				bomb = true
+				return false
 			}
 		}
-		return !bomb
+		stack = append(stack, in)
+		return true
 	})
 	return bomb
-}
-
-func callsName(s *syntax.Stmt, name string) bool {
-	found := false
-	syntax.Walk(s, func(n syntax.Node) bool {
-		if c, ok := n.(*syntax.CallExpr); ok && len(c.Args) > 0 && c.Args[0].Lit() == name {
-			found = true
-		}
-		return !found
-	})
-	return found
 }

@@ -121,6 +121,11 @@ func (a *analyzer) run(command string) {
 		return
 	}
 	a.parseAndWalk(command, 0, 0)
+	if a.cdElsewhere {
+		for _, r := range a.gitReadAt {
+			a.add(Dangerous, "git.elsewhere", r.Text, r.Offset, "git runs after a change to a directory outside the workspace, where another repository's config applies")
+		}
+	}
 }
 
 // controlChar reports the offset of the first byte that bash and the parser

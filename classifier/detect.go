@@ -29,7 +29,7 @@ func harmlessSink(p string) bool {
 
 var blockDevicePrefixes = []string{
 	"sd", "hd", "vd", "xvd", "nvme", "mmcblk", "disk/", "mapper/", "dm-", "md", "loop",
-	"sr", "nbd", "zram", "rbd", "ram", "fd0", "mem", "kmem", "port", "root", "bcache", "ubd", "mtd",
+	"sr", "sg", "nbd", "zram", "rbd", "ram", "fd0", "mem", "kmem", "port", "root", "bcache", "ubd", "mtd",
 }
 
 // blockDevice reports whether p names a disk, partition or raw memory
@@ -111,7 +111,7 @@ func protectedPath(f field) (string, bool) {
 		for _, h := range []string{"$HOME", "${HOME}", "~"} {
 			if rest, ok := strings.CutPrefix(r, h); ok {
 				rest = strings.Trim(rest, `"'`)
-				if rest == "" || rest == "/" || rest == "/*" || rest == "/." || rest == "/.*" {
+				if rest == "" || rest == "/" || rest == "/*" || rest == "/." || rest == "/.*" || strings.HasPrefix(rest, "/..") {
 					return "the home directory", true
 				}
 			}
@@ -126,7 +126,7 @@ func protectedPath(f field) (string, bool) {
 	}
 	if rest, ok := strings.CutPrefix(v, "~/"); ok {
 		rest = strings.TrimRight(rest, "/")
-		if rest == "" || rest == "*" || rest == "." || rest == ".*" {
+		if rest == "" || rest == "*" || rest == "." || rest == ".*" || rest == ".." || strings.HasPrefix(rest, "../") {
 			return "the home directory", true
 		}
 		return "", false

@@ -96,7 +96,7 @@ func hGit(a *analyzer, c *call) {
 		if strings.HasPrefix(v, "--") {
 			n, _, _ := strings.Cut(v[2:], "=")
 			for _, d := range gitDenyLong {
-				if n == d || len(n) >= 3 && strings.HasPrefix(d, n) {
+				if n == d || strings.HasPrefix(d, n) {
 					a.flag(c, i+1+k, Dangerous, "git.option", "git "+sub+" --"+d+" writes a file, runs a program or opens a pager")
 					return
 				}
@@ -114,6 +114,8 @@ func hGit(a *analyzer, c *call) {
 		a.flag(c, i, Dangerous, "git.write", why)
 		return
 	}
+	a.checkSensitive(c)
+	a.gitReadAt = append(a.gitReadAt, Reason{Text: c.args[i].raw, Offset: c.args[i].off})
 	if a.opts.untrustedGit {
 		a.flag(c, i, Dangerous, "git.untrusted", "in an untrusted repository, its config can make git "+sub+" run programs")
 	}

@@ -611,7 +611,7 @@ func (a *analyzer) awkProgram(c *call, i int) {
 		a.flag(c, i, Dangerous, "awk.program", "the awk program is only known at run time")
 		return
 	}
-	for _, bad := range []string{"system", "|", ">", "getline", "@load", "@include", "close", "fflush", "ENVIRON", "PROCINFO"} {
+	for _, bad := range []string{"system", "|", ">", "getline", "@", "close", "fflush", "ENVIRON", "PROCINFO"} {
 		if strings.Contains(f.val, bad) {
 			a.flag(c, i, Dangerous, "awk.program", "the awk program uses "+bad+", which can run commands or write files")
 			return
@@ -693,9 +693,23 @@ func hShell(a *analyzer, c *call) {
 				body = -2 - (i + 1)
 			}
 			i = len(c.args)
+		case strings.HasPrefix(v, "--"):
+			switch v {
+			case "--norc", "--noprofile", "--posix", "--restricted", "--verbose", "--noediting", "--version", "--help":
+			default:
+				a.flag(c, i, Dangerous, "option.unknown", c.name()+" option "+v+" is not known")
+				return
+			}
 		case strings.HasPrefix(v, "-") || strings.HasPrefix(v, "+"):
+			if strings.Trim(v[1:], "abefhkmnptuvxBCEHPTilrscoO") != "" {
+				a.flag(c, i, Dangerous, "option.unknown", c.name()+" option "+v+" is not known")
+				return
+			}
 			if strings.Contains(v, "c") && !strings.HasPrefix(v, "--") {
 				dashC = true
+			}
+			if strings.HasSuffix(v, "o") || strings.HasSuffix(v, "O") {
+				i++ // the option name
 			}
 			if strings.Contains(v, "s") && !strings.HasPrefix(v, "--") && !dashC {
 				dashS = true
@@ -720,6 +734,10 @@ func hShell(a *analyzer, c *call) {
 				return
 			}
 			a.flag(c, body, Dangerous, "shell.dynamic", "the script to run is only known at run time")
+			return
+		}
+		if !isShell(c.name()) {
+			a.flag(c, body, Dangerous, "shell.other", c.name()+" is not bash-compatible; its script cannot be analysed")
 			return
 		}
 		a.parseAndWalk(f.val, f.off, 1)
@@ -747,6 +765,10 @@ func (a *analyzer) stdinCode(c *call) {
 	if a.cur != nil {
 		a.cur.runsStdin = true
 	}
+	if a.stdinNet {
+		a.flag(c, -1, Forbidden, "remote_code.redirect", "runs code fetched from the network through a redirection")
+		return
+	}
 	if s, off, ok := a.stdinScript(c); ok && s != "" && isShell(c.name()) {
 		a.parseAndWalk(s, off, 1)
 		return
@@ -759,7 +781,7 @@ func isShell(name string) bool {
 		name = name[i+1:]
 	}
 	switch name {
-	case "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "rbash":
+	case "sh", "bash", "dash", "ash", "rbash":
 		return true
 	}
 	return false
@@ -836,4 +858,28 @@ func hSource(a *analyzer, c *call) {
 		return
 	}
 	a.flag(c, 0, Dangerous, "source", "runs the file "+f.raw+" in the current shell")
+}
+
+// hAlias: alias and trap are dangerous (they change what later words
+// run); their command text is still analysed so that nothing forbidden
+// hides in it.
+func hAlias(a *analyzer, c *call) {
+	a.flag(c, 0, Dangerous, "shell.state", c.name()+" changes what later commands run")
+	for i := 1; i < len(c.args); i++ {
+		f := c.args[i]
+		if f.unknown() {
+			continue
+		}
+		body := f.val
+		if c.name() == "alias" {
+			_, v, ok := strings.Cut(body, "=")
+			if !ok {
+				continue
+			}
+			body = v
+		} else if i > 1 || strings.HasPrefix(body, "-") {
+			continue
+		}
+		a.parseAndWalk(body, f.off, 1)
+	}
 }

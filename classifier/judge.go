@@ -61,7 +61,7 @@ func (a *analyzer) judge(c *call) {
 		dir = path.Clean(dir)
 		if !trustedDirs[dir] {
 			// Forbidden detectors still look at the program's name.
-			if s, ok := rules[base]; ok && s.kind == kForbidden {
+			if s, ok := lookup(base); ok && s.kind == kForbidden {
 				a.flag(c, 0, Forbidden, s.rule, s.msg)
 				return
 			}
@@ -80,13 +80,7 @@ func (a *analyzer) judge(c *call) {
 	if cfgDangerous {
 		a.flag(c, 0, Dangerous, "config.dangerous", name+" is dangerous by configuration")
 	}
-	s, known := rules[name]
-	if !known && strings.HasPrefix(name, "mkfs.") {
-		s, known = rules["mkfs"], true
-	}
-	if !known && isPython(name) {
-		s, known = rules["python3"], true
-	}
+	s, known := lookup(name)
 	if !cfgDangerous && a.configReadOnly(c, name) {
 		a.checkSensitive(c)
 		return
@@ -94,6 +88,13 @@ func (a *analyzer) judge(c *call) {
 	if !known {
 		a.flag(c, 0, Dangerous, "command.unknown", name+" is not a known read-only program")
 		return
+	}
+	if a.cur != nil && !a.cur.credential {
+		for _, f := range c.args[1:] {
+			if sensitivePath(f.val) {
+				a.cur.credential = true
+			}
+		}
 	}
 	if a.cur != nil && decodes(name, c.args) {
 		a.cur.decoder = true
@@ -129,6 +130,20 @@ func (a *analyzer) judge(c *call) {
 	// kReadOnly: generic option check.
 	a.checkOptions(c, s)
 	a.checkSensitive(c)
+}
+
+// lookup finds the rule for a program name.
+func lookup(name string) (*spec, bool) {
+	if s, ok := rules[name]; ok {
+		return s, true
+	}
+	if strings.HasPrefix(name, "mkfs.") || strings.HasPrefix(name, "mke2fs") {
+		return rules["mkfs"], true
+	}
+	if isPython(name) {
+		return rules["python3"], true
+	}
+	return nil, false
 }
 
 func isPython(name string) bool {

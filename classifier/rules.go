@@ -62,7 +62,7 @@ func init() {
 		"free", "df", "du", "ps", "pgrep", "seq", "sleep", "true", "false", "echo", "which", "type",
 		"locale", "tty", "arch", "printenv", "logname", "users", "who", "w", "getconf", "expr",
 		"numfmt", "lsblk", "lscpu", "zcat", "bzcat", "xzcat", "zipinfo", "jq", "wait", "jobs", "times",
-		"help", "cd", "pushd", "popd", "dirs", "exit", "return", ":", "whereis", "lsof", "look",
+		"help", "popd", "dirs", "exit", "return", ":", "whereis", "lsof", "look",
 		"factor", "yes", "tsort", "pr", "dircolors", "pathchk", "vmstat",
 		"iostat", "mpstat", "pidof", "lsmem", "lsns", "lspci", "lsusb", "nm", "objdump",
 		"readelf", "size", "cal", "ncal", "caller", "sha1", "md5", "shasum")
@@ -108,6 +108,8 @@ func init() {
 
 	// Wrappers: they run another argv.
 	add(custom(hEnv), "env")
+	add(custom(hCd), "cd", "pushd")
+	add(custom(hAlias), "alias", "trap")
 	add(custom(hCommand), "command")
 	add(custom(hBuiltin), "builtin")
 	add(custom(hExec), "exec")
@@ -161,8 +163,8 @@ func init() {
 	add(dng("interactive", "an interactive program with shell escapes"), "less", "more", "most",
 		"man", "vi", "vim", "nvim", "view", "nano", "emacs", "ed", "ex", "pager", "pico", "joe",
 		"mc", "tmux", "screen", "script", "info")
-	add(dng("shell.state", "changes the shell's state for later commands"), "alias", "unalias",
-		"unset", "trap", "shopt", "read", "mapfile", "readarray", "hash", "history", "fc", "enable",
+	add(dng("shell.state", "changes the shell's state for later commands"), "unalias",
+		"unset", "shopt", "read", "mapfile", "readarray", "hash", "history", "fc", "enable",
 		"complete", "compgen", "compopt", "ulimit", "bind", "getopts", "declare", "typeset", "local",
 		"export", "readonly", "let", "shift", "suspend", "logout")
 	netSpec := func(rule, msg string) *spec { s := dng(rule, msg); s.net = true; return s }

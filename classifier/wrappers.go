@@ -1,26 +1,36 @@
 package classifier
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Wrappers run another argv after their own options. Each handler parses
-// its option grammar and judges the argv it runs.
+// its option grammar strictly: an option it does not know makes the call
+// dangerous, because guessing wrong would shift where the wrapped command
+// starts.
 
-// optGrammar describes a wrapper's options: short letters that take a
-// value, long names that take a separate value, and options that are
-// dangerous.
+// optGrammar describes a wrapper's options.
 type optGrammar struct {
-	argShort  string
-	argLong   []string
-	denyShort string
-	denyLong  []string
+	noArg    string   // short options without a value
+	argShort string   // short options with a value (attached or next word)
+	optArg   string   // short options with an optional attached value
+	long     []string // long options without a value
+	argLong  []string // long options with a value (=value or next word)
+	optLong  []string // long options with an optional =value
+
+	denyShort string   // options that are dangerous in themselves
+	denyLong  []string // (checked after the grammar)
 	why       string
+
 	// positional is the number of operands before the command (timeout's
-	// DURATION, flock's file).
+	// DURATION, flock's lock file).
 	positional int
 }
 
 // skipOptions parses the options of c from index 1 and returns the index
-// of the wrapped command (len(c.args) when there is none).
+// of the wrapped command, len(c.args) when there is none, or -1 when the
+// options are not understood (a finding has been recorded).
 func (a *analyzer) skipOptions(c *call, g optGrammar) int {
 	i := 1
 	for ; i < len(c.args); i++ {
@@ -28,7 +38,7 @@ func (a *analyzer) skipOptions(c *call, g optGrammar) int {
 		if f.unknown() {
 			if f.mayBeOption() {
 				a.flag(c, i, Dangerous, "argument.unknown", "an argument only known at run time could be an option of "+c.name())
-				return len(c.args)
+				return -1
 			}
 			break
 		}
@@ -42,17 +52,20 @@ func (a *analyzer) skipOptions(c *call, g optGrammar) int {
 		}
 		if strings.HasPrefix(v, "--") {
 			n, _, has := strings.Cut(v[2:], "=")
-			for _, d := range g.denyLong {
-				if n == d || len(n) >= 2 && strings.HasPrefix(d, n) {
-					a.flag(c, i, Dangerous, "option."+c.name(), "--"+d+" "+g.why)
+			switch {
+			case slices.Contains(g.denyLong, n):
+				a.flag(c, i, Dangerous, "option."+c.name(), "--"+n+" "+g.why)
+				if !has && slices.Contains(g.argLong, n) {
+					i++
 				}
-			}
-			if !has {
-				for _, l := range g.argLong {
-					if n == l {
-						i++
-					}
+			case slices.Contains(g.long, n) && !has, slices.Contains(g.optLong, n):
+			case slices.Contains(g.argLong, n):
+				if !has {
+					i++
 				}
+			default:
+				a.flag(c, i, Dangerous, "option.unknown", c.name()+" option --"+n+" is not known")
+				return -1
 			}
 			continue
 		}
@@ -61,11 +74,18 @@ func (a *analyzer) skipOptions(c *call, g optGrammar) int {
 			if strings.IndexByte(g.denyShort, ch) >= 0 {
 				a.flag(c, i, Dangerous, "option."+c.name(), "-"+string(ch)+" "+g.why)
 			}
-			if strings.IndexByte(g.argShort, ch) >= 0 {
+			switch {
+			case strings.IndexByte(g.argShort, ch) >= 0:
 				if j == len(v)-1 {
 					i++
 				}
-				break
+				j = len(v)
+			case strings.IndexByte(g.optArg, ch) >= 0:
+				j = len(v)
+			case strings.IndexByte(g.noArg, ch) >= 0:
+			default:
+				a.flag(c, i, Dangerous, "option.unknown", c.name()+" option -"+string(ch)+" is not known")
+				return -1
 			}
 		}
 	}
@@ -73,6 +93,13 @@ func (a *analyzer) skipOptions(c *call, g optGrammar) int {
 		i++
 	}
 	return i
+}
+
+// wrap judges the command after a wrapper's options.
+func (a *analyzer) wrap(c *call, g optGrammar) {
+	if i := a.skipOptions(c, g); i >= 0 {
+		a.inner(c, i)
+	}
 }
 
 func hEnv(a *analyzer, c *call) {
@@ -88,17 +115,26 @@ func hEnv(a *analyzer, c *call) {
 		case v == "--":
 			i++
 			goto assigns
-		case v == "-i" || v == "-" || v == "--ignore-environment" || strings.HasPrefix(v, "--ig"):
+		case v == "-i" || v == "-" || v == "--ignore-environment":
 			a.flag(c, i, Dangerous, "env.option", "env -i runs the command with an emptied environment")
-		case v == "-S" || strings.HasPrefix(v, "-S") || strings.HasPrefix(v, "--sp") || strings.HasPrefix(v, "-vS"):
+		case strings.HasPrefix(v, "-S") || strings.HasPrefix(v, "--split-string") || (strings.HasPrefix(v, "-") && !strings.HasPrefix(v, "--") && strings.Contains(v, "S")):
 			a.flag(c, i, Dangerous, "env.split", "env -S splits a string into a command line")
 			return
-		case v == "-u" || v == "-C" || v == "--unset" || v == "--chdir":
+		case v == "-u" || v == "--unset":
 			i++
-		case strings.HasPrefix(v, "-u") || strings.HasPrefix(v, "-C") || strings.HasPrefix(v, "--unset=") || strings.HasPrefix(v, "--chdir="):
+		case v == "-C" || v == "--chdir":
+			i++
+			if i < len(c.args) {
+				a.chdir(c, i, c.args[i])
+			}
+		case strings.HasPrefix(v, "-C") || strings.HasPrefix(v, "--chdir="):
+			d := strings.TrimPrefix(strings.TrimPrefix(v, "-C"), "--chdir=")
+			a.chdir(c, i, field{val: d, raw: d})
+		case strings.HasPrefix(v, "-u") || strings.HasPrefix(v, "--unset="):
 		case v == "-0" || v == "--null" || v == "-v" || v == "--debug":
 		case strings.HasPrefix(v, "-"):
 			a.flag(c, i, Dangerous, "env.option", "env option "+v+" is not known")
+			return
 		default:
 			goto assigns
 		}
@@ -123,6 +159,30 @@ assigns:
 	a.inner(c, i)
 }
 
+// chdir records a change of directory: outside the workspace, git reads
+// use another repository's config.
+func (a *analyzer) chdir(c *call, i int, f field) {
+	if f.unknown() || !localPath(f.val) {
+		a.cdElsewhere = true
+	}
+}
+
+func hCd(a *analyzer, c *call) {
+	var dir *field
+	for i := 1; i < len(c.args); i++ {
+		if v := c.args[i].val; !c.args[i].unknown() && (v == "-L" || v == "-P" || v == "-e" || v == "-@" || v == "--") {
+			continue
+		}
+		dir = &c.args[i]
+		break
+	}
+	if dir == nil {
+		a.cdElsewhere = true // $HOME
+		return
+	}
+	a.chdir(c, 0, *dir)
+}
+
 func hCommand(a *analyzer, c *call) {
 	i := 1
 	for ; i < len(c.args); i++ {
@@ -131,15 +191,19 @@ func hCommand(a *analyzer, c *call) {
 			a.flag(c, i, Dangerous, "argument.unknown", "an argument of command only known at run time")
 			return
 		}
-		if !strings.HasPrefix(v, "-") {
-			break
-		}
 		if v == "--" {
 			i++
 			break
 		}
+		if !strings.HasPrefix(v, "-") || v == "-" {
+			break
+		}
+		if strings.Trim(v[1:], "pvV") != "" {
+			a.flag(c, i, Dangerous, "option.unknown", "command option "+v+" is not known")
+			return
+		}
 		if strings.ContainsAny(v, "vV") {
-			return // lookup only
+			return // a lookup only
 		}
 	}
 	a.inner(c, i)
@@ -154,18 +218,17 @@ func hExec(a *analyzer, c *call) {
 		}
 		return
 	}
-	i := a.skipOptions(c, optGrammar{argShort: "a", denyShort: "cla", why: "changes how the program is started"})
-	a.inner(c, i)
+	a.wrap(c, optGrammar{noArg: "cl", argShort: "a", denyShort: "cla", why: "changes how the program is started"})
 }
 
 func hTime(a *analyzer, c *call) {
-	i := a.skipOptions(c, optGrammar{argShort: "fo", argLong: []string{"format", "output"}, denyShort: "o", denyLong: []string{"output"}, why: "writes a file"})
-	a.inner(c, i)
+	a.wrap(c, optGrammar{noArg: "pvqa", argShort: "fo", long: []string{"portability", "verbose", "quiet", "append"},
+		argLong: []string{"format", "output"}, denyShort: "o", denyLong: []string{"output"}, why: "writes a file"})
 }
 
 func hTimeout(a *analyzer, c *call) {
-	i := a.skipOptions(c, optGrammar{argShort: "sk", argLong: []string{"signal", "kill-after"}, positional: 1})
-	a.inner(c, i)
+	a.wrap(c, optGrammar{noArg: "v", argShort: "sk", long: []string{"foreground", "preserve-status", "verbose"},
+		argLong: []string{"signal", "kill-after"}, positional: 1})
 }
 
 func hNice(a *analyzer, c *call) {
@@ -173,52 +236,60 @@ func hNice(a *analyzer, c *call) {
 	for ; i < len(c.args); i++ {
 		v := c.args[i].val
 		if c.args[i].unknown() {
+			if c.args[i].mayBeOption() {
+				a.flag(c, i, Dangerous, "argument.unknown", "an argument of nice only known at run time")
+				return
+			}
 			break
 		}
-		if v == "-n" || v == "--adjustment" {
+		switch {
+		case v == "-n" || v == "--adjustment":
 			i++
-			continue
-		}
-		if v == "--" {
-			i++
-			break
-		}
-		if !strings.HasPrefix(v, "-") {
-			break
+		case v == "--":
+			a.inner(c, i+1)
+			return
+		case strings.HasPrefix(v, "--adjustment=") || strings.HasPrefix(v, "-n") && isInteger(v[2:]) || strings.HasPrefix(v, "-") && isInteger(v[1:]):
+		case strings.HasPrefix(v, "-"):
+			a.flag(c, i, Dangerous, "option.unknown", "nice option "+v+" is not known")
+			return
+		default:
+			a.inner(c, i)
+			return
 		}
 	}
-	a.inner(c, i)
 }
 
 func hNohup(a *analyzer, c *call) {
 	a.flag(c, 0, Dangerous, "writes.files", "nohup may create nohup.out")
-	i := a.skipOptions(c, optGrammar{})
-	a.inner(c, i)
+	a.wrap(c, optGrammar{})
 }
 
 func hStdbuf(a *analyzer, c *call) {
-	i := a.skipOptions(c, optGrammar{argShort: "ioe", argLong: []string{"input", "output", "error"}})
-	a.inner(c, i)
+	a.wrap(c, optGrammar{argShort: "ioe", argLong: []string{"input", "output", "error"}})
 }
 
 func hSetsid(a *analyzer, c *call) {
-	i := a.skipOptions(c, optGrammar{})
-	a.inner(c, i)
+	a.wrap(c, optGrammar{noArg: "cfw", long: []string{"ctty", "fork", "wait"}})
 }
 
 func hIonice(a *analyzer, c *call) {
-	i := a.skipOptions(c, optGrammar{argShort: "cnpPu", argLong: []string{"class", "classdata", "pid", "pgid", "uid"}, denyShort: "pPu", denyLong: []string{"pid", "pgid", "uid"}, why: "changes another process"})
-	a.inner(c, i)
+	a.wrap(c, optGrammar{noArg: "t", argShort: "cnpPu", long: []string{"ignore"},
+		argLong: []string{"class", "classdata", "pid", "pgid", "uid"}, denyShort: "pPu",
+		denyLong: []string{"pid", "pgid", "uid"}, why: "changes another process"})
 }
 
 func hBusybox(a *analyzer, c *call) { a.inner(c, 1) }
 
 func hXargs(a *analyzer, c *call) {
 	i := a.skipOptions(c, optGrammar{
-		argShort: "adEeIiLlnPs",
-		argLong:  []string{"arg-file", "delimiter", "eof", "replace", "max-lines", "max-args", "max-procs", "max-chars", "process-slot-var"},
+		noArg:    "0prtxo",
+		argShort: "adEILnPs",
+		optArg:   "eil",
+		long:     []string{"null", "interactive", "no-run-if-empty", "verbose", "exit", "open-tty", "show-limits"},
+		argLong:  []string{"arg-file", "delimiter", "max-lines", "max-args", "max-procs", "max-chars", "process-slot-var"},
+		optLong:  []string{"eof", "replace"},
 	})
-	if i >= len(c.args) {
+	if i < 0 || i >= len(c.args) {
 		return // runs echo
 	}
 	n := &call{args: c.args[i:], text: c.text, off: c.off, stmt: c.stmt, extra: true, depth: c.depth + 1}
@@ -232,8 +303,12 @@ func hWatch(a *analyzer, c *call) {
 			exec = true
 		}
 	}
-	i := a.skipOptions(c, optGrammar{argShort: "nqd", argLong: []string{"interval", "equexit"}})
-	if i >= len(c.args) {
+	i := a.skipOptions(c, optGrammar{
+		noArg: "bcCegptwrx", argShort: "nq", optArg: "d",
+		long:    []string{"beep", "color", "no-color", "errexit", "chgexit", "precise", "no-title", "no-wrap", "exec", "no-rerun"},
+		argLong: []string{"interval", "equexit"}, optLong: []string{"differences"},
+	})
+	if i < 0 || i >= len(c.args) {
 		return
 	}
 	if exec {
@@ -262,6 +337,7 @@ func hFlock(a *analyzer, c *call) {
 			return
 		}
 	}
-	i := a.skipOptions(c, optGrammar{argShort: "wE", argLong: []string{"timeout", "wait", "conflict-exit-code"}, positional: 1})
-	a.inner(c, i)
+	a.wrap(c, optGrammar{noArg: "sxeunoF", argShort: "wE",
+		long:    []string{"shared", "exclusive", "unlock", "nonblock", "close", "no-fork", "verbose"},
+		argLong: []string{"timeout", "wait", "conflict-exit-code"}, positional: 1})
 }
