@@ -523,3 +523,32 @@ func TestHelperExecutor(t *testing.T) {
 	}})
 	select {}
 }
+
+// TestSandboxHardening reads the hardening back from inside a container.
+func TestSandboxHardening(t *testing.T) {
+	e := newEscape(t, func(c *config.Config) {
+		c.Sandbox.NoFile, c.Sandbox.PidsLimit, c.Sandbox.MemoryMB, c.Sandbox.TmpSizeMB, c.Sandbox.FileSizeMB = 512, 100, 300, 32, 50
+	})
+	res, err := e.sh(t, `grep -E '^(Seccomp|NoNewPrivs|CapEff|CapBnd):' /proc/self/status | tr -s '\t ' ' '
+echo "nofile $(ulimit -n)"; echo "fsize $(ulimit -f)"
+echo "pids $(cat /sys/fs/cgroup/pids/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids.max)"
+echo "mem $(cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/memory.max)"
+echo "tmp $(df -k /tmp | tail -1 | awk '{print $2}')"
+touch /rootfs-write 2>/dev/null; echo "rootwrite $?"
+echo "uid $(id -u):$(id -g)"
+echo "ifaces $(ls /sys/class/net | tr '\n' ' ')"
+echo "init $(cat /proc/1/cmdline | tr '\0' ' ')"
+test -w /.agentbox/init; echo "initwrite $?"`, 30*time.Second)
+	must(t, err)
+	out := string(res.Stdout)
+	for _, want := range []string{
+		"Seccomp: 2", "NoNewPrivs: 1", "CapEff: 0000000000000000", "CapBnd: 0000000000000000",
+		"nofile 512", "fsize 102400", "pids 100", "mem 314572800", "tmp 32768", "rootwrite 1",
+		fmt.Sprintf("uid %d:%d", wsUID, wsGID), "ifaces lo \n", "init /.agentbox/init init", "initwrite 1",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s%s", want, out, res.Stderr)
+		}
+	}
+	e.intact(t)
+}

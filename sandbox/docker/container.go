@@ -149,8 +149,10 @@ func (w *warm) closeWrite() error { return w.hj.CloseWrite() }
 // remove kills and removes a container in the background.
 func (r *Runner) remove(id string) {
 	r.bg.Add(1)
+	r.removing.Add(1)
 	go func() {
 		defer r.bg.Done()
+		defer r.removing.Add(-1)
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		if err := r.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true}); err != nil {

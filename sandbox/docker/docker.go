@@ -79,11 +79,15 @@ type Runner struct {
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
 
-	ready   chan *warm
-	tokens  chan struct{}
-	fails   atomic.Int32
-	fillers sync.WaitGroup
-	bg      sync.WaitGroup // background removals
+	ready    chan *warm
+	tokens   chan struct{}
+	fails    atomic.Int32
+	removing atomic.Int32 // background removals in flight
+
+	refillMu       sync.Mutex
+	pendingRefills int
+	fillers        sync.WaitGroup
+	bg             sync.WaitGroup // background removals
 
 	mu      sync.Mutex
 	closed  bool

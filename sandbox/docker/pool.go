@@ -61,6 +61,31 @@ func (r *Runner) fill() {
 	}
 }
 
+// refillDelay defers a refill so that starting the next container does
+// not compete for the CPU with a short command that just started.
+const refillDelay = 250 * time.Millisecond
+
+// refillSoon starts a refill after refillDelay or when the running
+// command ends (Run calls r.refillNow), whichever comes first.
+func (r *Runner) refillSoon() {
+	r.refillMu.Lock()
+	r.pendingRefills++
+	r.refillMu.Unlock()
+	time.AfterFunc(refillDelay, r.refillNow)
+}
+
+// refillNow releases one pending refill, if any.
+func (r *Runner) refillNow() {
+	r.refillMu.Lock()
+	if r.pendingRefills == 0 {
+		r.refillMu.Unlock()
+		return
+	}
+	r.pendingRefills--
+	r.refillMu.Unlock()
+	r.giveToken()
+}
+
 func (r *Runner) giveToken() {
 	select {
 	case r.tokens <- struct{}{}:
@@ -85,12 +110,13 @@ func (r *Runner) drain() {
 func (r *Runner) Warm() int { return len(r.ready) }
 
 // WaitWarm waits until the pool holds n warm containers (at most the
-// configured pool size) or ctx ends.
+// configured pool size) and no container removal is in flight, or ctx
+// ends: the state of a pool between an agent's calls.
 func (r *Runner) WaitWarm(ctx context.Context, n int) error {
 	n = min(n, r.cfg.PoolSize)
 	t := time.NewTicker(2 * time.Millisecond)
 	defer t.Stop()
-	for len(r.ready) < n {
+	for len(r.ready) < n || r.removing.Load() > 0 {
 		select {
 		case <-ctx.Done():
 			return context.Cause(ctx)

@@ -61,6 +61,7 @@ func (r *Runner) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, er
 	}
 	start := time.Now()
 	defer func() {
+		r.refillNow()
 		w.conn.Close()
 		r.mu.Lock()
 		delete(r.running, w.id)
@@ -172,7 +173,7 @@ func (r *Runner) handOver(ctx context.Context, frame []byte) (*warm, error) {
 		var w *warm
 		select {
 		case w = <-r.ready:
-			r.giveToken()
+			r.refillSoon()
 		default:
 		}
 		if w == nil {
