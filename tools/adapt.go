@@ -66,8 +66,8 @@ func fromResult(r sandbox.Result) ExecResult {
 	}
 }
 
-// sandboxErr turns a sandbox error into a model-facing one.
-func sandboxErr(err error) error {
+// SandboxError turns a sandbox error into a model-facing one.
+func SandboxError(err error) error {
 	switch {
 	case errors.Is(err, sandbox.ErrInvalidSpec):
 		return Errorf(ErrValidation, "the command cannot be run: %v", err)
@@ -96,7 +96,7 @@ func (s SandboxRunner) Exec(ctx context.Context, req ExecRequest) (ExecResult, e
 		if errors.Is(err, sandbox.ErrCanceled) {
 			return fromResult(r), Errorf(ErrTimeout, "the command was cancelled and killed")
 		}
-		return fromResult(r), sandboxErr(err)
+		return fromResult(r), SandboxError(err)
 	}
 	return fromResult(r), nil
 }
@@ -110,7 +110,7 @@ type SandboxJobs struct {
 func (j SandboxJobs) Start(ctx context.Context, req ExecRequest) (string, error) {
 	id, err := j.Jobs.Start(ctx, toSpec(req))
 	if err != nil {
-		return "", sandboxErr(err)
+		return "", SandboxError(err)
 	}
 	return id, nil
 }
@@ -119,7 +119,7 @@ func (j SandboxJobs) Start(ctx context.Context, req ExecRequest) (string, error)
 func (j SandboxJobs) Read(ctx context.Context, id string) (JobStatus, error) {
 	out, err := j.Jobs.Output(id)
 	if err != nil {
-		return JobStatus{ID: id}, sandboxErr(err)
+		return JobStatus{ID: id}, SandboxError(err)
 	}
 	st := JobStatus{ID: id, Running: !out.Done, Stdout: string(out.Stdout), Stderr: string(out.Stderr)}
 	if out.Result != nil {
@@ -133,7 +133,7 @@ func (j SandboxJobs) Read(ctx context.Context, id string) (JobStatus, error) {
 // Kill implements Jobs: it kills the job and returns its last output.
 func (j SandboxJobs) Kill(ctx context.Context, id string) (JobStatus, error) {
 	if err := j.Jobs.Kill(ctx, id); err != nil {
-		return JobStatus{ID: id}, sandboxErr(err)
+		return JobStatus{ID: id}, SandboxError(err)
 	}
 	return j.Read(ctx, id)
 }

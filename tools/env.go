@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -130,9 +131,11 @@ func (e *Env) WriteFile(ctx context.Context, path string, data []byte, mode fs.F
 	if _, err := e.Rel(path); err != nil {
 		return err
 	}
+	// Only sh, mkdir, mktemp, cat, chmod, mv and rm are needed, so that
+	// minimal images work.
 	const script = `set -e
 umask 077
-d=$(dirname -- "$1")
+d=$3
 mkdir -p -- "$d"
 t=$(mktemp "$d/.agentbox-write.XXXXXX")
 trap 'rm -f -- "$t"' EXIT
@@ -141,7 +144,7 @@ chmod "$2" "$t"
 mv -f -- "$t" "$1"
 trap - EXIT`
 	res, err := e.Sandbox.Exec(ctx, ExecRequest{
-		Argv:  []string{"sh", "-c", script, "sh", path, octal(mode.Perm())},
+		Argv:  []string{"sh", "-c", script, "sh", path, octal(mode.Perm()), filepath.Dir(filepath.Clean(path))},
 		Dir:   e.Workspace,
 		Stdin: data,
 	})

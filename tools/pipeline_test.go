@@ -168,7 +168,11 @@ type memGrants struct {
 	gs []Grant
 }
 
-func (m *memGrants) List() []Grant { m.mu.Lock(); defer m.mu.Unlock(); return append([]Grant(nil), m.gs...) }
+func (m *memGrants) List() []Grant {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]Grant(nil), m.gs...)
+}
 func (m *memGrants) Add(g Grant) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()

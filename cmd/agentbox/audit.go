@@ -6,8 +6,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/agentbox/agentbox/tools"
 	"github.com/agentbox/agentbox/tools/audit"
+	"github.com/agentbox/agentbox/tools/workspace"
 	"github.com/spf13/cobra"
 )
 
@@ -29,7 +29,7 @@ the chain. --json prints the records as a JSON array.`,
 			if err != nil {
 				return err
 			}
-			log, err := audit.Open(tools.AuditPath(cfg))
+			log, err := audit.Open(workspace.AuditPath(cfg))
 			if err != nil {
 				return err
 			}
@@ -88,7 +88,7 @@ the chain. --json prints the records as a JSON array.`,
 			if err != nil {
 				return err
 			}
-			log, err := audit.Open(tools.AuditPath(cfg))
+			log, err := audit.Open(workspace.AuditPath(cfg))
 			if err != nil {
 				return err
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/tools"
 	"github.com/agentbox/agentbox/tools/builtin"
+	"github.com/agentbox/agentbox/tools/workspace"
 	"github.com/spf13/cobra"
 )
 
@@ -90,7 +91,7 @@ message go to stderr, or into the JSON with --json).`,
 }
 
 // openCLISystem opens the tool system with the approver config asks for.
-func openCLISystem(ctx context.Context, a *app, cfg *config.Config) (*tools.System, error) {
+func openCLISystem(ctx context.Context, a *app, cfg *config.Config) (*workspace.Tools, error) {
 	var approver tools.Approver = tools.DenyApprover{}
 	switch cfg.Tools.Approver {
 	case "tty":
@@ -104,7 +105,7 @@ func openCLISystem(ctx context.Context, a *app, cfg *config.Config) (*tools.Syst
 	if os.Getenv("AGENTBOX_DEBUG") != "" {
 		logger = slog.New(slog.NewTextHandler(a.stderr(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	return tools.Open(ctx, cfg, tools.SystemOptions{Register: builtin.Register, Approver: approver, Logger: logger})
+	return workspace.Open(ctx, cfg, workspace.Options{Register: builtin.Register, Approver: approver, Logger: logger})
 }
 
 func isTerminal(f *os.File) bool {
@@ -143,4 +144,3 @@ func printToolResult(a *app, resp tools.Response) error {
 	}
 	return nil
 }
-

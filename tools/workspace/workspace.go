@@ -1,4 +1,11 @@
-package tools
+// Package workspace assembles the tool system of one workspace from its
+// configuration: the registry (built-in tools plus discovered ones), the
+// pipeline with its permission rules, mode, classifier and approver, the
+// CLI sessions and project grants under the state dir, the audit log, the
+// snapshot store and the Docker sandbox. The sandbox and the snapshot
+// store open lazily, on the first call that needs them, so read-only
+// calls stay cheap. A *Tools is safe for concurrent use.
+package workspace
 
 import (
 	"context"
@@ -15,31 +22,32 @@ import (
 	"github.com/agentbox/agentbox/sandbox"
 	"github.com/agentbox/agentbox/sandbox/docker"
 	"github.com/agentbox/agentbox/snapshot"
+	"github.com/agentbox/agentbox/tools"
 	"github.com/agentbox/agentbox/tools/audit"
 	"github.com/agentbox/agentbox/tools/permission"
 )
 
-// SystemOptions configure Open.
-type SystemOptions struct {
+// Options configure Open.
+type Options struct {
 	// Register adds the built-in tools (builtin.Register); tools cannot
 	// import its own sub-package.
-	Register func(*Registry) error
+	Register func(*tools.Registry) error
 	// Approver asks a person; nil means non-interactive (deny).
-	Approver Approver
+	Approver tools.Approver
 	Logger   *slog.Logger
 	// Runner replaces the Docker runner (tests, other backends). When nil
 	// the Docker runner is opened on the first command.
 	Runner sandbox.Runner
 }
 
-// System is the whole tool system of one workspace, wired from config:
+// Tools is the whole tool system of one workspace, wired from config:
 // registry, pipeline, sessions, grants, audit log, snapshots and sandbox.
-type System struct {
+type Tools struct {
 	Config   *config.Config
-	Registry *Registry
-	Pipeline *Pipeline
-	Sessions *SessionStore
-	Grants   *GrantFile
+	Registry *tools.Registry
+	Pipeline *tools.Pipeline
+	Sessions *tools.SessionStore
+	Grants   *tools.GrantFile
 	Audit    *audit.Log
 
 	root      *os.Root
@@ -63,7 +71,7 @@ func AuditPath(cfg *config.Config) string {
 
 // Open wires the tool system for cfg's workspace. Nothing heavy starts
 // here: the sandbox and the snapshot store open on first use.
-func Open(ctx context.Context, cfg *config.Config, opts SystemOptions) (*System, error) {
+func Open(ctx context.Context, cfg *config.Config, opts Options) (*Tools, error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -86,7 +94,7 @@ func Open(ctx context.Context, cfg *config.Config, opts SystemOptions) (*System,
 			*x.dst = append(*x.dst, r)
 		}
 	}
-	s := &System{Config: cfg, readRoots: map[string]*os.Root{}}
+	s := &Tools{Config: cfg, readRoots: map[string]*os.Root{}}
 	ok := false
 	defer func() {
 		if !ok {
@@ -116,24 +124,24 @@ func Open(ctx context.Context, cfg *config.Config, opts SystemOptions) (*System,
 	if s.Audit, err = audit.Open(filepath.Join(state, auditFile)); err != nil {
 		return nil, err
 	}
-	s.Sessions = NewSessionStore(filepath.Join(state, sessionsDir), cfg.Workspace)
-	s.Grants = NewGrantFile(filepath.Join(state, grantsFile))
+	s.Sessions = tools.NewSessionStore(filepath.Join(state, sessionsDir), cfg.Workspace)
+	s.Grants = tools.NewGrantFile(filepath.Join(state, grantsFile))
 	s.sandbox = &lazySandbox{cfg: cfg, log: log, runner: opts.Runner}
 	s.jobs = &lazyJobs{sb: s.sandbox}
 	s.snaps = &lazySnapshots{cfg: cfg, log: log}
-	s.Registry = NewRegistry()
+	s.Registry = tools.NewRegistry()
 	if opts.Register != nil {
 		if err := opts.Register(s.Registry); err != nil {
 			return nil, fmt.Errorf("registering built-in tools: %w", err)
 		}
 	}
 	if len(cfg.Tools.Discovery) > 0 {
-		found, err := Discover(ctx, s.sandbox, cfg.Tools.Discovery, cfg.Workspace)
+		found, err := tools.Discover(ctx, s.sandbox, cfg.Tools.Discovery, cfg.Workspace)
 		if err != nil {
 			return nil, err
 		}
 		for _, t := range found {
-			if err := s.Registry.Register(SourceDiscovered, t); err != nil {
+			if err := s.Registry.Register(tools.SourceDiscovered, t); err != nil {
 				return nil, fmt.Errorf("discovered tool: %w", err)
 			}
 		}
@@ -141,9 +149,9 @@ func Open(ctx context.Context, cfg *config.Config, opts SystemOptions) (*System,
 	home, _ := os.UserHomeDir()
 	approver := opts.Approver
 	if approver == nil {
-		approver = DenyApprover{}
+		approver = tools.DenyApprover{}
 	}
-	s.Pipeline = NewPipeline(s.Registry, Options{
+	s.Pipeline = tools.NewPipeline(s.Registry, tools.Options{
 		Workspace:    cfg.Workspace,
 		Root:         s.root,
 		ReadOnlyDirs: roDirs,
@@ -151,14 +159,14 @@ func Open(ctx context.Context, cfg *config.Config, opts SystemOptions) (*System,
 		Home:         home,
 		Rules:        rules,
 		Mode:         mode,
-		Classify:     ClassifierFunc(classifier.FromConfig(cfg.Classifier)),
+		Classify:     tools.ClassifierFunc(classifier.FromConfig(cfg.Classifier)),
 		Approver:     approver,
 		Grants:       s.Grants,
 		Sandbox:      s.sandbox,
 		Jobs:         s.jobs,
 		Snapshots:    s.snaps,
 		Audit:        s.Audit,
-		Limits: Limits{
+		Limits: tools.Limits{
 			MaxOutputBytes: cfg.Tools.MaxOutputBytes,
 			DefaultTimeout: cfg.Sandbox.DefaultTimeout,
 			MaxTimeout:     cfg.Sandbox.MaxTimeout,
@@ -172,7 +180,7 @@ func Open(ctx context.Context, cfg *config.Config, opts SystemOptions) (*System,
 }
 
 // Close stops background jobs, the sandbox and the snapshot store.
-func (s *System) Close(ctx context.Context) error {
+func (s *Tools) Close(ctx context.Context) error {
 	var errs []error
 	if s.jobs != nil {
 		errs = append(errs, s.jobs.close(ctx))
@@ -221,12 +229,12 @@ func (l *lazySandbox) get(ctx context.Context) (sandbox.Runner, error) {
 	return r, nil
 }
 
-func (l *lazySandbox) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) {
+func (l *lazySandbox) Exec(ctx context.Context, req tools.ExecRequest) (tools.ExecResult, error) {
 	r, err := l.get(ctx)
 	if err != nil {
-		return ExecResult{}, sandboxErr(err)
+		return tools.ExecResult{}, tools.SandboxError(err)
 	}
-	return SandboxRunner{Runner: r}.Exec(ctx, req)
+	return tools.SandboxRunner{Runner: r}.Exec(ctx, req)
 }
 
 func (l *lazySandbox) close(ctx context.Context) error {
@@ -245,20 +253,20 @@ type lazyJobs struct {
 	table *sandbox.JobTable
 }
 
-func (l *lazyJobs) get(ctx context.Context) (SandboxJobs, error) {
+func (l *lazyJobs) get(ctx context.Context) (tools.SandboxJobs, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.table == nil {
 		r, err := l.sb.get(ctx)
 		if err != nil {
-			return SandboxJobs{}, sandboxErr(err)
+			return tools.SandboxJobs{}, tools.SandboxError(err)
 		}
 		l.table = sandbox.NewJobs(r)
 	}
-	return SandboxJobs{Jobs: l.table}, nil
+	return tools.SandboxJobs{Jobs: l.table}, nil
 }
 
-func (l *lazyJobs) Start(ctx context.Context, req ExecRequest) (string, error) {
+func (l *lazyJobs) Start(ctx context.Context, req tools.ExecRequest) (string, error) {
 	j, err := l.get(ctx)
 	if err != nil {
 		return "", err
@@ -266,18 +274,18 @@ func (l *lazyJobs) Start(ctx context.Context, req ExecRequest) (string, error) {
 	return j.Start(ctx, req)
 }
 
-func (l *lazyJobs) Read(ctx context.Context, id string) (JobStatus, error) {
+func (l *lazyJobs) Read(ctx context.Context, id string) (tools.JobStatus, error) {
 	j, err := l.get(ctx)
 	if err != nil {
-		return JobStatus{}, err
+		return tools.JobStatus{}, err
 	}
 	return j.Read(ctx, id)
 }
 
-func (l *lazyJobs) Kill(ctx context.Context, id string) (JobStatus, error) {
+func (l *lazyJobs) Kill(ctx context.Context, id string) (tools.JobStatus, error) {
 	j, err := l.get(ctx)
 	if err != nil {
-		return JobStatus{}, err
+		return tools.JobStatus{}, err
 	}
 	return j.Kill(ctx, id)
 }
@@ -299,7 +307,7 @@ type lazySnapshots struct {
 	store *snapshot.Store
 }
 
-func (l *lazySnapshots) Begin(ctx context.Context, info SnapshotInfo, scope Scope) (SnapshotCall, error) {
+func (l *lazySnapshots) Begin(ctx context.Context, info tools.SnapshotInfo, scope tools.Scope) (tools.SnapshotCall, error) {
 	l.mu.Lock()
 	if l.store == nil {
 		st, err := snapshot.Open(ctx, l.cfg.WorkspaceStateDir(), l.cfg.Workspace,
@@ -312,7 +320,7 @@ func (l *lazySnapshots) Begin(ctx context.Context, info SnapshotInfo, scope Scop
 	}
 	st := l.store
 	l.mu.Unlock()
-	return SnapshotStore{Store: st}.Begin(ctx, info, scope)
+	return tools.SnapshotStore{Store: st}.Begin(ctx, info, scope)
 }
 
 func (l *lazySnapshots) close() error {

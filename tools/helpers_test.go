@@ -1,0 +1,17 @@
+package tools
+
+import "reflect"
+
+func reflectTypeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
+
+func decodeRune(s string) (rune, int, bool) {
+	for i, r := range s {
+		if i == 0 {
+			if r == 0xFFFD {
+				return r, 1, false
+			}
+			return r, len(string(r)), true
+		}
+	}
+	return 0, 0, false
+}
