@@ -48,12 +48,12 @@ func clientPlan(e mcpEnv) []tsStep {
 		{"op": "call", "id": "approved", "name": "Bash", "args": map[string]any{"command": "touch approved.txt"}, "elicit": []string{"allow_once"}},
 		{"op": "call", "id": "denied", "name": "Bash", "args": map[string]any{"command": "touch denied.txt"}, "elicit": []string{"deny"}},
 		{"op": "call", "id": "bg", "name": "Bash", "args": map[string]any{"command": "sleep 1; echo bg-done", "run_in_background": true},
-			"capture": map[string]any{"bg": `(bash_[A-Za-z0-9_-]+|[A-Za-z0-9_-]*[0-9][A-Za-z0-9_-]*)`}},
-		{"op": "sleep", "ms": 2500},
-		{"op": "call", "id": "bashoutput", "name": "BashOutput", "args": map[string]any{"bash_id": "$bg"}},
+			"capture": map[string]any{"bg": `with ID: ([A-Za-z0-9_-]+)`}},
+		{"op": "call", "id": "bashoutput", "name": "BashOutput", "args": map[string]any{"bash_id": "$bg"}, "until": "bg-done", "tries": 40, "interval_ms": 500},
 		{"op": "call", "id": "bg2", "name": "Bash", "args": map[string]any{"command": "sleep 120", "run_in_background": true},
-			"capture": map[string]any{"bg2": `(bash_[A-Za-z0-9_-]+|[A-Za-z0-9_-]*[0-9][A-Za-z0-9_-]*)`}},
-		{"op": "call", "id": "kill", "name": "KillShell", "args": map[string]any{"shell_id": "$bg2"}},
+			"capture": map[string]any{"bg2": `with ID: ([A-Za-z0-9_-]+)`}},
+		{"op": "call", "id": "kill", "name": "KillShell", "args": map[string]any{"shell_id": "$bg2"}, "elicit": []string{"always_allow"}},
+		{"op": "call", "id": "kill2", "name": "KillShell", "args": map[string]any{"shell_id": "$bg2"}},
 		{"op": "call", "id": "history", "name": "History", "args": map[string]any{}},
 		{"op": "call", "id": "undo", "name": "Undo", "args": map[string]any{}},
 		{"op": "call", "id": "cancel", "name": "Bash", "args": map[string]any{"command": "sleep 61"}, "cancel_after_ms": 4000},
@@ -183,6 +183,14 @@ func checkClientResults(t *testing.T, e mcpEnv, r map[string]tsResult, cancelled
 		if !strings.Contains(msg, "touch") || !strings.Contains(msg, "class:") || m["answer"] != answer {
 			t.Errorf("%s: elicitation %v", id, m)
 		}
+	}
+	if el, _ := r["kill"]["elicitations"].([]any); len(el) != 1 {
+		t.Errorf("kill: %d elicitations, want 1", len(el))
+	}
+	// "Always allow" was granted for KillShell in this session: the second
+	// call is not asked about.
+	if el, _ := r["kill2"]["elicitations"].([]any); len(el) != 0 || r["kill2"].errorKind() == "permission_denied" {
+		t.Errorf("kill2 after always-allow: %d elicitations, kind %s: %s", len(el), r["kill2"].errorKind(), r["kill2"].text())
 	}
 	if !r["denied"].isError() || r["denied"].errorKind() != "permission_denied" {
 		t.Errorf("denied: %v (kind %s)", r["denied"], r["denied"].errorKind())

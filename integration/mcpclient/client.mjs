@@ -136,9 +136,19 @@ try {
         results.push({ op: 'validate', schemas: validateSchemas(res.tools) });
         break;
       }
-      case 'call':
-        results.push({ op: 'call', name: step.name, ...(await call(step)) });
+      case 'call': {
+        // With "until", the call is repeated (every interval_ms, at most
+        // tries times) until its text contains that string.
+        let r = await call(step);
+        for (let i = 1; step.until && i < (step.tries || 20); i++) {
+          const text = (r.content || []).filter((c) => c.type === 'text').map((c) => c.text).join('');
+          if (text.includes(step.until)) break;
+          await new Promise((res) => setTimeout(res, step.interval_ms || 500));
+          r = await call(step);
+        }
+        results.push({ op: 'call', name: step.name, ...r });
         break;
+      }
       case 'sleep':
         await new Promise((r) => setTimeout(r, step.ms));
         results.push({ op: 'sleep' });
