@@ -98,6 +98,7 @@ func (s *Store) putStream(r io.Reader) (string, int64, error) {
 // installBlob closes f and renames it to blob h. Durability comes from the
 // syncfs done before the entry that references it is committed.
 func (s *Store) installBlob(f *os.File, h string) error {
+	s.dirty.Store(true)
 	name := f.Name()
 	if err := f.Close(); err != nil {
 		os.Remove(name)

@@ -138,8 +138,10 @@ func (s *Store) begin(ctx context.Context, info CallInfo, rel string) (*Call, er
 			return fail(err)
 		}
 		s.hook("begin-scanned")
-		if err := s.saveIndex(pre); err != nil {
-			return fail(err)
+		if pre != old {
+			if _, err := s.saveIndex(pre); err != nil {
+				return fail(err)
+			}
 		}
 		c.pre = pre
 	} else {
@@ -253,8 +255,8 @@ func (s *Store) finishCall(ctx context.Context, rec *pendingRec, pre *index, int
 	if err := s.commitEntry(e); err != nil {
 		return Entry{}, err
 	}
-	if post != nil {
-		if err := s.saveIndex(post); err != nil {
+	if post != nil && post != pre {
+		if _, err := s.saveIndex(post); err != nil {
 			s.opts.log.Warn("snapshot: saving manifest", "err", err)
 		}
 	}
@@ -280,6 +282,8 @@ func (c *Call) Abort(ctx context.Context) error {
 func (s *Store) recover(ctx context.Context) error {
 	if des, err := os.ReadDir(s.path("tmp")); err == nil {
 		for _, de := range des {
+			// A dead writer: the blobs it installed may not be durable yet.
+			s.dirty.Store(true)
 			os.Remove(s.path("tmp", de.Name()))
 		}
 	}
@@ -295,6 +299,9 @@ func (s *Store) recover(ctx context.Context) error {
 	ids, err := s.ids("pending")
 	if err != nil {
 		return err
+	}
+	if len(ids) > 0 {
+		s.dirty.Store(true)
 	}
 	for _, id := range ids {
 		data, err := os.ReadFile(s.path("pending", id+".json"))

@@ -212,20 +212,41 @@ func (s *Store) loadIndex() (*index, error) {
 		s.opts.log.Warn("snapshot: ignoring damaged manifest", "err", err)
 		return newIndex(), nil
 	}
+	sum := sha256.Sum256(data)
 	s.mu.Lock()
-	s.idx, s.idxID = ix, id
+	s.idx, s.idxID, s.idxHash = ix, id, hex.EncodeToString(sum[:])
 	s.mu.Unlock()
 	return ix, nil
 }
 
 // saveIndex writes the manifest atomically and caches it.
-func (s *Store) saveIndex(ix *index) error {
+func (s *Store) saveIndex(ix *index) (string, error) {
+	enc := ix.encode()
+	if err := s.writeIndex(ix, enc); err != nil {
+		return "", err
+	}
+	return s.manifestHash(ix), nil
+}
+
+// writeIndex writes enc, the encoding of ix, as the current manifest.
+func (s *Store) writeIndex(ix *index, enc []byte) error {
 	name := s.path("index")
-	if err := writeFileAtomic(name, ix.encode(), 0o600); err != nil {
+	if err := writeFileAtomic(name, enc, 0o600); err != nil {
 		return fmt.Errorf("snapshot: saving manifest: %w", err)
 	}
+	sum := sha256.Sum256(enc)
 	s.mu.Lock()
-	s.idx, s.idxID = ix, statID(name)
+	s.idx, s.idxID, s.idxHash = ix, statID(name), hex.EncodeToString(sum[:])
 	s.mu.Unlock()
 	return nil
+}
+
+// manifestHash is the hash of ix's encoding if ix is the cached manifest.
+func (s *Store) manifestHash(ix *index) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.idx == ix {
+		return s.idxHash
+	}
+	return ""
 }

@@ -31,23 +31,6 @@ func fsMode(m uint32) fs.FileMode {
 	return mode
 }
 
-func typeOfInfo(fi fs.FileInfo) Type {
-	switch m := fi.Mode(); {
-	case m.IsRegular():
-		return TypeFile
-	case m.IsDir():
-		return TypeDir
-	case m&fs.ModeSymlink != 0:
-		return TypeSymlink
-	case m&fs.ModeNamedPipe != 0:
-		return TypeFIFO
-	case m&fs.ModeSocket != 0:
-		return TypeSocket
-	default:
-		return TypeDevice
-	}
-}
-
 // planItem sets Path to Target (nil: absent).
 type planItem struct {
 	Path   string
@@ -86,35 +69,40 @@ func (s *Store) checkRestorable(items []planItem) error {
 // apply makes every path of the plan match its target, through os.Root so
 // that nothing outside the workspace is touched. It is idempotent. With
 // force, a directory in the way is removed with whatever it holds, and a
-// non-directory where a parent directory must be is removed.
-func (s *Store) apply(ctx context.Context, id string, items []planItem, force bool) error {
+// non-directory where a parent directory must be is removed. It returns
+// the state it left for the paths it wrote (files, symlinks; nil for
+// removed ones), so that callers need not read them back.
+func (s *Store) apply(ctx context.Context, id string, items []planItem, force bool) (map[string]*ientry, error) {
 	root, err := os.OpenRoot(s.workspace)
 	if err != nil {
-		return fmt.Errorf("snapshot: %w", err)
+		return nil, fmt.Errorf("snapshot: %w", err)
 	}
 	defer root.Close()
 	rootfd, err := s.openRoot()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer unix.Close(rootfd)
+	after := map[string]*ientry{}
 	idx := map[string]int{}
 	for i, it := range items {
 		idx[it.Path] = i
 		root.Remove(tmpName(it.Path, id, i)) // leftovers of an interrupted run
 	}
+	absent := map[string]bool{}
 	// 1. Remove what is in the way, deepest first.
 	desc := append([]planItem(nil), items...)
 	sort.Slice(desc, func(i, j int) bool { return desc[i].Path > desc[j].Path })
 	for _, it := range desc {
 		if err := ctx.Err(); err != nil {
-			return err
+			return after, err
 		}
 		cur, err := lstatBeneath(rootfd, it.Path)
 		if err != nil {
-			return fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
+			return after, fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
 		}
 		if cur == "" {
+			absent[it.Path] = true
 			continue // absent, or under a symlink or non-directory that goes first
 		}
 		if it.Target != nil && cur == it.Target.Type && (cur == TypeDir || cur == TypeFile) {
@@ -126,13 +114,48 @@ func (s *Store) apply(ctx context.Context, id string, items []planItem, force bo
 		}
 		if err := rm(it.Path); err != nil {
 			if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
-				return fmt.Errorf("snapshot: restore %s: directory holds paths that were never recorded (excluded?); remove them first: %w", quotePath(it.Path), err)
+				return after, fmt.Errorf("snapshot: restore %s: directory holds paths that were never recorded (excluded?); remove them first: %w", quotePath(it.Path), err)
 			}
-			return fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
+			return after, fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
+		}
+		absent[it.Path] = true
+		if it.Target == nil {
+			after[it.Path] = nil
 		}
 		s.hook("apply-removed")
 	}
-	// 2. Create, shallowest first.
+	// 2. Create, shallowest first, through one sub-root per directory.
+	dirs := map[string]*os.Root{"": root}
+	defer func() {
+		for d, r := range dirs {
+			if d != "" {
+				r.Close()
+			}
+		}
+	}()
+	openDir := func(dir string) (*os.Root, error) {
+		if r, ok := dirs[dir]; ok {
+			return r, nil
+		}
+		r, err := root.OpenRoot(dir)
+		if err != nil {
+			if force {
+				if err := clearAncestors(root, rootfd, dir); err != nil {
+					return nil, err
+				}
+			}
+			if err := root.MkdirAll(dir, 0o755); err != nil {
+				return nil, err
+			}
+			r, err = root.OpenRoot(dir)
+		}
+		if err != nil {
+			return nil, err
+		}
+		dirs[dir] = r
+		return r, nil
+	}
+	buf := make([]byte, 1<<20)
 	asc := append([]planItem(nil), items...)
 	sort.Slice(asc, func(i, j int) bool { return asc[i].Path < asc[j].Path })
 	for _, it := range asc {
@@ -140,52 +163,57 @@ func (s *Store) apply(ctx context.Context, id string, items []planItem, force bo
 			continue
 		}
 		if err := ctx.Err(); err != nil {
-			return err
+			return after, err
 		}
-		if dir, _ := splitRel(it.Path); dir != "" {
-			if force {
-				if err := clearAncestors(root, rootfd, dir); err != nil {
-					return fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
-				}
-			}
-			if err := root.MkdirAll(dir, 0o755); err != nil {
-				return fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
-			}
+		dir, base := splitRel(it.Path)
+		d, err := openDir(dir)
+		if err != nil {
+			return after, fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
 		}
-		tmp := tmpName(it.Path, id, idx[it.Path])
+		_, tmp := splitRel(tmpName(it.Path, id, idx[it.Path]))
 		t := it.Target
+		var made *ientry
 		switch t.Type {
 		case TypeDir:
-			if err := root.Mkdir(it.Path, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-				return fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
+			if err := d.Mkdir(base, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+				return after, fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
 			}
 		case TypeFile:
-			if err := s.writeBlobTo(root, tmp, t); err != nil {
-				root.Remove(tmp)
-				return fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
+			name := tmp
+			if absent[it.Path] {
+				name = base // nothing to replace: write in place
 			}
-			if err := root.Rename(tmp, it.Path); err != nil {
-				root.Remove(tmp)
-				return fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
+			made, err = s.writeBlobTo(d, name, t, buf)
+			if err != nil {
+				d.Remove(name)
+				return after, fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
 			}
-		case TypeSymlink:
-			if err := root.Symlink(t.Link, tmp); err != nil {
-				return fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
+			if name != base {
+				if err := d.Rename(tmp, base); err != nil {
+					d.Remove(tmp)
+					return after, fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
+				}
+				made = nil // rename changes ctime: read it back later
 			}
-			if err := root.Rename(tmp, it.Path); err != nil {
-				root.Remove(tmp)
-				return fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
+		case TypeSymlink, TypeFIFO:
+			var err error
+			if t.Type == TypeSymlink {
+				err = d.Symlink(t.Link, tmp)
+			} else {
+				err = mkfifoIn(d, tmp, t.Mode)
 			}
-		case TypeFIFO:
-			if err := mkfifoIn(root, tmp, t.Mode); err != nil {
-				return fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
+			if err != nil {
+				return after, fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
 			}
-			if err := root.Rename(tmp, it.Path); err != nil {
-				root.Remove(tmp)
-				return fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
+			if err := d.Rename(tmp, base); err != nil {
+				d.Remove(tmp)
+				return after, fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
 			}
 		default:
-			return fmt.Errorf("snapshot: %s: a %s cannot be restored", quotePath(it.Path), t.Type)
+			return after, fmt.Errorf("snapshot: %s: a %s cannot be restored", quotePath(it.Path), t.Type)
+		}
+		if made != nil {
+			after[it.Path] = made
 		}
 		s.hook("apply-created")
 	}
@@ -194,11 +222,11 @@ func (s *Store) apply(ctx context.Context, id string, items []planItem, force bo
 	for _, it := range desc {
 		if it.Target != nil && it.Target.Type == TypeDir {
 			if err := root.Chmod(it.Path, fsMode(it.Target.Mode)); err != nil {
-				return fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
+				return after, fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
 			}
 		}
 	}
-	return nil
+	return after, nil
 }
 
 // clearAncestors removes any non-directory among the ancestors of dir.
@@ -247,32 +275,37 @@ func lstatBeneath(rootfd int, rel string) (Type, error) {
 	return entryFromStat(&st).Type, nil
 }
 
-// writeBlobTo streams blob t.Hash into a new file name under root,
-// verifying the content, and gives it t's mode.
-func (s *Store) writeBlobTo(root *os.Root, name string, t *Node) error {
+// writeBlobTo streams blob t.Hash into a new file name under dir,
+// verifying the content, gives it t's mode, and returns its state.
+func (s *Store) writeBlobTo(dir *os.Root, name string, t *Node, buf []byte) (*ientry, error) {
 	src, err := s.openBlob(t.Hash)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer src.Close()
-	dst, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	dst, err := dir.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	defer dst.Close()
 	vw := &verifyingWriter{w: dst, h: sha256.New()}
-	if _, err := io.Copy(vw, src); err != nil {
-		dst.Close()
-		return err
+	if _, err := io.CopyBuffer(vw, src, buf); err != nil {
+		return nil, err
 	}
 	if got := hex.EncodeToString(vw.h.Sum(nil)); got != t.Hash {
-		dst.Close()
-		return fmt.Errorf("blob %s: content does not match its hash: %w", t.Hash[:12], ErrCorrupt)
+		return nil, fmt.Errorf("blob %s: content does not match its hash: %w", t.Hash[:12], ErrCorrupt)
 	}
 	if err := dst.Chmod(fsMode(t.Mode)); err != nil {
-		dst.Close()
-		return err
+		return nil, err
 	}
-	return dst.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(dst.Fd()), &st); err != nil {
+		return nil, err
+	}
+	e := entryFromStat(&st)
+	e.Hash = t.Hash
+	e.racy = true // written just now
+	return e, dst.Close()
 }
 
 // mkfifoIn makes a FIFO at name, through a directory opened in root.

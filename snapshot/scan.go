@@ -9,6 +9,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -135,6 +136,8 @@ type scanner struct {
 	old    *index
 	racyAt int64 // mtimes at or after this (unix ns) are racy
 	buf    []byte
+	// changed is set when any entry differs from old.
+	changed *atomic.Bool
 }
 
 // fill completes e (the entry at dirfd/name, path rel): reads a link,
@@ -211,8 +214,16 @@ func withRacy(e *ientry, racyAt int64) *ientry {
 	return e
 }
 
+// entryEqual reports whether two entries are identical, stat fields
+// included.
+func entryEqual(a, b *ientry) bool {
+	return a != nil && b != nil && a.Type == b.Type && a.Mode == b.Mode && a.Size == b.Size && a.MTime.Equal(b.MTime) &&
+		a.Hash == b.Hash && a.Link == b.Link && a.Unreadable == b.Unreadable && a.ino == b.ino && a.ctime == b.ctime && a.racy == b.racy
+}
+
 // scan walks the whole workspace and returns its manifest, storing blobs
-// of every file whose stat differs from old.
+// of every file whose stat differs from old. When nothing at all differs it
+// returns old itself, so callers can skip rewriting it.
 func (s *Store) scan(ctx context.Context, old *index) (*index, error) {
 	rootfd, err := s.openRoot()
 	if err != nil {
@@ -229,10 +240,11 @@ func (s *Store) scan(ctx context.Context, old *index) (*index, error) {
 		active  int
 		firstEr error
 		result  = newIndex()
+		changed atomic.Bool
 	)
 	result.entries = make(map[string]*ientry, len(old.entries)+16)
 	worker := func() {
-		sc := &scanner{s: s, rootfd: rootfd, old: old, racyAt: racyAt, buf: make([]byte, 64<<10)}
+		sc := &scanner{s: s, rootfd: rootfd, old: old, racyAt: racyAt, buf: make([]byte, 64<<10), changed: &changed}
 		local := map[string]*ientry{}
 		defer func() {
 			mu.Lock()
@@ -277,6 +289,9 @@ func (s *Store) scan(ctx context.Context, old *index) (*index, error) {
 	if firstEr != nil {
 		return nil, firstEr
 	}
+	if !changed.Load() && len(result.entries) == len(old.entries) {
+		return old, nil
+	}
 	return result, nil
 }
 
@@ -319,6 +334,9 @@ func (sc *scanner) scanDir(ctx context.Context, dir string, out map[string]*ient
 				continue
 			}
 			out[rel] = e
+			if sc.changed != nil && !entryEqual(sc.old.entries[rel], e) {
+				sc.changed.Store(true)
+			}
 			if e.Type == TypeDir {
 				subdirs = append(subdirs, rel)
 			}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -25,6 +26,11 @@ type Store struct {
 	mu    sync.Mutex // guards idx between operations of this process
 	idx   *index     // cached manifest of the last scan, nil until loaded
 	idxID fileID     // identity of the index file idx was read from
+	// idxHash is the SHA-256 of idx's encoding (its manifest blob name).
+	idxHash string
+
+	// dirty is set when a blob was written since the last sync.
+	dirty atomic.Bool
 }
 
 type options struct {
@@ -165,12 +171,16 @@ func (s *Store) lock(ctx context.Context) (func(), error) {
 // syncStore makes everything written to the store so far durable: one
 // syncfs instead of an fsync per blob.
 func (s *Store) syncStore() error {
+	if !s.dirty.Swap(false) {
+		return nil
+	}
 	f, err := os.Open(s.dir)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	if err := unix.Syncfs(int(f.Fd())); err != nil {
+		s.dirty.Store(true)
 		return fmt.Errorf("snapshot: syncfs: %w", err)
 	}
 	return nil

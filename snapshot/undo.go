@@ -38,10 +38,14 @@ func (s *Store) Undo(ctx context.Context, id string, force bool, info CallInfo) 
 	if err != nil {
 		return Entry{}, err
 	}
+	ix, err := s.loadIndex()
+	if err != nil {
+		return Entry{}, err
+	}
 	var plan []diskChange
 	var conflicts []Conflict
 	for _, ch := range target.Changes {
-		cur, err := s.statPath(rootfd, ch.Path, nil)
+		cur, err := s.statPath(rootfd, ch.Path, ix.entries[ch.Path])
 		if err != nil {
 			return Entry{}, err
 		}
@@ -286,7 +290,7 @@ func planItems(plan []diskChange) []planItem {
 // applyAndCommit applies a pending restore plan (again, after a crash) and
 // journals what it changed.
 func (s *Store) applyAndCommit(ctx context.Context, rec *pendingRec, interrupted bool) (Entry, error) {
-	applyErr := s.apply(ctx, rec.ID, planItems(rec.Plan), rec.Force)
+	written, applyErr := s.apply(ctx, rec.ID, planItems(rec.Plan), rec.Force)
 	if applyErr != nil && ctx.Err() != nil {
 		return Entry{}, applyErr // stays pending; completed at the next lock
 	}
@@ -309,9 +313,12 @@ func (s *Store) applyAndCommit(ctx context.Context, rec *pendingRec, interrupted
 	post := ix.clone()
 	for _, d := range rec.Plan {
 		p := string(d.Path)
-		after, err := s.statPath(rootfd, p, nil)
-		if err != nil {
-			return Entry{}, err
+		after, known := written[p]
+		if !known {
+			var err error
+			if after, err = s.statPath(rootfd, p, ix.entries[p]); err != nil {
+				return Entry{}, err
+			}
 		}
 		if after == nil {
 			delete(post.entries, p)
@@ -326,7 +333,7 @@ func (s *Store) applyAndCommit(ctx context.Context, rec *pendingRec, interrupted
 		return Entry{}, err
 	}
 	if len(ix.entries) > 0 {
-		if err := s.saveIndex(post); err != nil {
+		if _, err := s.saveIndex(post); err != nil {
 			s.opts.log.Warn("snapshot: saving manifest", "err", err)
 		}
 	}
@@ -369,9 +376,19 @@ func (s *Store) Checkpoint(ctx context.Context, message string, info CallInfo) (
 		return Entry{}, err
 	}
 	s.hook("checkpoint-scanned")
-	h, _, err := s.putBytes(cur.encode())
-	if err != nil {
-		return Entry{}, err
+	var h string
+	if cur == old && s.manifestHash(old) != "" && s.hasBlob(s.manifestHash(old)) {
+		h = s.manifestHash(old)
+	} else {
+		enc := cur.encode()
+		if h, _, err = s.putBytes(enc); err != nil {
+			return Entry{}, err
+		}
+		if cur != old {
+			if err := s.writeIndex(cur, enc); err != nil {
+				return Entry{}, err
+			}
+		}
 	}
 	e := Entry{ID: id, Time: s.opts.now().UTC(), CallInfo: info, Kind: KindCheckpoint, Manifest: h}
 	if len(old.entries) > 0 {
@@ -381,9 +398,6 @@ func (s *Store) Checkpoint(ctx context.Context, message string, info CallInfo) (
 	}
 	if err := s.commitEntry(e); err != nil {
 		return Entry{}, err
-	}
-	if err := s.saveIndex(cur); err != nil {
-		s.opts.log.Warn("snapshot: saving manifest", "err", err)
 	}
 	return e, nil
 }

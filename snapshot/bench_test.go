@@ -1,0 +1,72 @@
+package snapshot_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/agentbox/agentbox/snapshot"
+)
+
+// goSrcCopy copies $(go env GOROOT)/src into a temp dir once per benchmark.
+func goSrcCopy(b *testing.B) string {
+	b.Helper()
+	dir := filepath.Join(b.TempDir(), "src")
+	if out, err := exec.Command("cp", "-a", filepath.Join(runtime.GOROOT(), "src"), dir).CombinedOutput(); err != nil {
+		b.Fatalf("copy: %v %s", err, out)
+	}
+	return dir
+}
+
+// BenchmarkCheckpointNoChange measures a checkpoint of an unchanged Go
+// source tree (the stat-cache path). `agentbox bench snapshot` compares
+// the same operations with git.
+func BenchmarkCheckpointNoChange(b *testing.B) {
+	ws := goSrcCopy(b)
+	ctx := context.Background()
+	st, err := snapshot.Open(ctx, filepath.Join(filepath.Dir(ws), "state"), ws)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := st.Checkpoint(ctx, "first", snapshot.CallInfo{}); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := st.Checkpoint(ctx, "again", snapshot.CallInfo{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCallOneChange measures a whole-workspace call that changes one
+// file: scan before, change, scan after, journal.
+func BenchmarkCallOneChange(b *testing.B) {
+	ws := goSrcCopy(b)
+	ctx := context.Background()
+	st, err := snapshot.Open(ctx, filepath.Join(filepath.Dir(ws), "state"), ws)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := st.Checkpoint(ctx, "first", snapshot.CallInfo{}); err != nil {
+		b.Fatal(err)
+	}
+	target := filepath.Join(ws, "fmt", "print.go")
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		c, err := st.Begin(ctx, snapshot.CallInfo{Tool: "Bash"}, snapshot.Whole())
+		if err != nil {
+			b.Fatal(err)
+		}
+		f, _ := os.OpenFile(target, os.O_APPEND|os.O_WRONLY, 0)
+		f.WriteString(strings.Repeat("x", i%7+1) + "\n")
+		f.Close()
+		if _, err := c.Finish(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
