@@ -434,6 +434,11 @@ var classifyTests = []struct {
 	{"awk 'BEGIN{f=\"sys\" \"tem\"; @f(\"id\")}'", dg},
 	{"bash -c $'ls\\rrm x'", dg},
 	{"git log --ou=x", dg},
+	{"rm -rf ${HOME:?}/", fb},
+	{"rm -rf \"${HOME%/}\"/*", fb},
+	{"find / -exec rm -rf {} +", fb},
+	{"find ~ -type f -exec shred {} \\;", fb},
+	{"find . -exec rm {} +", dg},
 }
 
 func TestClassify(t *testing.T) {

@@ -90,6 +90,10 @@ func sensitivePath(s string) bool {
 	}
 }
 
+func isNameByte(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
 var systemDirs = map[string]bool{
 	"/bin": true, "/boot": true, "/dev": true, "/etc": true, "/home": true, "/lib": true,
 	"/lib32": true, "/lib64": true, "/libx32": true, "/opt": true, "/proc": true, "/root": true,
@@ -108,6 +112,12 @@ func protectedPath(f field) (string, bool) {
 	if f.dynamic {
 		// Only $HOME and friends are recognisable.
 		r := strings.Trim(f.raw, `"'`)
+		// ${HOME:?}, ${HOME%/} and friends are still $HOME.
+		if rest, ok := strings.CutPrefix(r, "${HOME"); ok && rest != "" && !isNameByte(rest[0]) {
+			if k := strings.IndexByte(rest, '}'); k >= 0 {
+				r = "$HOME" + rest[k+1:]
+			}
+		}
 		for _, h := range []string{"$HOME", "${HOME}", "~"} {
 			if rest, ok := strings.CutPrefix(r, h); ok {
 				rest = strings.Trim(rest, `"'`)

@@ -1,8 +1,10 @@
 package classifier
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -17,6 +19,9 @@ func FuzzClassify(f *testing.F) {
 		f.Add(tt.cmd)
 	}
 	f.Fuzz(func(t *testing.T, cmd string) {
+		// A slow input crashes the worker, so the fuzzer keeps it.
+		timer := time.AfterFunc(10*time.Second, func() { panic(fmt.Sprintf("Classify(%q) took more than 10s", cmd)) })
+		defer timer.Stop()
 		v := Classify(cmd)
 		switch v.Class {
 		case ReadOnly, Dangerous, Forbidden:

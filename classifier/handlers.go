@@ -57,6 +57,18 @@ func hFind(a *analyzer, c *call) {
 			}
 			if len(inner) > 0 {
 				a.judge(&call{args: inner, text: c.text, off: c.off, stmt: c.stmt, depth: c.depth + 1})
+				prog := inner[0].val
+				if k := strings.LastIndexByte(prog, '/'); k >= 0 {
+					prog = prog[k+1:]
+				}
+				switch prog {
+				case "rm", "shred", "unlink", "chmod", "chown", "chgrp", "truncate":
+					for _, p := range paths {
+						if what, ok := protectedPath(p); ok {
+							a.flag(c, i, Forbidden, "wipe.protected", "runs "+prog+" on everything under "+what)
+						}
+					}
+				}
 			}
 			i = j
 		case "-delete":

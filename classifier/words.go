@@ -87,9 +87,11 @@ func braceCount(w *syntax.Word) int {
 				yi, e2 := strconv.Atoi(y)
 				switch {
 				case e1 == nil && e2 == nil:
-					k = max(xi-yi, yi-xi) + 1
-					if k < 0 {
+					const lim = 1 << 20
+					if xi > lim || xi < -lim || yi > lim || yi < -lim {
 						k = maxBraceFields + 1
+					} else {
+						k = max(xi-yi, yi-xi) + 1
 					}
 				case len(x) == 1 && len(y) == 1:
 					k = 64
@@ -236,6 +238,7 @@ func (a *analyzer) evalInto(sb *strings.Builder, f *field, parts []syntax.WordPa
 // globIndex returns the index of the first unescaped glob metacharacter
 // in an unquoted literal, or -1. A '[' counts only when a ']' follows.
 func globIndex(s string) int {
+	lastClose := strings.LastIndexByte(s, ']')
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
 		case '\\':
@@ -243,7 +246,7 @@ func globIndex(s string) int {
 		case '*', '?':
 			return i
 		case '[':
-			if strings.IndexByte(s[i+1:], ']') >= 0 {
+			if i < lastClose {
 				return i
 			}
 		}
