@@ -9,8 +9,9 @@ import (
 // MCP is the "mcp" section: how `agentbox mcp` serves the tools to an MCP
 // client (stdio by default, streamable HTTP with --http).
 type MCP struct {
-	// HTTPAddr is the listen address used by `agentbox mcp --http` when the
-	// flag is given without a value. Loopback unless a bearer token is set.
+	// HTTPAddr, when set, makes `agentbox mcp` serve streamable HTTP on this
+	// address instead of stdio (--http ADDR overrides it). Loopback unless a
+	// bearer token is set. Empty: stdio.
 	HTTPAddr string `mapstructure:"http_addr" yaml:"http_addr"`
 	// BearerToken, when set, is required as "Authorization: Bearer TOKEN" on
 	// every HTTP request. It is mandatory for a non-loopback address. Prefer
@@ -42,7 +43,6 @@ type MCP struct {
 
 func defaultMCP() MCP {
 	return MCP{
-		HTTPAddr:           "127.0.0.1:8787",
 		Elicit:             true,
 		NonInteractive:     "deny",
 		ApprovalTimeout:    5 * time.Minute,

@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/sandbox/engine"
+	mcpserver "github.com/agentbox/agentbox/tools/mcp"
 )
 
 func init() { register(newDoctorCmd) }
@@ -184,9 +185,15 @@ func checkWorkspace(cfg *config.Config) check {
 func checkMCP(cfg *config.Config) check {
 	c := check{Name: "mcp", Status: statusOK}
 	if cfg.MCP.BearerToken == "" {
-		c.Detail = fmt.Sprintf("stdio ready; HTTP only on loopback (%s) until a bearer token is set", cfg.MCP.HTTPAddr)
+		c.Detail = "stdio ready; HTTP only on loopback until a bearer token is set"
 	} else {
 		c.Detail = "stdio ready; HTTP requires the configured bearer token"
+	}
+	if cfg.MCP.HTTPAddr != "" {
+		if err := mcpserver.CheckListen(cfg.MCP.HTTPAddr, cfg.MCP.BearerToken); err != nil {
+			c.Status, c.Detail, c.Fix = statusFail, err.Error(), "set mcp.bearer_token (or AGENTBOX_MCP_BEARER_TOKEN) or listen on 127.0.0.1"
+			return c
+		}
 	}
 	if cfg.MCP.NonInteractive == "allow" {
 		c.Status = statusWarn

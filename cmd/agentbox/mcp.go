@@ -32,7 +32,7 @@ func init() { register(newMCPCmd) }
 func newMCPCmd(a *app) *cobra.Command {
 	var httpAddr string
 	cmd := &cobra.Command{
-		Use:   "mcp [--http [ADDR]]",
+		Use:   "mcp [--http ADDR]",
 		Short: "Serve the tools to an MCP client (stdio, or streamable HTTP with --http)",
 		Long: `mcp serves agentbox's tools to an MCP client: over stdin/stdout by
 default (one session), or over streamable HTTP with --http (many sessions;
@@ -49,7 +49,7 @@ its own working directory, read tracker, grants and background jobs.`,
 			if err != nil {
 				return err
 			}
-			if cmd.Flags().Changed("http") && httpAddr == "" {
+			if !cmd.Flags().Changed("http") {
 				httpAddr = cfg.MCP.HTTPAddr
 			}
 			if httpAddr != "" {
@@ -63,8 +63,7 @@ its own working directory, read tracker, grants and background jobs.`,
 			return serveMCP(ctx, cfg, log, httpAddr)
 		},
 	}
-	cmd.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP on ADDR (default mcp.http_addr, 127.0.0.1:8787)")
-	cmd.Flags().Lookup("http").NoOptDefVal = ""
+	cmd.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP on ADDR (e.g. 127.0.0.1:8787) instead of stdio (default: mcp.http_addr)")
 	return cmd
 }
 
