@@ -478,6 +478,10 @@ func (a *analyzer) paramExp(p *syntax.ParamExp) {
 	if p.Param != nil {
 		name = p.Param.Value
 	}
+	if p.Param != nil && (name == "?" || name == "#" || name == "$" || name == "!") && p.Index == nil &&
+		p.Exp == nil && p.Repl == nil && p.Slice == nil && !p.Excl && !p.Length && p.Names == 0 {
+		return // a number the shell itself sets
+	}
 	msg := "expands $" + name + ", whose value is only known at run time"
 	if p.Excl {
 		msg = "indirect expansion ${!" + name + "}: the value is only known at run time"

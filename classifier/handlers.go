@@ -623,9 +623,15 @@ func (a *analyzer) awkProgram(c *call, i int) {
 		a.flag(c, i, Dangerous, "awk.program", "the awk program is only known at run time")
 		return
 	}
-	for _, bad := range []string{"system", "|", ">", "getline", "@", "close", "fflush", "ENVIRON", "PROCINFO"} {
-		if strings.Contains(f.val, bad) {
-			a.flag(c, i, Dangerous, "awk.program", "the awk program uses "+bad+", which can run commands or write files")
+	bad := []string{"system", "getline", "@", "close", "fflush", "ENVIRON", "PROCINFO"}
+	if strings.Contains(f.val, "print") {
+		// After print or printf, > and | redirect output to a file or
+		// a command; elsewhere they are comparisons and logical or.
+		bad = append(bad, ">", "|")
+	}
+	for _, b := range bad {
+		if strings.Contains(f.val, b) {
+			a.flag(c, i, Dangerous, "awk.program", "the awk program uses "+b+", which can run commands or write files")
 			return
 		}
 	}
