@@ -40,7 +40,7 @@ type warm struct {
 // containerSpec builds the hardened create request. Everything that
 // varies per command travels in the request frame instead, so the same
 // spec serves every warm container of a workspace.
-func (r *Runner) containerSpec(mounts []mount.Mount, name string) (*container.Config, *container.HostConfig) {
+func (r *Runner) containerSpec(mounts []mount.Mount) (*container.Config, *container.HostConfig) {
 	c := r.cfg
 	cfg := &container.Config{
 		Image:           r.image,
@@ -81,7 +81,6 @@ func (r *Runner) containerSpec(mounts []mount.Mount, name string) (*container.Co
 			},
 		},
 	}
-	_ = name
 	return cfg, host
 }
 
@@ -96,7 +95,7 @@ func (r *Runner) start(ctx context.Context) (w *warm, err error) {
 		return nil, err
 	}
 	name := fmt.Sprintf("agentbox-%s-%d", r.id[:8], seq.Add(1))
-	cfg, host := r.containerSpec(mounts, name)
+	cfg, host := r.containerSpec(mounts)
 	created, err := r.cli.ContainerCreate(ctx, cfg, host, nil, nil, name)
 	if err != nil {
 		return nil, fmt.Errorf("%w: creating container: %v", sandbox.ErrUnavailable, err)
@@ -181,9 +180,6 @@ func (d *demux) Read(p []byte) (int, error) {
 	for d.remain == 0 {
 		var h [8]byte
 		if _, err := io.ReadFull(d.r, h[:]); err != nil {
-			if err == io.ErrUnexpectedEOF {
-				return 0, err
-			}
 			return 0, err
 		}
 		n := int(binary.BigEndian.Uint32(h[4:]))

@@ -129,7 +129,7 @@ func TestProtectedPaths(t *testing.T) {
 
 func TestContainerSpecHardening(t *testing.T) {
 	r := testRunner(t, t.TempDir())
-	cfg, host := r.containerSpec(nil, "n")
+	cfg, host := r.containerSpec(nil)
 	switch {
 	case !host.ReadonlyRootfs, host.NetworkMode != "none", !cfg.NetworkDisabled,
 		!slices.Equal(host.CapDrop, []string{"ALL"}), !slices.Contains(host.SecurityOpt, "no-new-privileges"),

@@ -150,7 +150,7 @@ func (r *Runner) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, er
 	if ins, err := r.cli.ContainerInspect(ictx, w.id); err == nil && ins.State != nil && !ins.State.Running {
 		res.ExitCode, res.OOMKilled = ins.State.ExitCode, ins.State.OOMKilled
 		if res.ExitCode > 128 {
-			res.Signal = initproc.SignalName(syscallSignal(res.ExitCode - 128))
+			res.Signal = initproc.SignalName(syscall.Signal(res.ExitCode - 128))
 		}
 		if res.OOMKilled {
 			return res, nil
@@ -221,5 +221,3 @@ func (r *Runner) release(w *warm) {
 	w.conn.Close()
 	r.remove(w.id)
 }
-
-func syscallSignal(n int) syscall.Signal { return syscall.Signal(n) }

@@ -2,7 +2,6 @@ package initproc
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,7 +51,7 @@ func Main(in io.Reader, out io.Writer, diag io.Writer) int {
 		fw.last(Fatal, []byte("decoding request: "+err.Error()))
 		return 1
 	}
-	st := run(context.Background(), req, fw, bashErr == nil)
+	st := run(req, fw, bashErr == nil)
 	b, _ := json.Marshal(st)
 	if err := fw.last(Exit, b); err != nil {
 		fmt.Fprintln(diag, "agentbox init: exit:", err)
@@ -101,7 +100,7 @@ func lookPath(name string, env []string) string {
 	return name
 }
 
-func run(ctx context.Context, req Req, fw *frameWriter, bash bool) Status {
+func run(req Req, fw *frameWriter, bash bool) Status {
 	cmd, shell := command(req, bash)
 	cmd.Env = req.Env
 	cmd.Dir = req.Workdir
@@ -169,7 +168,6 @@ func run(ctx context.Context, req Req, fw *frameWriter, bash bool) Status {
 		defer t.Stop()
 	}
 	waitErr := cmd.Wait()
-	_ = ctx
 
 	// Output still in flight is read for a moment; whatever keeps the
 	// pipes open after that (a daemonized child) is cut off.
