@@ -519,13 +519,9 @@ func (a *analyzer) arith(e syntax.ArithmExpr) bool {
 				return false
 			}
 			safe = false
+			a.addNode(Dangerous, "arith.variable", n, "arithmetic on a variable or a run-time value evaluates it as an expression, and a subscript in it can run commands")
 			for _, p := range n.Parts {
-				switch p.(type) {
-				case *syntax.Lit:
-					a.addNode(Dangerous, "arith.variable", n, "arithmetic on a variable evaluates its value, and a subscript in it can run commands")
-				default:
-					a.partSideEffects(p)
-				}
+				a.partSideEffects(p)
 			}
 			return false
 		case *syntax.ParamExp:
@@ -534,6 +530,7 @@ func (a *analyzer) arith(e syntax.ArithmExpr) bool {
 			return false
 		case *syntax.CmdSubst:
 			safe = false
+			a.addNode(Dangerous, "arith.variable", n, "arithmetic on a run-time value evaluates it as an expression, and a subscript in it can run commands")
 			a.cmdSubst(n.Stmts, n)
 			return false
 		case *syntax.BinaryArithm:
