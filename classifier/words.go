@@ -52,7 +52,13 @@ func (a *analyzer) expandWord(w *syntax.Word, out []field) []field {
 				a.add(Dangerous, "cap.braces", raw, off, "brace expansion makes too many words to analyse")
 				return append(out, a.evalParts(w.Parts, raw, off))
 			}
-			for _, bw := range expand.Braces(&cp) {
+			n := 0
+			for bw, err := range expand.BracesSeq(nil, &cp) {
+				n++
+				if err != nil || n > maxBraceFields {
+					a.add(Dangerous, "cap.braces", raw, off, "brace expansion makes too many words to analyse")
+					break
+				}
 				out = append(out, a.evalParts(bw.Parts, raw, off))
 			}
 			return out
