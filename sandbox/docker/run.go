@@ -123,6 +123,7 @@ func (r *Runner) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, er
 	timer.Stop()
 	switch {
 	case st != nil && !killed.Load():
+		r.log.Debug("ran", "container", shortID(w.id), "total", res.Duration, "in_init", time.Duration(st.InitMicros)*time.Microsecond)
 		res.ExitCode, res.Signal, res.OOMKilled = st.Code, st.Signal, st.OOM
 		if st.Cwd != "" && sandbox.Within(st.Cwd, r.workspace) {
 			res.Cwd = st.Cwd

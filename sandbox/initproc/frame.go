@@ -152,4 +152,7 @@ type Status struct {
 	OOM    bool   `json:"oom,omitempty"`
 	// Error says why the command could not start (exit 126/127).
 	Error string `json:"error,omitempty"`
+	// InitMicros is the time init spent from reading the request to
+	// sending this status (the rest of a run is transport).
+	InitMicros int64 `json:"init_us,omitempty"`
 }

@@ -46,12 +46,14 @@ func Main(in io.Reader, out io.Writer, diag io.Writer) int {
 		fmt.Fprintln(diag, "agentbox init: request:", err)
 		return 1
 	}
+	began := time.Now()
 	var req Req
 	if err := json.Unmarshal(p, &req); err != nil {
 		fw.last(Fatal, []byte("decoding request: "+err.Error()))
 		return 1
 	}
 	st := run(req, fw, bashErr == nil)
+	st.InitMicros = time.Since(began).Microseconds()
 	b, _ := json.Marshal(st)
 	if err := fw.last(Exit, b); err != nil {
 		fmt.Fprintln(diag, "agentbox init: exit:", err)
