@@ -87,7 +87,13 @@ type options struct {
 	force     bool
 	owner     *owner
 	workspace string
+	backend   string
 }
+
+// WithBackend picks how the image gets into the engine: BackendBuildKit or
+// BackendImport. By default BuildKit is used when the engine offers its
+// endpoints, the import API otherwise (Podman's Docker API).
+func WithBackend(b string) Option { return func(o *options) { o.backend = b } }
 
 // WithProgress writes BuildKit's plain progress output to w.
 func WithProgress(w io.Writer) Option { return func(o *options) { o.progress = w } }
@@ -221,7 +227,8 @@ type Result struct {
 	Name     string        `json:"name"`
 	ID       string        `json:"id"`
 	Digest   string        `json:"digest"`
-	Built    bool          `json:"built"` // false: it was already current
+	Built    bool          `json:"built"`             // false: it was already current
+	Backend  string        `json:"backend,omitempty"` // how it was built, when it was
 	Duration time.Duration `json:"duration_ns"`
 }
 
@@ -251,10 +258,20 @@ func build(ctx context.Context, cli *client.Client, name string, opts []Option) 
 			return Result{}, fmt.Errorf("image %s: %w", name, err)
 		}
 	}
-	o.log.Info("building image", "image", name, "digest", s.digest)
-	if err := solve(ctx, cli, s, o); err != nil {
-		return Result{}, fmt.Errorf("building image %s: %w", name, err)
+	backend, err := pickBackend(ctx, cli, o)
+	if err != nil {
+		return Result{}, err
 	}
+	o.log.Info("building image", "image", name, "digest", s.digest, "backend", backend)
+	if backend == BackendImport {
+		err = importImage(ctx, cli, s)
+	} else {
+		err = solve(ctx, cli, s, o)
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("building image %s (%s): %w", name, backend, err)
+	}
+	res.Backend = backend
 	img, err := cli.ImageInspect(ctx, name)
 	if err != nil {
 		return Result{}, fmt.Errorf("image %s after build: %w", name, err)
@@ -265,6 +282,28 @@ func build(ctx context.Context, cli *client.Client, name string, opts []Option) 
 	res.ID, res.Built, res.Duration = img.ID, true, time.Since(start)
 	o.log.Info("built image", "image", name, "id", img.ID, "duration", res.Duration)
 	return res, nil
+}
+
+// pickBackend honours WithBackend, else probes the engine's BuildKit
+// endpoint.
+func pickBackend(ctx context.Context, cli *client.Client, o *options) (string, error) {
+	switch o.backend {
+	case BackendBuildKit, BackendImport:
+		return o.backend, nil
+	case "":
+	default:
+		return "", fmt.Errorf("unknown image backend %q (want %s or %s)", o.backend, BackendBuildKit, BackendImport)
+	}
+	conn, err := cli.DialHijack(ctx, "/grpc", "h2c", nil)
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", context.Cause(ctx)
+		}
+		o.log.Warn("the engine offers no BuildKit endpoint; importing the image instead", "err", err)
+		return BackendImport, nil
+	}
+	conn.Close()
+	return BackendBuildKit, nil
 }
 
 // canonical maps "minimal", "agentbox/minimal:latest" and the like to the

@@ -1,7 +1,10 @@
 package images
 
 import (
+	"archive/tar"
+	"bytes"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -340,5 +343,49 @@ func TestSafeName(t *testing.T) {
 		if got := safeName(in); got != want {
 			t.Errorf("safeName(%q) = %v", in, got)
 		}
+	}
+}
+
+func TestWriteTar(t *testing.T) {
+	tr := newTree()
+	base(tr, nil, nil)
+	tr.symlink("/bin/sh", "/bin/busybox")
+	tr.file("/etc/motd", 0o640, []byte("hello"))
+	var buf bytes.Buffer
+	if err := tr.writeTar(&buf); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]*tar.Header{}
+	rd := tar.NewReader(&buf)
+	for {
+		h, err := rd.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[h.Name] = h
+		if h.Uid != 0 || h.Gid != 0 {
+			t.Errorf("%s owned by %d:%d", h.Name, h.Uid, h.Gid)
+		}
+		if h.Name == "etc/motd" {
+			b, _ := io.ReadAll(rd)
+			if string(b) != "hello" {
+				t.Errorf("etc/motd = %q", b)
+			}
+		}
+	}
+	if h := got["tmp/"]; h == nil || h.Typeflag != tar.TypeDir || h.Mode != 0o1777 {
+		t.Errorf("tmp/ = %+v", h)
+	}
+	if h := got["bin/sh"]; h == nil || h.Typeflag != tar.TypeSymlink || h.Linkname != "/bin/busybox" {
+		t.Errorf("bin/sh = %+v", h)
+	}
+	if h := got["etc/motd"]; h == nil || h.Mode != 0o640 {
+		t.Errorf("etc/motd = %+v", h)
+	}
+	if got["bin/"] == nil || got["etc/passwd"] == nil {
+		t.Errorf("missing parents or passwd: %v", got)
 	}
 }

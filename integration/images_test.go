@@ -71,9 +71,25 @@ func TestImagesBuildAndRun(t *testing.T) {
 	}
 
 	t.Run("minimal", func(t *testing.T) {
-		out, code := runImage(t, ctx, images.Minimal, "65534:65534", nil, nil, "/bin/sh", "-c", "echo ok; test -L /bin/sh && echo link")
-		if code != 0 || out != "ok\nlink\n" {
+		out, code := runImage(t, ctx, images.Minimal, "65534:65534", nil, nil, "/bin/sh", "-c", "echo ok; test -L /bin/sh && echo link; stat -c %a /bin/busybox")
+		if code != 0 || out != "ok\nlink\n755\n" {
 			t.Errorf("minimal: exit %d, output %q", code, out)
+		}
+	})
+	// The import backend (for engines without BuildKit, e.g. Podman) must
+	// give an image that runs the same way; BuildKit's build is restored after.
+	t.Run("import-backend", func(t *testing.T) {
+		res, err := images.BuildResult(ctx, cli, images.Minimal, images.WithForce(), images.WithBackend(images.BackendImport))
+		if err != nil || res.Backend != images.BackendImport {
+			t.Fatalf("import build: %+v %v", res, err)
+		}
+		out, code := runImage(t, ctx, images.Minimal, "65534:65534", nil, nil, "/bin/sh", "-c", "echo ok; stat -c %a /bin/busybox")
+		if code != 0 || out != "ok\n755\n" {
+			t.Errorf("imported minimal: exit %d, output %q", code, out)
+		}
+		res, err = images.BuildResult(ctx, cli, images.Minimal, images.WithForce())
+		if err != nil || res.Backend != images.BackendBuildKit {
+			t.Fatalf("rebuild with BuildKit: %+v %v", res, err)
 		}
 	})
 	t.Run("host", func(t *testing.T) {
