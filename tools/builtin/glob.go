@@ -35,6 +35,8 @@ func validatePattern(pat string) error {
 	switch {
 	case pat == "":
 		return tools.Errorf(tools.ErrValidation, "pattern is empty")
+	case len(pat) > maxPatternBytes:
+		return tools.Errorf(tools.ErrValidation, "pattern is %s long; the limit is %s", humanBytes(int64(len(pat))), humanBytes(maxPatternBytes))
 	case strings.ContainsRune(pat, 0):
 		return tools.Errorf(tools.ErrValidation, "pattern contains a NUL byte")
 	case !doublestar.ValidatePattern(strings.TrimPrefix(pat, "/")):

@@ -12,6 +12,9 @@ import (
 	"github.com/agentbox/agentbox/tools"
 )
 
+// maxPatternBytes bounds Grep patterns and globs.
+const maxPatternBytes = 16 << 10
+
 // GrepParams are the parameters of Grep.
 type GrepParams struct {
 	Pattern     string `json:"pattern" jsonschema:"The regular expression to search for in file contents (RE2 syntax)"`
@@ -39,13 +42,17 @@ func (p *GrepParams) spec() (*grepSpec, error) {
 	if p.Pattern == "" {
 		return nil, tools.Errorf(tools.ErrValidation, "pattern is empty")
 	}
+	if len(p.Pattern) > maxPatternBytes {
+		return nil, tools.Errorf(tools.ErrValidation, "pattern is %s long; the limit is %s", humanBytes(int64(len(p.Pattern))), humanBytes(maxPatternBytes))
+	}
 	re, err := compileGrepPattern(p.Pattern, p.IgnoreCase, p.Multiline)
 	if err != nil {
 		return nil, tools.Errorf(tools.ErrValidation, "pattern is not a valid RE2 regular expression: %s", strings.TrimPrefix(err.Error(), "error parsing regexp: "))
 	}
 	s := &grepSpec{re: re, multiline: p.Multiline, mode: p.OutputMode, lineNumbers: true}
-	if !p.IgnoreCase {
-		s.literal = requiredLiteral(p.Pattern)
+	s.literal, s.fold = requiredLiteral(p.Pattern, p.IgnoreCase)
+	if s.fold {
+		s.rare = rareIndex(s.literal)
 	}
 	if s.mode == "" {
 		s.mode = modeFiles
@@ -66,8 +73,8 @@ func (p *GrepParams) spec() (*grepSpec, error) {
 		return nil, tools.Errorf(tools.ErrValidation, "-A, -B, -C and head_limit must not be negative")
 	}
 	if p.Glob != "" {
-		if strings.ContainsRune(p.Glob, 0) {
-			return nil, tools.Errorf(tools.ErrValidation, "glob contains a NUL byte")
+		if strings.ContainsRune(p.Glob, 0) || len(p.Glob) > maxPatternBytes {
+			return nil, tools.Errorf(tools.ErrValidation, "glob is too long or contains a NUL byte")
 		}
 		s.include, s.exclude, err = parseGlobs(p.Glob)
 		if err != nil {

@@ -34,6 +34,8 @@ const (
 type grepSpec struct {
 	re            *regexp.Regexp
 	literal       []byte // a literal every match contains, or nil
+	fold          bool   // literal is lower-case and matched ignoring case
+	rare          int    // index of the literal's rarest byte (fold only)
 	multiline     bool
 	mode          string
 	lineNumbers   bool
@@ -237,8 +239,14 @@ func grepOne(e fileEntry, spec *grepSpec, buf *[]byte) (gf grepFile, ok bool) {
 // grepContent finds the matching lines of data. It returns the number of
 // matching lines and, in content mode, the lines to print (with context).
 func grepContent(data []byte, spec *grepSpec) (int, []grepLine) {
-	if spec.literal != nil && bytes.Index(data, spec.literal) < 0 {
-		return 0, nil
+	if spec.literal != nil {
+		if spec.fold {
+			if !containsFold(data, spec.literal, spec.rare) {
+				return 0, nil
+			}
+		} else if bytes.Index(data, spec.literal) < 0 {
+			return 0, nil
+		}
 	}
 	loc := spec.re.FindIndex(data)
 	if loc == nil {
@@ -273,7 +281,7 @@ func matchedLines(data []byte, re *regexp.Regexp) []int {
 		pos = l[0]
 		if len(out) == 0 || out[len(out)-1] != line {
 			// A match at the very end, after a final newline, is no line.
-			if l[0] == len(data) && len(data) > 0 && data[len(data)-1] == '\n' {
+			if l[0] == len(data) && (len(data) == 0 || data[len(data)-1] == '\n') {
 				continue
 			}
 			out = append(out, line)
@@ -297,6 +305,9 @@ func matchedLinesSpanning(data []byte, re *regexp.Regexp) []int {
 	var out []int
 	line, pos := 0, 0
 	for _, l := range re.FindAllIndex(data, -1) {
+		if l[0] == len(data) && (len(data) == 0 || data[len(data)-1] == '\n') {
+			continue // an empty match after the last line
+		}
 		line += bytes.Count(data[pos:l[0]], []byte{'\n'})
 		pos = l[0]
 		end := l[1]
@@ -451,40 +462,131 @@ func plural(n int, one, many string) string {
 }
 
 // requiredLiteral returns a literal every match of pattern must contain
-// (the longest case-sensitive literal at the top level of the pattern), or
-// nil. Files without it need no regexp scan.
-func requiredLiteral(pattern string) []byte {
+// (the longest literal at the top level of the pattern), or nil. With
+// ignoreCase the literal is returned lower-cased and fold is true (ASCII
+// literals only). Files without it need no regexp scan.
+func requiredLiteral(pattern string, ignoreCase bool) (lit []byte, fold bool) {
+	if ignoreCase {
+		pattern = "(?i)" + pattern
+	}
 	re, err := syntax.Parse(pattern, syntax.Perl)
 	if err != nil {
-		return nil
+		return nil, false
 	}
 	re = re.Simplify()
 	for re.Op == syntax.OpCapture && len(re.Sub) == 1 {
 		re = re.Sub[0]
 	}
-	lit := func(r *syntax.Regexp) []byte {
-		if r.Op == syntax.OpLiteral && r.Flags&syntax.FoldCase == 0 {
-			return []byte(string(r.Rune))
+	litOf := func(r *syntax.Regexp) ([]byte, bool) {
+		if r.Op != syntax.OpLiteral {
+			return nil, false
 		}
-		return nil
+		s := string(r.Rune)
+		if r.Flags&syntax.FoldCase == 0 {
+			return []byte(s), false
+		}
+		// Keep the longest run of ASCII without k and s, whose case folds
+		// include non-ASCII runes (the Kelvin sign, the long s).
+		var best, cur []rune
+		for _, c := range r.Rune {
+			if c >= utf8.RuneSelf || c == 'k' || c == 'K' || c == 's' || c == 'S' {
+				cur = nil
+				continue
+			}
+			cur = append(cur, c)
+			if len(cur) > len(best) {
+				best = append([]rune(nil), cur...)
+			}
+		}
+		if len(best) < 2 {
+			return nil, false
+		}
+		return []byte(strings.ToLower(string(best))), true
 	}
-	if l := lit(re); l != nil {
-		return l
+	if l, f := litOf(re); l != nil {
+		return l, f
 	}
 	if re.Op != syntax.OpConcat {
-		return nil
+		return nil, false
 	}
 	var best []byte
+	bestFold := false
 	for _, sub := range re.Sub {
 		for sub.Op == syntax.OpCapture && len(sub.Sub) == 1 {
 			sub = sub.Sub[0]
 		}
-		if l := lit(sub); len(l) > len(best) {
-			best = l
+		if l, f := litOf(sub); len(l) > len(best) {
+			best, bestFold = l, f
 		}
 	}
 	if len(best) < 2 {
-		return nil
+		return nil, false
+	}
+	return best, bestFold
+}
+
+// letterRank orders ASCII letters from rare to common in source code, for
+// picking the byte a case-insensitive search scans for.
+const letterRank = "zqjxkvbywgpfmucdlhrsnioate"
+
+// rareIndex returns the index in lit (lower-case ASCII) of its rarest byte.
+func rareIndex(lit []byte) int {
+	best, bestRank := 0, 1000
+	for i, c := range lit {
+		r := 0 // non-letters are rarer than any letter, except blanks
+		if c >= 'a' && c <= 'z' {
+			r = 10 + strings.IndexByte(letterRank, c)
+		} else if c == ' ' || c == '\t' {
+			r = 100
+		}
+		if r < bestRank {
+			best, bestRank = i, r
+		}
 	}
 	return best
+}
+
+// containsFold reports whether data contains lit (lower-case ASCII)
+// ignoring ASCII case. It scans for the literal's rarest byte in both cases
+// with IndexByte and checks each candidate.
+func containsFold(data, lit []byte, rare int) bool {
+	if len(lit) == 0 {
+		return true
+	}
+	lc := lit[rare]
+	uc := lc
+	if lc >= 'a' && lc <= 'z' {
+		uc = lc - 'a' + 'A'
+	}
+	nextL, nextU := -2, -2 // -2: not searched yet; -1: none left
+	pos := rare
+	for pos < len(data) {
+		if nextL != -1 && nextL < pos {
+			nextL = indexFrom(data, lc, pos)
+		}
+		if uc != lc && nextU != -1 && nextU < pos {
+			nextU = indexFrom(data, uc, pos)
+		}
+		cand := nextL
+		if uc != lc && nextU >= 0 && (cand < 0 || nextU < cand) {
+			cand = nextU
+		}
+		if cand < 0 {
+			return false
+		}
+		start := cand - rare
+		if start+len(lit) <= len(data) && bytes.EqualFold(data[start:start+len(lit)], lit) {
+			return true
+		}
+		pos = cand + 1
+	}
+	return false
+}
+
+func indexFrom(data []byte, c byte, from int) int {
+	i := bytes.IndexByte(data[from:], c)
+	if i < 0 {
+		return -1
+	}
+	return from + i
 }

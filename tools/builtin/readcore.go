@@ -9,9 +9,11 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Limits of Read.
@@ -149,6 +151,7 @@ func readContent(f io.Reader, fi fs.FileInfo, display string, offset, limit int)
 		return fc, &readFailure{msg: fmt.Sprintf("%s is a binary file (%s); Read shows text and images only. Use Bash with a tool such as xxd, od or file to inspect it.", display, humanBytes(fi.Size()))}
 	}
 	var b strings.Builder
+	b.Grow(int(min(fi.Size()+fi.Size()/4, maxReadOutput+maxReadOutput/4)))
 	line := 0
 	countAll := fi.Size() <= maxCountBytes
 	for {
@@ -168,7 +171,7 @@ func readContent(f io.Reader, fi fs.FileInfo, display string, offset, limit int)
 		}
 		line++
 		if line >= offset && fc.shown < limit && !fc.truncated {
-			text := strings.TrimRight(string(raw), "\r\n")
+			text := unsafeString(bytes.TrimRight(raw, "\r\n"))
 			if writeNumbered(&b, line, text, maxLineChars) || long {
 				fc.cutLines++
 			}
@@ -201,7 +204,7 @@ func readContent(f io.Reader, fi fs.FileInfo, display string, offset, limit int)
 // whether the line was cut.
 func writeNumbered(b *strings.Builder, n int, text string, maxChars int) bool {
 	cut := false
-	if utf8.RuneCountInString(text) > maxChars {
+	if len(text) > maxChars && utf8.RuneCountInString(text) > maxChars {
 		r := 0
 		for i := range text {
 			if r == maxChars {
@@ -212,7 +215,14 @@ func writeNumbered(b *strings.Builder, n int, text string, maxChars int) bool {
 		}
 		cut = true
 	}
-	fmt.Fprintf(b, "%6d\t%s", n, text)
+	var num [20]byte
+	d := strconv.AppendInt(num[:0], int64(n), 10)
+	for i := len(d); i < 6; i++ {
+		b.WriteByte(' ')
+	}
+	b.Write(d)
+	b.WriteByte('\t')
+	b.WriteString(text)
 	if cut {
 		b.WriteString(" … [line cut]")
 	}
@@ -270,4 +280,13 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d bytes", n)
+}
+
+// unsafeString views b as a string without copying; the string must not
+// outlive the next change of b (writeNumbered copies it into the output).
+func unsafeString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
 }

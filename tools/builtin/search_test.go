@@ -121,18 +121,48 @@ func TestGrep(t *testing.T) {
 }
 
 func TestRequiredLiteral(t *testing.T) {
-	tests := map[string]string{
-		"func main":           "func main",
-		`\bfoo[a-z]+\(`:       "foo",
-		"(?i)hello":           "",
-		"a|b":                 "",
-		`ErrNot(Exist|Found)`: "ErrNot",
-		"x":                   "x",
-		"(abc)+":              "",
+	tests := []struct {
+		pat  string
+		fold bool
+		want string
+	}{
+		{"func main", false, "func main"},
+		{`\bfoo[a-z]+\(`, false, "foo"},
+		{"(?i)hello", false, "hello"},
+		{"Hello", true, "hello"},
+		{"a|b", false, ""},
+		{`ErrNot(Exist|Found)`, false, "ErrNot"},
+		{"x", false, "x"},
+		{"(abc)+", false, ""},
+		{"kelvin", true, "elvin"}, // K folds to the Kelvin sign
+		{"errnotexist", true, "errnotexi"},
+		{"héllo", true, "llo"},
+		{"ks", true, ""},
 	}
-	for pat, want := range tests {
-		if got := string(requiredLiteral(pat)); got != want {
-			t.Errorf("requiredLiteral(%q) = %q, want %q", pat, got, want)
+	for _, tt := range tests {
+		got, fold := requiredLiteral(tt.pat, tt.fold)
+		if string(got) != tt.want || (got != nil && fold != (tt.fold || strings.HasPrefix(tt.pat, "(?i)"))) {
+			t.Errorf("requiredLiteral(%q, %v) = %q %v, want %q", tt.pat, tt.fold, got, fold, tt.want)
+		}
+	}
+}
+
+func TestContainsFold(t *testing.T) {
+	tests := []struct {
+		data, lit string
+		want      bool
+	}{
+		{"if os.IsNotExist(err)", "isnotexist", true},
+		{"ERRNOTEXIST", "errnotexist", true},
+		{"errnotexis", "errnotexist", false},
+		{"xx errnotexist", "errnotexist", true},
+		{"x", "x", true},
+		{"", "ab", false},
+		{"a-b a_b", "a_b", true},
+	}
+	for _, tt := range tests {
+		if got := containsFold([]byte(tt.data), []byte(tt.lit), rareIndex([]byte(tt.lit))); got != tt.want {
+			t.Errorf("containsFold(%q, %q) = %v", tt.data, tt.lit, got)
 		}
 	}
 }

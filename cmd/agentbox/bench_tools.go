@@ -1,0 +1,353 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/tools"
+	"github.com/agentbox/agentbox/tools/builtin"
+	"github.com/agentbox/agentbox/tools/permission"
+	"github.com/agentbox/agentbox/tools/workspace"
+)
+
+func init() { registerBench(newBenchToolsCmd) }
+
+// toolBenchRow is one line of `agentbox bench tools --json`.
+type toolBenchRow struct {
+	Name   string  `json:"name"`
+	Ours   float64 `json:"ours_p50_ms"`
+	Peer   string  `json:"peer,omitempty"`
+	PeerMS float64 `json:"peer_p50_ms,omitempty"`
+	// Ratio is ours/peer (lower is better); Target the ratio or time aimed at.
+	Ratio  float64 `json:"ratio,omitempty"`
+	Target string  `json:"target,omitempty"`
+	P95    float64 `json:"ours_p95_ms"`
+	N      int     `json:"n"`
+	Note   string  `json:"note,omitempty"`
+}
+
+func newBenchToolsCmd(a *app) *cobra.Command {
+	var n int
+	var src string
+	var noSandbox bool
+	cmd := &cobra.Command{
+		Use:   "tools [--n N] [--src DIR] [--no-sandbox] [--json]",
+		Short: "Time Grep, Glob, Read batches and Write/Edit through the pool against their peers",
+		Long: `tools measures the built-in tools in one run against their peers:
+Grep (three patterns) and Glob over the Go source tree ($(go env GOROOT)/src,
+or --src) against rg; a batch of 10 Reads run in parallel against the same
+batch run serially; and Write and Edit through the whole pipeline and the
+warm sandbox pool (p50 target 10 ms) against a plain host-side write.
+Each row prints p50/p95 of N runs and the ratio to its peer.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			progress := a.stderr()
+			if src == "" {
+				src = filepath.Join(runtime.GOROOT(), "src")
+			}
+			src, err := filepath.EvalSymlinks(src)
+			if err != nil {
+				return fmt.Errorf("source tree: %w", err)
+			}
+			rows, err := benchSearch(ctx, progress, src, n)
+			if err != nil {
+				return err
+			}
+			if noSandbox {
+				fmt.Fprintln(progress, "--no-sandbox: no Write/Edit rows")
+			} else {
+				cfg, err := a.Config()
+				if err != nil {
+					return err
+				}
+				wrows, err := benchWrites(ctx, progress, *cfg, n)
+				if err != nil {
+					return fmt.Errorf("write/edit through the pool: %w", err)
+				}
+				rows = append(rows, wrows...)
+			}
+			if a.jsonOut {
+				enc := json.NewEncoder(a.stdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(rows)
+			}
+			tw := tabwriter.NewWriter(a.stdout(), 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "row\tours p50\tours p95\tpeer\tpeer p50\tratio\ttarget\tn\tnote")
+			for _, r := range rows {
+				peer, peerMS, ratio := "-", "-", "-"
+				if r.Peer != "" {
+					peer, peerMS, ratio = r.Peer, fmt.Sprintf("%.1fms", r.PeerMS), fmt.Sprintf("%.2fx", r.Ratio)
+				}
+				fmt.Fprintf(tw, "%s\t%.1fms\t%.1fms\t%s\t%s\t%s\t%s\t%d\t%s\n", r.Name, r.Ours, r.P95, peer, peerMS, ratio, r.Target, r.N, r.Note)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().IntVar(&n, "n", 10, "runs per row")
+	cmd.Flags().StringVar(&src, "src", "", "tree to search (default: the Go source tree)")
+	cmd.Flags().BoolVar(&noSandbox, "no-sandbox", false, "skip the Write/Edit rows (they need the engine)")
+	return cmd
+}
+
+// toolPct returns the p-th percentile (0–100) of ds in milliseconds.
+func toolPct(ds []time.Duration, p float64) float64 {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(float64(len(s)-1) * p / 100)
+	return float64(s[i]) / float64(time.Millisecond)
+}
+
+// timeRuns runs f n times and returns each duration.
+func timeRuns(n int, f func() error) ([]time.Duration, error) {
+	out := make([]time.Duration, 0, n)
+	for range n {
+		t0 := time.Now()
+		if err := f(); err != nil {
+			return nil, err
+		}
+		out = append(out, time.Since(t0))
+	}
+	return out, nil
+}
+
+// benchSearch times Grep, Glob and Read batches over src.
+func benchSearch(ctx context.Context, progress io.Writer, src string, n int) ([]toolBenchRow, error) {
+	root, err := os.OpenRoot(src)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	reg := tools.NewRegistry()
+	if err := builtin.Register(reg); err != nil {
+		return nil, err
+	}
+	p := tools.NewPipeline(reg, tools.Options{
+		Workspace: src, Root: root, Mode: permission.ModeBypass,
+		Limits: tools.Limits{MaxOutputBytes: 1 << 30},
+	})
+	call := func(tool string, input map[string]any) (tools.Response, error) {
+		raw, _ := json.Marshal(input)
+		r := p.Run(ctx, tools.Request{Session: tools.NewSession("bench", src), Tool: tool, Input: raw})
+		if r.Err != nil {
+			return r, fmt.Errorf("%s %s: %s: %s", tool, raw, r.Err.Kind, r.Err.Message)
+		}
+		return r, nil
+	}
+	rg, rgErr := exec.LookPath("rg")
+	if rgErr != nil {
+		fmt.Fprintln(progress, "rg is not installed (apt-get install ripgrep): search rows have no peer")
+	}
+	type search struct {
+		name   string
+		tool   string
+		input  map[string]any
+		rgArgs []string
+	}
+	searches := []search{
+		{"grep-literal", "Grep", map[string]any{"pattern": "func main", "path": src}, []string{"-l", "--hidden", "func main", src}},
+		{"grep-regex-content", "Grep", map[string]any{"pattern": `func \(\w+ \*\w+\) Close\(`, "output_mode": "content", "path": src}, []string{"-n", "--hidden", `func \(\w+ \*\w+\) Close\(`, src}},
+		{"grep-ignore-case-count", "Grep", map[string]any{"pattern": "errnotexist", "-i": true, "output_mode": "count", "path": src}, []string{"-c", "-i", "--hidden", "errnotexist", src}},
+		{"glob-**/*.go", "Glob", map[string]any{"pattern": "**/*.go", "path": src}, []string{"--files", "--hidden", "-g", "*.go", src}},
+	}
+	var rows []toolBenchRow
+	for _, s := range searches {
+		fmt.Fprintf(progress, "%s ...\n", s.name)
+		// One warm-up of each, so both read from the page cache.
+		if _, err := call(s.tool, s.input); err != nil {
+			return nil, err
+		}
+		ours, err := timeRuns(n, func() error { _, err := call(s.tool, s.input); return err })
+		if err != nil {
+			return nil, err
+		}
+		row := toolBenchRow{Name: s.name, Ours: toolPct(ours, 50), P95: toolPct(ours, 95), N: n, Target: "<= 2x rg"}
+		if rgErr == nil {
+			peer := func() error {
+				c := exec.CommandContext(ctx, rg, s.rgArgs...)
+				c.Stdout = io.Discard
+				if err := c.Run(); err != nil {
+					if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 1 {
+						return nil // no match
+					}
+					return fmt.Errorf("rg %s: %w", strings.Join(s.rgArgs, " "), err)
+				}
+				return nil
+			}
+			peer()
+			theirs, err := timeRuns(n, peer)
+			if err != nil {
+				return nil, err
+			}
+			row.Peer, row.PeerMS = "rg", toolPct(theirs, 50)
+			row.Ratio = row.Ours / row.PeerMS
+		}
+		rows = append(rows, row)
+	}
+
+	// A batch of 10 Reads, parallel (RunBatch) against serial.
+	fmt.Fprintln(progress, "read-batch-10 ...")
+	var files []string
+	for _, f := range []string{"fmt/print.go", "fmt/scan.go", "os/file.go", "os/exec/exec.go", "net/http/server.go",
+		"strings/strings.go", "bytes/bytes.go", "sort/sort.go", "io/io.go", "bufio/bufio.go"} {
+		files = append(files, filepath.Join(src, f))
+	}
+	batch := func() []tools.Request {
+		sess := tools.NewSession("bench", src) // fresh: no "unchanged" stubs
+		reqs := make([]tools.Request, len(files))
+		for i, f := range files {
+			raw, _ := json.Marshal(map[string]any{"file_path": f})
+			reqs[i] = tools.Request{Session: sess, Tool: "Read", Input: raw}
+		}
+		return reqs
+	}
+	check := func(rs []tools.Response) error {
+		for _, r := range rs {
+			if r.Err != nil {
+				return fmt.Errorf("Read: %s: %s", r.Err.Kind, r.Err.Message)
+			}
+		}
+		return nil
+	}
+	par, err := timeRuns(n, func() error { return check(p.RunBatch(ctx, batch())) })
+	if err != nil {
+		return nil, err
+	}
+	ser, err := timeRuns(n, func() error {
+		var out []tools.Response
+		for _, r := range batch() {
+			out = append(out, p.Run(ctx, r))
+		}
+		return check(out)
+	})
+	if err != nil {
+		return nil, err
+	}
+	row := toolBenchRow{Name: "read-batch-10-parallel", Ours: toolPct(par, 50), P95: toolPct(par, 95), N: n,
+		Peer: "serial", PeerMS: toolPct(ser, 50), Target: "< 1x", Note: fmt.Sprintf("%d cores", runtime.GOMAXPROCS(0))}
+	row.Ratio = row.Ours / row.PeerMS
+	rows = append(rows, row)
+	return rows, nil
+}
+
+// benchWrites times Write and Edit through the whole pipeline (snapshot,
+// sandbox write, change capture, journal, audit) and the warm pool, in a
+// temporary workspace, against an atomic host-side write of the same file.
+func benchWrites(ctx context.Context, progress io.Writer, cfg config.Config, n int) ([]toolBenchRow, error) {
+	ws, err := os.MkdirTemp("", "agentbox-bench-tools-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(ws)
+	state, err := os.MkdirTemp("", "agentbox-bench-state-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(state)
+	if ws, err = filepath.EvalSymlinks(ws); err != nil {
+		return nil, err
+	}
+	cfg.Workspace, cfg.StateDir = ws, state
+	sys, err := workspace.Open(ctx, &cfg, workspace.Options{Register: builtin.Register, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		return nil, err
+	}
+	defer sys.Close(context.WithoutCancel(ctx))
+	sess := tools.NewSession("bench", ws)
+	call := func(tool string, input map[string]any) error {
+		raw, _ := json.Marshal(input)
+		r := sys.Pipeline.Run(ctx, tools.Request{Session: sess, Tool: tool, Input: raw})
+		if r.Err != nil {
+			return fmt.Errorf("%s: %s: %s", tool, r.Err.Kind, r.Err.Message)
+		}
+		return nil
+	}
+	file := filepath.Join(ws, "bench.txt")
+	body := strings.Repeat("the quick brown fox jumps over the lazy dog\n", 100)
+	text := func(i int) string { return fmt.Sprintf("marker %d\n%s", i, body) }
+	fmt.Fprintln(progress, "write/edit: warming the pool ...")
+	for i := range 3 {
+		if err := call("Write", map[string]any{"file_path": file, "content": text(i)}); err != nil {
+			return nil, err
+		}
+	}
+	// Pace the calls as an agent does, so that the pool has refilled.
+	pace := func() { time.Sleep(250 * time.Millisecond) }
+	fmt.Fprintln(progress, "write ...")
+	i := 0
+	writes, err := timeRunsPaced(n, pace, func() error {
+		i++
+		return call("Write", map[string]any{"file_path": file, "content": text(i)})
+	})
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(progress, "edit ...")
+	if err := call("Read", map[string]any{"file_path": file}); err != nil {
+		return nil, err
+	}
+	edits, err := timeRunsPaced(n, pace, func() error {
+		i++
+		return call("Edit", map[string]any{"file_path": file, "old_string": fmt.Sprintf("marker %d\n", i-1), "new_string": fmt.Sprintf("marker %d\n", i)})
+	})
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(progress, "host write ...")
+	host, err := timeRuns(n, func() error {
+		i++
+		tmp := file + ".tmp"
+		if err := os.WriteFile(tmp, []byte(text(i)), 0o644); err != nil {
+			return err
+		}
+		return os.Rename(tmp, file)
+	})
+	if err != nil {
+		return nil, err
+	}
+	hostP50 := toolPct(host, 50)
+	var rows []toolBenchRow
+	for _, r := range []struct {
+		name string
+		ds   []time.Duration
+	}{{"write-through-pool", writes}, {"edit-through-pool", edits}} {
+		row := toolBenchRow{Name: r.name, Ours: toolPct(r.ds, 50), P95: toolPct(r.ds, 95), N: n, Peer: "host-write", PeerMS: hostP50, Target: "p50 <= 10ms"}
+		if hostP50 > 0 {
+			row.Ratio = row.Ours / hostP50
+		}
+		row.Note = fmt.Sprintf("%.2fx of the 10ms target", row.Ours/10)
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// timeRunsPaced is timeRuns with an untimed pause before each run.
+func timeRunsPaced(n int, pause func(), f func() error) ([]time.Duration, error) {
+	out := make([]time.Duration, 0, n)
+	for range n {
+		pause()
+		t0 := time.Now()
+		if err := f(); err != nil {
+			return nil, err
+		}
+		out = append(out, time.Since(t0))
+	}
+	return out, nil
+}

@@ -1,0 +1,74 @@
+package builtin
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/agentbox/agentbox/tools"
+	"github.com/agentbox/agentbox/tools/permission"
+)
+
+// goSrc is the Go source tree the search benchmarks run over.
+func goSrc(b *testing.B) (string, *os.Root) {
+	src, err := filepath.EvalSymlinks(filepath.Join(runtime.GOROOT(), "src"))
+	if err != nil {
+		b.Skip("no Go source tree")
+	}
+	root, err := os.OpenRoot(src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { root.Close() })
+	return src, root
+}
+
+func benchPipeline(b *testing.B, src string, root *os.Root) *tools.Pipeline {
+	reg := tools.NewRegistry()
+	if err := Register(reg); err != nil {
+		b.Fatal(err)
+	}
+	return tools.NewPipeline(reg, tools.Options{Workspace: src, Root: root, Mode: permission.ModeBypass, Limits: tools.Limits{MaxOutputBytes: 1 << 30}})
+}
+
+var readBatchFiles = []string{"fmt/print.go", "fmt/scan.go", "os/file.go", "os/exec/exec.go", "net/http/server.go",
+	"strings/strings.go", "bytes/bytes.go", "sort/sort.go", "io/io.go", "bufio/bufio.go"}
+
+func readBatch(src string) []tools.Request {
+	sess := tools.NewSession("bench", src)
+	reqs := make([]tools.Request, len(readBatchFiles))
+	for i, f := range readBatchFiles {
+		raw, _ := json.Marshal(map[string]any{"file_path": filepath.Join(src, f)})
+		reqs[i] = tools.Request{Session: sess, Tool: "Read", Input: raw}
+	}
+	return reqs
+}
+
+// BenchmarkReadBatch10 compares a batch of 10 Reads run in parallel by the
+// pipeline with the same Reads run one after another.
+func BenchmarkReadBatch10(b *testing.B) {
+	src, root := goSrc(b)
+	p := benchPipeline(b, src, root)
+	ctx := context.Background()
+	b.Run("parallel", func(b *testing.B) {
+		for b.Loop() {
+			for _, r := range p.RunBatch(ctx, readBatch(src)) {
+				if r.Err != nil {
+					b.Fatal(r.Err)
+				}
+			}
+		}
+	})
+	b.Run("serial", func(b *testing.B) {
+		for b.Loop() {
+			for _, req := range readBatch(src) {
+				if r := p.Run(ctx, req); r.Err != nil {
+					b.Fatal(r.Err)
+				}
+			}
+		}
+	})
+}
