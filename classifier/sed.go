@@ -280,7 +280,9 @@ func (p *sedParser) command() bool {
 	ch := p.s[p.i]
 	p.i++
 	switch ch {
-	case '{', '}', '=', 'd', 'D', 'g', 'G', 'h', 'H', 'x', 'n', 'N', 'p', 'P', 'z', 'F':
+	case '{':
+		return true // a block: commands follow directly
+	case '}', '=', 'd', 'D', 'g', 'G', 'h', 'H', 'x', 'n', 'N', 'p', 'P', 'z', 'F':
 	case 'l', 'L', 'q', 'Q':
 		p.skipSpace()
 		for !p.eof() && p.s[p.i] >= '0' && p.s[p.i] <= '9' {
