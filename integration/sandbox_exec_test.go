@@ -5,6 +5,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -49,6 +50,15 @@ func TestSandboxExecCLI(t *testing.T) {
 	out, _, code = agentboxCmd(t, ws, "exec", "--", "echo", "two words", "$HOME")
 	if code != 0 || out != "two words $HOME\n" {
 		t.Errorf("argv exec: code %d stdout %q", code, out)
+	}
+	out, _, code = agentboxCmd(t, ws, "exec", "--json", "--", "echo hi; mkdir -p sub; cd sub; exit 2")
+	var j struct {
+		ExitCode int    `json:"exit_code"`
+		Stdout   string `json:"stdout"`
+		Cwd      string `json:"cwd"`
+	}
+	if err := json.Unmarshal([]byte(out), &j); err != nil || code != 2 || j.ExitCode != 2 || j.Stdout != "hi\n" || j.Cwd != filepath.Join(ws, "sub") {
+		t.Errorf("exec --json: code %d %+v %v in %q", code, j, err, out)
 	}
 	start := time.Now()
 	_, errOut, code = agentboxCmd(t, ws, "exec", "--timeout", "1s", "--", "trap '' TERM; sleep 30")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -60,7 +61,20 @@ lies inside the workspace, else in the workspace root.`,
 			} else {
 				spec.Argv = args
 			}
-			res, err := runExec(ctx, a, cfg, spec, a.stdout(), a.stderr())
+			stdout, stderr := a.stdout(), a.stderr()
+			if a.jsonOut { // the output goes into the JSON instead
+				stdout, stderr = io.Discard, io.Discard
+			}
+			res, err := runExec(ctx, a, cfg, spec, stdout, stderr)
+			if a.jsonOut && (err == nil || errors.Is(err, sandbox.ErrTimeout) || errors.Is(err, sandbox.ErrCanceled)) {
+				if jerr := printExecJSON(a, res, err); jerr != nil {
+					return jerr
+				}
+				if res.ExitCode != 0 {
+					return exitCode(res.ExitCode)
+				}
+				return nil
+			}
 			switch {
 			case errors.Is(err, sandbox.ErrTimeout):
 				fmt.Fprintf(a.stderr(), "agentbox: %v; killed\n", err)
@@ -126,4 +140,36 @@ func execWorkdir(ws string) string {
 		return real
 	}
 	return ws
+}
+
+// execJSON is `agentbox exec --json` output.
+type execJSON struct {
+	ExitCode      int     `json:"exit_code"`
+	Signal        string  `json:"signal,omitempty"`
+	Stdout        string  `json:"stdout"`
+	Stderr        string  `json:"stderr"`
+	StdoutDropped int64   `json:"stdout_dropped"`
+	StderrDropped int64   `json:"stderr_dropped"`
+	Cwd           string  `json:"cwd"`
+	TimedOut      bool    `json:"timed_out"`
+	Killed        bool    `json:"killed"`
+	OOMKilled     bool    `json:"oom_killed"`
+	DurationMS    float64 `json:"duration_ms"`
+	ContainerID   string  `json:"container_id"`
+	Error         string  `json:"error,omitempty"`
+}
+
+func printExecJSON(a *app, res sandbox.Result, err error) error {
+	j := execJSON{
+		ExitCode: res.ExitCode, Signal: res.Signal, Stdout: string(res.Stdout), Stderr: string(res.Stderr),
+		StdoutDropped: res.StdoutDropped, StderrDropped: res.StderrDropped, Cwd: res.Cwd,
+		TimedOut: res.TimedOut, Killed: res.Killed, OOMKilled: res.OOMKilled,
+		DurationMS: float64(res.Duration.Microseconds()) / 1000, ContainerID: res.ContainerID,
+	}
+	if err != nil {
+		j.Error = err.Error()
+	}
+	enc := json.NewEncoder(a.stdout())
+	enc.SetIndent("", "  ")
+	return enc.Encode(j)
 }
