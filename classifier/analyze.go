@@ -487,6 +487,9 @@ func (a *analyzer) paramExp(p *syntax.ParamExp) {
 		msg = "indirect expansion ${!" + name + "}: the value is only known at run time"
 	}
 	a.addNode(Dangerous, "expansion.parameter", p, msg)
+	if a.cur != nil && secretName(name) {
+		a.cur.credential = true
+	}
 	if p.Index != nil {
 		a.arith(p.Index)
 	}

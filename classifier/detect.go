@@ -18,6 +18,18 @@ func harmlessEnv(name string) bool {
 	return harmlessEnvNames[name] || strings.HasPrefix(name, "LC_")
 }
 
+// secretName reports whether an environment variable name looks like it
+// holds a secret.
+func secretName(name string) bool {
+	n := strings.ToUpper(name)
+	for _, m := range []string{"KEY", "TOKEN", "SECRET", "PASS", "CRED", "AUTH", "SESSION", "COOKIE"} {
+		if strings.Contains(n, m) {
+			return true
+		}
+	}
+	return false
+}
+
 // harmlessSink is a redirection target that is not a file write.
 func harmlessSink(p string) bool {
 	switch p {
@@ -70,8 +82,11 @@ func sensitivePath(s string) bool {
 			return true
 		}
 	}
-	if strings.Contains(s, ".ssh/") || strings.HasSuffix(strings.TrimRight(s, `"'`), ".ssh") {
-		return true
+	t := strings.TrimRight(s, `"'/`)
+	for _, dir := range []string{".ssh", ".aws", ".gnupg", ".kube", ".docker", ".password-store"} {
+		if strings.Contains(s, dir+"/") || strings.HasSuffix(t, dir) {
+			return true
+		}
 	}
 	// .env files (".env", "x/.env", ".env.local"), not ".envrc".
 	for i := 0; ; {

@@ -85,10 +85,6 @@ func (a *analyzer) judge(c *call) {
 		a.checkSensitive(c)
 		return
 	}
-	if !known {
-		a.flag(c, 0, Dangerous, "command.unknown", name+" is not a known read-only program")
-		return
-	}
 	if a.cur != nil && !a.cur.credential {
 		for _, f := range c.args[1:] {
 			if sensitivePath(f.val) {
@@ -101,6 +97,17 @@ func (a *analyzer) judge(c *call) {
 	}
 	if a.cur != nil && (name == "printenv" || name == "env") && len(c.args) == 1 {
 		a.cur.envDump = true
+	}
+	if a.cur != nil {
+		for _, f := range c.args[1:] {
+			if name == "printenv" && secretName(f.val) || name == "gpg" && strings.HasPrefix(f.val, "--export-secret") {
+				a.cur.credential = true
+			}
+		}
+	}
+	if !known {
+		a.flag(c, 0, Dangerous, "command.unknown", name+" is not a known read-only program")
+		return
 	}
 	if c.extra && s.kind != kReadOnly {
 		a.flag(c, -1, Dangerous, "argument.unknown", "arguments appended at run time could be options of "+name)
