@@ -22,6 +22,7 @@
 package classifier
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -76,13 +77,26 @@ type Verdict struct {
 	Prefix []string `json:"prefix,omitempty"`
 }
 
+const ruleInternal = "internal.panic"
+
 var parserPool = sync.Pool{New: func() any {
 	return syntax.NewParser(syntax.Variant(syntax.LangBash))
 }}
 
 // Classify judges command. It never panics and never fails: anything it
 // cannot prove harmless is Dangerous.
-func Classify(command string, opts ...Option) Verdict {
+func Classify(command string, opts ...Option) (v Verdict) {
+	defer func() {
+		// Fail closed: a bug must never turn into a crash of the caller
+		// or a read_only verdict. The fuzz test treats this reason as a
+		// failure.
+		if r := recover(); r != nil {
+			v = Verdict{Class: Dangerous, Commands: [][]string{}, Reasons: []Reason{{
+				Rule: ruleInternal, Text: command[:min(40, len(command))], Offset: 0,
+				Message: fmt.Sprintf("internal error in the classifier (%v); treated as dangerous", r),
+			}}}
+		}
+	}()
 	a := &analyzer{top: command, o: defaultOptions}
 	a.opts = &a.o
 	for _, fn := range opts {
@@ -92,7 +106,7 @@ func Classify(command string, opts ...Option) Verdict {
 	}
 	a.run(command)
 	slices.SortStableFunc(a.reasons, func(x, y Reason) int { return x.Offset - y.Offset })
-	v := Verdict{Class: a.class, Reasons: a.reasons, Commands: a.commands}
+	v = Verdict{Class: a.class, Reasons: a.reasons, Commands: a.commands}
 	if v.Reasons == nil {
 		v.Reasons = []Reason{}
 	}

@@ -473,6 +473,9 @@ func TestClassify(t *testing.T) {
 				t.Errorf("Classify(%q) is read_only with reasons %+v", tt.cmd, v.Reasons)
 			}
 			for _, r := range v.Reasons {
+				if r.Rule == ruleInternal {
+					t.Errorf("Classify(%q) panicked: %s", tt.cmd, r.Message)
+				}
 				if r.Offset < 0 || r.Offset > len(tt.cmd) || r.Rule == "" || r.Message == "" {
 					t.Errorf("bad reason %+v", r)
 				}

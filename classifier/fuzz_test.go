@@ -32,6 +32,9 @@ func FuzzClassify(f *testing.F) {
 			t.Fatalf("Classify(%q) not deterministic: %s then %s", cmd, v.Class, v2.Class)
 		}
 		for _, r := range v.Reasons {
+			if r.Rule == ruleInternal {
+				t.Fatalf("Classify(%q) panicked: %s", cmd, r.Message)
+			}
 			if r.Offset < 0 || r.Offset > len(cmd) || r.Rule == "" || r.Message == "" {
 				t.Fatalf("Classify(%q): bad reason %+v", cmd, r)
 			}
