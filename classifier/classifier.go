@@ -86,18 +86,20 @@ var parserPool = sync.Pool{New: func() any {
 // Classify judges command. It never panics and never fails: anything it
 // cannot prove harmless is Dangerous.
 func Classify(command string, opts ...Option) (v Verdict) {
+	a := &analyzer{top: command, o: defaultOptions, class: ReadOnly}
 	defer func() {
 		// Fail closed: a bug must never turn into a crash of the caller
-		// or a read_only verdict. The fuzz test treats this reason as a
-		// failure.
+		// or a read_only verdict, and findings made before it are kept.
+		// The fuzz test treats this reason as a failure.
 		if r := recover(); r != nil {
-			v = Verdict{Class: Dangerous, Commands: [][]string{}, Reasons: []Reason{{
-				Rule: ruleInternal, Text: command[:min(40, len(command))], Offset: 0,
-				Message: fmt.Sprintf("internal error in the classifier (%v); treated as dangerous", r),
-			}}}
+			a.add(Dangerous, ruleInternal, command[:min(40, len(command))], 0,
+				fmt.Sprintf("internal error in the classifier (%v); treated as dangerous", r))
+			v = Verdict{Class: a.class, Commands: [][]string{}, Reasons: a.reasons}
+			if v.Class == ReadOnly {
+				v.Class = Dangerous
+			}
 		}
 	}()
-	a := &analyzer{top: command, o: defaultOptions}
 	a.opts = &a.o
 	for _, fn := range opts {
 		if fn != nil {
