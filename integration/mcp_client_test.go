@@ -277,7 +277,8 @@ func freeAddr(t *testing.T) string {
 }
 
 // startHTTP runs `agentbox mcp --http addr` and waits until it answers.
-func startHTTP(t *testing.T, e mcpEnv, addr, token string) *exec.Cmd {
+// The returned stop ends it (also done at cleanup).
+func startHTTP(t *testing.T, e mcpEnv, addr, token string) (stop func()) {
 	t.Helper()
 	cmd := exec.Command(agentbox, e.args("mcp", "--http", addr)...)
 	cmd.Env = append(os.Environ(), "AGENTBOX_MCP_BEARER_TOKEN="+token)
@@ -286,26 +287,30 @@ func startHTTP(t *testing.T, e mcpEnv, addr, token string) *exec.Cmd {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("agentbox mcp --http output:\n%s", logs.String())
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cmd.Process.Signal(os.Interrupt)
+			done := make(chan struct{})
+			go func() { cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				cmd.Process.Kill()
+				<-done
+			}
+			if t.Failed() {
+				t.Logf("agentbox mcp --http output:\n%s", logs.String())
+			}
+		})
+	}
+	t.Cleanup(stop)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		c, err := net.Dial("tcp", addr)
 		if err == nil {
 			c.Close()
-			return cmd
+			return stop
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("agentbox mcp --http %s never listened:\n%s", addr, logs.String())
@@ -318,7 +323,7 @@ func TestMCPClientHTTP(t *testing.T) {
 	e := setupClientWorkspace(t, "")
 	addr := freeAddr(t)
 	const token = "test-token-0123456789abcdef"
-	startHTTP(t, e, addr, token)
+	stopServer := startHTTP(t, e, addr, token)
 	url := "http://" + addr + "/mcp"
 
 	// Without the bearer token: 401.
@@ -337,6 +342,8 @@ func TestMCPClientHTTP(t *testing.T) {
 	cancelled := stop()
 	r := byID(t, plan, res)
 	checkClientResults(t, e, r, cancelled)
+	stopServer()
+	waitNoContainers(t, e.ws, 30*time.Second)
 	checkJournalAndAudit(t, e)
 }
 

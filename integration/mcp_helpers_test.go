@@ -147,6 +147,11 @@ func (e mcpEnv) writeFile(t *testing.T, name string, data []byte) string {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	for d := filepath.Dir(p); d != e.ws && strings.HasPrefix(d, e.ws); d = filepath.Dir(d) {
+		if err := os.Chown(d, wsUID, wsGID); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := os.WriteFile(p, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
