@@ -64,8 +64,9 @@ type Reason struct {
 type Verdict struct {
 	// Class is the most severe class of anything found.
 	Class Class `json:"class"`
-	// Reasons lists every finding that made the class more severe than
-	// read_only, in source order. Empty for read_only.
+	// Reasons lists the findings that made the class more severe than
+	// read_only, sorted by offset (at most 64, plus a cap.reasons entry).
+	// Empty for read_only.
 	Reasons []Reason `json:"reasons"`
 	// Commands holds the normalized argv of every simple command found,
 	// nested ones included. A part whose value is only known at run time

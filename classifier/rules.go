@@ -73,14 +73,13 @@ func init() {
 	add(roDeny("o", []string{"output"}, "write a file", true, "ft"), "iconv")
 	add(roDeny("oR", []string{"fromfile-write"}, "write files", false, "LPIo"), "tree")
 	add(roDeny("C", []string{"compile"}, "compile and write a magic file", true, "mfFeP"), "file")
-	add(roDeny("zD", []string{"pre", "search-zip", "hostname-bin", "pre-glob"}, "run other programs", false, "eEfgjmMtTAB C"), "rg")
+	add(roDeny("z", []string{"pre", "search-zip", "hostname-bin", "pre-glob"}, "run other programs", false, "eEfgjmMtTABC"), "rg")
 	add(roDeny("cCDEn", []string{"clear", "read-clear", "console-off", "console-on", "console-level"}, "change the kernel log", true, ""), "dmesg")
 	add(roDeny("o", []string{"output"}, "write a file", true, "bw"), "base64")
 	rules["base64"].maxOps = 1
 	add(&spec{kind: kReadOnly, maxOps: 1, denyWhy: "write a file"}, "uniq")
 	rules["uniq"].argShort = "fsw"
 	add(&spec{kind: kReadOnly, maxOps: 1, denyWhy: "write a file", argShort: "cglos"}, "xxd")
-	add(roDeny("i", []string{"inplace", "in-place", "front-matter"}, "edit files in place", false, "IeopsM"), "yq")
 
 	// Programs with their own grammar.
 	add(custom(hFind), "find")
