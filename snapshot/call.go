@@ -241,7 +241,7 @@ func (s *Store) finishCall(ctx context.Context, rec *pendingRec, pre *index, int
 				e.Changes = append(e.Changes, ch)
 			}
 		}
-		if ix, err := s.loadIndex(); err == nil && len(ix.entries) > 0 {
+		if ix, err := s.loadIndex(); err == nil && s.hasIndex() {
 			post = ix.clone()
 			for p, after := range updates {
 				if after == nil {

@@ -219,6 +219,13 @@ func (s *Store) loadIndex() (*index, error) {
 	return ix, nil
 }
 
+// hasIndex reports whether a whole-tree scan was ever saved. Until then
+// single-path updates are not worth a manifest.
+func (s *Store) hasIndex() bool {
+	_, err := os.Lstat(s.path("index"))
+	return err == nil
+}
+
 // saveIndex writes the manifest atomically and caches it.
 func (s *Store) saveIndex(ix *index) (string, error) {
 	enc := ix.encode()

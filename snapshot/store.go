@@ -109,12 +109,15 @@ func Open(ctx context.Context, stateDir, workspace string, opts ...Option) (*Sto
 			return nil, fmt.Errorf("snapshot: %w", err)
 		}
 	}
-	// Recover anything a dead process left half done.
-	unlock, err := s.lock(ctx)
+	// Recover anything a dead process left half done, unless someone
+	// holds the lock right now (then the next lock does it).
+	unlock, err := s.tryLock(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
+	if unlock != nil {
+		unlock()
+	}
 	return s, nil
 }
 
@@ -137,9 +140,19 @@ func (s *Store) hook(point string) {
 	}
 }
 
+// tryLock is lock without waiting: it returns a nil func when the lock is
+// held elsewhere.
+func (s *Store) tryLock(ctx context.Context) (func(), error) {
+	return s.lockWait(ctx, false)
+}
+
 // lock takes the store's exclusive lock, waiting until ctx is done, and
 // then completes whatever a dead holder left pending.
 func (s *Store) lock(ctx context.Context) (func(), error) {
+	return s.lockWait(ctx, true)
+}
+
+func (s *Store) lockWait(ctx context.Context, wait bool) (func(), error) {
 	f, err := os.OpenFile(s.path("lock"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: lock: %w", err)
@@ -152,6 +165,10 @@ func (s *Store) lock(ctx context.Context) (func(), error) {
 		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
 			f.Close()
 			return nil, fmt.Errorf("snapshot: lock: %w", err)
+		}
+		if !wait {
+			f.Close()
+			return nil, nil
 		}
 		select {
 		case <-ctx.Done():

@@ -332,7 +332,7 @@ func (s *Store) applyAndCommit(ctx context.Context, rec *pendingRec, interrupted
 	if err := s.commitEntry(e); err != nil {
 		return Entry{}, err
 	}
-	if len(ix.entries) > 0 {
+	if s.hasIndex() {
 		if _, err := s.saveIndex(post); err != nil {
 			s.opts.log.Warn("snapshot: saving manifest", "err", err)
 		}
