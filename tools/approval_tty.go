@@ -15,6 +15,15 @@ type TTYApprover struct {
 	in  *bufio.Reader
 	out io.Writer
 	mu  sync.Mutex
+	// pending is a read still waiting for a line after an abandoned
+	// question; the next question takes its answer over, so that two
+	// reads never race on in.
+	pending chan ttyAnswer
+}
+
+type ttyAnswer struct {
+	line string
+	err  error
 }
 
 // NewTTYApprover reads answers from in and writes questions to out.
@@ -49,20 +58,21 @@ func (a *TTYApprover) Approve(ctx context.Context, req ApprovalRequest) (Approva
 	if _, err := io.WriteString(a.out, b.String()); err != nil {
 		return Approval{}, err
 	}
-	type answer struct {
-		line string
-		err  error
+	ch := a.pending
+	if ch == nil {
+		ch = make(chan ttyAnswer, 1)
+		go func() {
+			line, err := a.in.ReadString('\n')
+			ch <- ttyAnswer{line, err}
+		}()
 	}
-	ch := make(chan answer, 1)
-	go func() {
-		line, err := a.in.ReadString('\n')
-		ch <- answer{line, err}
-	}()
 	select {
 	case <-ctx.Done():
+		a.pending = ch
 		fmt.Fprintln(a.out)
 		return Approval{}, ctx.Err()
 	case ans := <-ch:
+		a.pending = nil
 		if ans.err != nil && ans.line == "" {
 			return Approval{Allow: false, By: "tty"}, nil
 		}

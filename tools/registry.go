@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+
+	"github.com/agentbox/agentbox/tools/permission"
 )
 
 // Source says where a tool came from; List orders by it.
@@ -194,4 +196,9 @@ func PlanMode(t Tool) bool {
 		return true
 	}
 	return t.ReadOnly(p)
+}
+
+// NotDenied keeps the tools that deny rules do not refuse entirely.
+func NotDenied(rs permission.Rules) func(Tool) bool {
+	return func(t Tool) bool { return !rs.DeniesWholly(t.Name(), t.Aliases(), string(t.Kind())) }
 }

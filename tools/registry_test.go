@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentbox/agentbox/tools/permission"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
@@ -208,4 +209,19 @@ func TestDiscover(t *testing.T) {
 
 func TestDescriptionRender(t *testing.T) {
 	golden(t, "description.txt", []byte(testTools(t)[0].Description().Render()+"\n"))
+}
+
+func TestNotDenied(t *testing.T) {
+	reg := NewRegistry()
+	for _, x := range testTools(t) {
+		reg.Register(SourceBuiltin, x)
+	}
+	deny, _ := permission.ParseAll([]string{"Edit", "Bash(rm:*)", "Say"}, "user")
+	var names []string
+	for _, x := range reg.Filter(NotDenied(permission.Rules{Deny: deny})) {
+		names = append(names, x.Name())
+	}
+	if got := strings.Join(names, ","); got != "Read,Bash,Grep" {
+		t.Fatalf("not denied: %s", got)
+	}
 }

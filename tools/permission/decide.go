@@ -256,3 +256,15 @@ func ruleName(r *Rule) string {
 	}
 	return strings.TrimSpace(s)
 }
+
+// DeniesWholly reports whether a deny rule without a specifier covers
+// every call of the tool (so front ends can leave it out of the list).
+func (rs Rules) DeniesWholly(tool string, aliases []string, kind string) bool {
+	c := Call{Tool: tool, Aliases: aliases, Kind: kind}
+	for _, r := range rs.Deny {
+		if r.Spec == "" && r.AppliesTo(c) {
+			return true
+		}
+	}
+	return false
+}
