@@ -1,0 +1,59 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/agentbox/agentbox/config"
+)
+
+func TestDoctorStateDir(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		setup  func(dir string) string
+		status string
+	}{
+		{"private dir", func(d string) string { p := filepath.Join(d, "s"); os.Mkdir(p, 0o700); return p }, statusOK},
+		{"missing, creatable", func(d string) string { return filepath.Join(d, "a", "b") }, statusOK},
+		{"others may write", func(d string) string { p := filepath.Join(d, "s"); os.Mkdir(p, 0o700); os.Chmod(p, 0o777); return p }, statusFail},
+		{"a file", func(d string) string { p := filepath.Join(d, "f"); os.WriteFile(p, nil, 0o600); return p }, statusFail},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := config.Default()
+			cfg.StateDir = tc.setup(t.TempDir())
+			checks := checkStateDir(&cfg)
+			worst := statusOK
+			for _, c := range checks {
+				if c.Status == statusFail {
+					worst = statusFail
+				}
+				if c.Status != statusOK && c.Fix == "" {
+					t.Errorf("%s: %s without a fix", c.Name, c.Status)
+				}
+			}
+			if worst != tc.status {
+				t.Errorf("checks = %+v, want %s", checks, tc.status)
+			}
+		})
+	}
+}
+
+func TestDoctorMCP(t *testing.T) {
+	for _, tc := range []struct {
+		addr, token, nonInteractive string
+		status                      string
+	}{
+		{"", "", "deny", statusOK},
+		{"127.0.0.1:8787", "", "deny", statusOK},
+		{"0.0.0.0:8787", "", "deny", statusFail},
+		{"0.0.0.0:8787", "0123456789abcdef", "deny", statusOK},
+		{"", "", "allow", statusWarn},
+	} {
+		cfg := config.Default()
+		cfg.MCP.HTTPAddr, cfg.MCP.BearerToken, cfg.MCP.NonInteractive = tc.addr, tc.token, tc.nonInteractive
+		if c := checkMCP(&cfg); c.Status != tc.status {
+			t.Errorf("%+v: %+v, want %s", tc, c, tc.status)
+		}
+	}
+}
