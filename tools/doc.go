@@ -59,11 +59,22 @@
 //   - Truncation of Content to env.Limits.MaxOutputBytes (head and tail
 //     kept, the omitted count reported) and the audit record.
 //
+// Result.Meta keys the pipeline reads: "exit_code" (int) and
+// "container_id" (string) go into the audit record; the pipeline itself
+// adds "journal_id", "changes" and "truncated_bytes".
+//
 // What tools do: the work itself. Mutations of the workspace run in the
 // sandbox: env.WriteFile for file content, env.Sandbox.Exec for commands,
 // env.Jobs for background commands (remember ids with
 // env.Session.AddJob). Bash keeps its cwd with env.SetCwd. Return
 // tools.Fail(kind, ...) or a *ToolError for failures the model can act on.
+//
+// Front ends get a ready system from package tools/workspace
+// (workspace.Open: registry with the built-ins and discovered tools, the
+// pipeline configured from config, sessions and grants under the state
+// dir, the audit log, lazily opened sandbox and snapshot store), then call
+// Pipeline.Run or Pipeline.RunBatch with a Session. Sessions persist
+// through SessionStore (last save wins across processes).
 //
 // Registry, Session and Pipeline are safe for concurrent use.
 package tools

@@ -28,28 +28,24 @@ func ReadBeforeWrite(newEnv func(*Call) *Env) Stage {
 					}
 				}
 			}
-			gen := c.Session.generation()
+			// What the session knew before, to tell whether the tool
+			// recorded a stamp of its own (the Read tool keeps its window).
+			before := make([]ReadStamp, len(paths))
+			had := make([]bool, len(paths))
+			for i, p := range paths {
+				before[i], had[i] = c.Session.LastRead(p)
+			}
 			res := next(ctx, c)
 			if res.Err != nil {
 				return res
 			}
-			if rt.ReadTracking() == TrackRead && c.Session.generation() != gen {
-				// The tool may have recorded its own stamp; keep it.
-				recorded := true
-				for _, p := range paths {
-					if _, ok := c.Session.LastRead(p); !ok {
-						recorded = false
+			for i, p := range paths {
+				if rt.ReadTracking() == TrackRead {
+					if cur, ok := c.Session.LastRead(p); ok && (!had[i] || cur != before[i]) {
+						continue // recorded by the tool itself
 					}
 				}
-				if recorded {
-					return res
-				}
-			}
-			for _, p := range paths {
 				if st, err := env.Stamp(p); err == nil {
-					if old, ok := c.Session.LastRead(p); ok && rt.ReadTracking() == TrackRead && old.Same(st) {
-						st.Offset, st.Limit = old.Offset, old.Limit
-					}
 					c.Session.RecordRead(p, st)
 				}
 			}
