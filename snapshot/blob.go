@@ -1,7 +1,9 @@
 package snapshot
 
 import (
+	"bufio"
 	"bytes"
+	"compress/flate"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -29,10 +31,19 @@ func validHash(h string) bool {
 	return err == nil
 }
 
+// zSuffix marks a blob stored deflate-compressed.
+const zSuffix = ".z"
+
 func (s *Store) hasBlob(h string) bool {
-	_, err := os.Lstat(s.blobPath(h))
+	if _, err := os.Lstat(s.blobPath(h)); err == nil {
+		return true
+	}
+	_, err := os.Lstat(s.blobPath(h) + zSuffix)
 	return err == nil
 }
+
+// compressMin is the size below which compression is not worth it.
+const compressMin = 512
 
 // putReader stores the content of r (size bytes expected; -1 if unknown)
 // and returns its hash and length. buf is scratch space.
@@ -47,7 +58,7 @@ func (s *Store) putReader(r io.Reader, size int64, buf []byte) (string, int64, e
 			return "", 0, err
 		}
 		if n <= int(size) {
-			return s.putBytes(b[:n])
+			return s.putBytes(b[:n], s.opts.compress)
 		}
 		// Grew while we read: fall back to streaming what we have plus the rest.
 		r = io.MultiReader(bytes.NewReader(b[:n]), r)
@@ -55,32 +66,57 @@ func (s *Store) putReader(r io.Reader, size int64, buf []byte) (string, int64, e
 	return s.putStream(r)
 }
 
-// putBytes stores data.
-func (s *Store) putBytes(data []byte) (string, int64, error) {
+// putBytes stores data, compressed if asked and worth it.
+func (s *Store) putBytes(data []byte, compress bool) (string, int64, error) {
 	sum := sha256.Sum256(data)
 	h := hex.EncodeToString(sum[:])
 	if s.hasBlob(h) {
 		return h, int64(len(data)), nil
 	}
-	f, err := os.CreateTemp(s.path("tmp"), "blob-*")
+	f, err := s.tempBlob()
 	if err != nil {
-		return "", 0, fmt.Errorf("snapshot: blob: %w", err)
+		return "", 0, err
 	}
-	if _, err := f.Write(data); err != nil {
+	compress = compress && len(data) >= compressMin
+	if compress {
+		zw, _ := flate.NewWriter(f, flate.BestSpeed)
+		if _, err = zw.Write(data); err == nil {
+			err = zw.Close()
+		}
+	} else {
+		_, err = f.Write(data)
+	}
+	if err != nil {
 		f.Close()
 		os.Remove(f.Name())
 		return "", 0, fmt.Errorf("snapshot: blob: %w", err)
 	}
-	return h, int64(len(data)), s.installBlob(f, h)
+	return h, int64(len(data)), s.installBlob(f, h, compress)
+}
+
+func (s *Store) tempBlob() (*os.File, error) {
+	f, err := os.CreateTemp(s.path("tmp"), "blob-*")
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: blob: %w", err)
+	}
+	return f, nil
 }
 
 func (s *Store) putStream(r io.Reader) (string, int64, error) {
-	f, err := os.CreateTemp(s.path("tmp"), "blob-*")
+	f, err := s.tempBlob()
 	if err != nil {
-		return "", 0, fmt.Errorf("snapshot: blob: %w", err)
+		return "", 0, err
 	}
 	hw := sha256.New()
-	n, err := io.Copy(io.MultiWriter(f, hw), r)
+	var n int64
+	if s.opts.compress {
+		zw, _ := flate.NewWriter(f, flate.BestSpeed)
+		if n, err = io.Copy(io.MultiWriter(zw, hw), r); err == nil {
+			err = zw.Close()
+		}
+	} else {
+		n, err = io.Copy(io.MultiWriter(f, hw), r)
+	}
 	if err != nil {
 		f.Close()
 		os.Remove(f.Name())
@@ -92,12 +128,12 @@ func (s *Store) putStream(r io.Reader) (string, int64, error) {
 		os.Remove(f.Name())
 		return h, n, nil
 	}
-	return h, n, s.installBlob(f, h)
+	return h, n, s.installBlob(f, h, s.opts.compress)
 }
 
 // installBlob closes f and renames it to blob h. Durability comes from the
 // syncfs done before the entry that references it is committed.
-func (s *Store) installBlob(f *os.File, h string) error {
+func (s *Store) installBlob(f *os.File, h string, compressed bool) error {
 	s.dirty.Store(true)
 	name := f.Name()
 	if err := f.Close(); err != nil {
@@ -105,6 +141,9 @@ func (s *Store) installBlob(f *os.File, h string) error {
 		return fmt.Errorf("snapshot: blob: %w", err)
 	}
 	dst := s.blobPath(h)
+	if compressed {
+		dst += zSuffix
+	}
 	err := os.Rename(name, dst)
 	if errors.Is(err, os.ErrNotExist) {
 		if err = os.MkdirAll(filepath.Dir(dst), 0o700); err == nil {
@@ -118,16 +157,36 @@ func (s *Store) installBlob(f *os.File, h string) error {
 	return nil
 }
 
-// openBlob opens blob h for reading.
-func (s *Store) openBlob(h string) (*os.File, error) {
+type zReader struct {
+	io.ReadCloser
+	f *os.File
+}
+
+func (z zReader) Close() error {
+	z.ReadCloser.Close()
+	return z.f.Close()
+}
+
+// openBlob opens blob h for reading (decompressing if stored so).
+func (s *Store) openBlob(h string) (io.ReadCloser, error) {
 	if !validHash(h) {
 		return nil, fmt.Errorf("snapshot: blob %q: %w", h, ErrCorrupt)
 	}
 	f, err := os.Open(s.blobPath(h))
+	if err == nil {
+		return f, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	f, err = os.Open(s.blobPath(h) + zSuffix)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("snapshot: blob %s: %w", h[:12], ErrNotFound)
 	}
-	return f, err
+	if err != nil {
+		return nil, err
+	}
+	return zReader{flate.NewReader(bufio.NewReaderSize(f, 256<<10)), f}, nil
 }
 
 // readBlob reads a whole blob, verifying it.
@@ -139,7 +198,7 @@ func (s *Store) readBlob(h string) ([]byte, error) {
 	defer f.Close()
 	data, err := io.ReadAll(f)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("snapshot: blob %s: %v: %w", h[:12], err, ErrCorrupt)
 	}
 	if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != h {
 		return nil, fmt.Errorf("snapshot: blob %s: content does not match its hash: %w", h[:12], ErrCorrupt)

@@ -318,7 +318,7 @@ func (s *Store) recover(ctx context.Context) error {
 			}
 			continue
 		}
-		if _, err := os.Stat(s.path("journal", id+".json")); err == nil || rec.Phase != phaseRunning {
+		if s.entryExists(id) || rec.Phase != phaseRunning {
 			// Already committed, or nothing had been changed yet.
 			if err := s.removePending(id); err != nil {
 				return err

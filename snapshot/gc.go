@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // GC drops journal entries beyond policy and deletes every blob no kept
@@ -50,7 +51,7 @@ func (s *Store) GC(ctx context.Context, policy GCPolicy) (GCStats, error) {
 			return err
 		}
 		if fi, err := d.Info(); err == nil {
-			sizes[filepath.Base(filepath.Dir(p))+d.Name()] = fi.Size()
+			sizes[filepath.Base(filepath.Dir(p))+strings.TrimSuffix(d.Name(), zSuffix)] += fi.Size()
 		}
 		return nil
 	})
@@ -132,7 +133,7 @@ func (s *Store) GC(ctx context.Context, policy GCPolicy) (GCStats, error) {
 		if err := ctx.Err(); err != nil {
 			return st, err
 		}
-		if err := os.Remove(s.path("journal", all[i].ID+".json")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := s.removeEntry(all[i].ID); err != nil {
 			return st, err
 		}
 		st.EntriesRemoved++
@@ -149,8 +150,10 @@ func (s *Store) GC(ctx context.Context, policy GCPolicy) (GCStats, error) {
 		if !validHash(h) {
 			continue
 		}
-		if err := os.Remove(s.blobPath(h)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return st, err
+		for _, name := range []string{s.blobPath(h), s.blobPath(h) + zSuffix} {
+			if err := os.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return st, err
+			}
 		}
 		st.BlobsRemoved++
 		st.BytesFreed += size

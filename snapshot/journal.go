@@ -1,11 +1,14 @@
 package snapshot
 
 import (
+	"bytes"
+	"compress/flate"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strconv"
@@ -142,7 +145,9 @@ func (s *Store) ids(dir string) ([]string, error) {
 	for _, de := range des {
 		name, ok := strings.CutSuffix(de.Name(), ".json")
 		if !ok {
-			continue
+			if name, ok = strings.CutSuffix(de.Name(), ".json"+zSuffix); !ok {
+				continue
+			}
 		}
 		if _, ok := parseID(name); ok {
 			out = append(out, name)
@@ -192,15 +197,56 @@ func (s *Store) commitEntry(e Entry) error {
 		return err
 	}
 	s.hook("before-commit")
-	if err := writeFileAtomic(s.path("journal", e.ID+".json"), data, 0o600); err != nil {
+	name := s.path("journal", e.ID+".json")
+	if len(data) > bigEntry {
+		// Entries of calls that touched thousands of paths shrink ~10×.
+		var b bytes.Buffer
+		zw, _ := flate.NewWriter(&b, flate.BestSpeed)
+		zw.Write(data)
+		zw.Close()
+		data, name = b.Bytes(), name+zSuffix
+	}
+	if err := writeFileAtomic(name, data, 0o600); err != nil {
 		return fmt.Errorf("snapshot: journal %s: %w", e.ID, err)
 	}
 	s.hook("after-commit")
 	return nil
 }
 
+// bigEntry is the encoded size above which a journal entry is stored
+// compressed.
+const bigEntry = 32 << 10
+
+// entryExists reports whether entry id is committed.
+func (s *Store) entryExists(id string) bool {
+	for _, n := range []string{id + ".json", id + ".json" + zSuffix} {
+		if _, err := os.Lstat(s.path("journal", n)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// removeEntry deletes entry id.
+func (s *Store) removeEntry(id string) error {
+	for _, n := range []string{id + ".json", id + ".json" + zSuffix} {
+		if err := os.Remove(s.path("journal", n)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("snapshot: %w", err)
+		}
+	}
+	return nil
+}
+
 func (s *Store) readEntry(id string) (Entry, error) {
 	data, err := os.ReadFile(s.path("journal", id+".json"))
+	if errors.Is(err, os.ErrNotExist) {
+		var z []byte
+		if z, err = os.ReadFile(s.path("journal", id+".json"+zSuffix)); err == nil {
+			if data, err = io.ReadAll(flate.NewReader(bytes.NewReader(z))); err != nil {
+				return Entry{}, fmt.Errorf("snapshot: journal entry %s: %v: %w", id, err, ErrCorrupt)
+			}
+		}
+	}
 	if errors.Is(err, os.ErrNotExist) {
 		return Entry{}, fmt.Errorf("snapshot: call %s: %w", id, ErrNotFound)
 	}

@@ -39,3 +39,8 @@ func TestRandomSeeds(t *testing.T) {
 		})
 	}
 }
+
+func TestConformanceCompressed(t *testing.T) {
+	snapshottest.RunCases(t, opener(snapshot.WithCompression(true)))
+	snapshottest.RunRandom(t, opener(snapshot.WithCompression(true)), 77, 30)
+}

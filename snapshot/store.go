@@ -38,6 +38,7 @@ type options struct {
 	exclude  []string
 	now      func() time.Time
 	workers  int
+	compress bool
 	hooks    func(point string) // test hook: called at named points
 	lockPoll time.Duration
 }
@@ -58,6 +59,11 @@ func WithExclude(patterns ...string) Option {
 
 // WithClock injects the clock used for entry times and racy-mtime checks.
 func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// WithCompression stores file content deflate-compressed (manifests
+// always are): a smaller store for some CPU time on every write and
+// restore.
+func WithCompression(on bool) Option { return func(o *options) { o.compress = on } }
 
 // WithWorkers sets how many goroutines scan and hash (default: GOMAXPROCS).
 func WithWorkers(n int) Option { return func(o *options) { o.workers = n } }

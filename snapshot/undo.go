@@ -381,7 +381,7 @@ func (s *Store) Checkpoint(ctx context.Context, message string, info CallInfo) (
 		h = s.manifestHash(old)
 	} else {
 		enc := cur.encode()
-		if h, _, err = s.putBytes(enc); err != nil {
+		if h, _, err = s.putBytes(enc, true); err != nil {
 			return Entry{}, err
 		}
 		if cur != old {

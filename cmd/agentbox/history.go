@@ -21,7 +21,7 @@ func openSnapshots(ctx context.Context, a *app) (*snapshot.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return snapshot.Open(ctx, cfg.WorkspaceStateDir(), cfg.Workspace, snapshot.WithExclude(cfg.Snapshot.Exclude...))
+	return snapshot.OpenConfig(ctx, cfg)
 }
 
 // cliCall is who the snapshot commands journal their own entries as.

@@ -28,7 +28,7 @@ newest entry is always kept.`,
 			if err != nil {
 				return err
 			}
-			p := snapshot.GCPolicy{KeepCalls: cfg.Snapshot.KeepCalls, MaxAge: cfg.Snapshot.MaxAge, MaxBytes: cfg.Snapshot.MaxBytes}
+			p := snapshot.Policy(cfg)
 			if cmd.Flags().Changed("keep-calls") {
 				p.KeepCalls = keep
 			}
