@@ -137,6 +137,14 @@ func (a *analyzer) run(command string) {
 	if strings.TrimSpace(command) == "" {
 		return
 	}
+	if off, ok := tooDeep(command, maxBracketDepth); ok {
+		// The parser is slow on very deep nesting; no real command
+		// nests this deep.
+		a.capHit = true
+		a.add(Dangerous, "cap.depth", command[off:min(off+40, len(command))], off,
+			"brackets nest deeper than the classifier analyses")
+		return
+	}
 	a.parseAndWalk(command, 0, 0)
 	if a.cdElsewhere {
 		for _, r := range a.gitReadAt {
@@ -166,6 +174,29 @@ func controlChar(s string) (int, bool) {
 			return i, true
 		}
 		i += n
+	}
+	return 0, false
+}
+
+// maxBracketDepth bounds the nesting of (, { and [ that is parsed at all.
+const maxBracketDepth = 512
+
+// tooDeep counts bracket nesting naively (quotes ignored, so it can only
+// over-count) and reports where it first exceeds limit.
+func tooDeep(s string, limit int) (int, bool) {
+	d := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '(', '{', '[':
+			d++
+			if d > limit {
+				return i, true
+			}
+		case ')', '}', ']':
+			if d > 0 {
+				d--
+			}
+		}
 	}
 	return 0, false
 }

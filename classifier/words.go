@@ -191,14 +191,12 @@ func (a *analyzer) evalInto(sb *strings.Builder, f *field, parts []syntax.WordPa
 		case *syntax.ParamExp:
 			markLead()
 			f.dynamic, f.param = true, true
-			t, _ := a.at(p)
-			sb.WriteString(t)
+			writeRaw(sb, a, p)
 			a.paramExp(p)
 		case *syntax.CmdSubst:
 			markLead()
 			f.dynamic = true
-			t, _ := a.at(p)
-			sb.WriteString(t)
+			writeRaw(sb, a, p)
 			before := a.netSeen
 			a.cmdSubst(p.Stmts, p)
 			if a.netSeen > before {
@@ -207,8 +205,7 @@ func (a *analyzer) evalInto(sb *strings.Builder, f *field, parts []syntax.WordPa
 		case *syntax.ProcSubst:
 			markLead()
 			f.dynamic = true
-			t, _ := a.at(p)
-			sb.WriteString(t)
+			writeRaw(sb, a, p)
 			before := a.netSeen
 			a.cmdSubst(p.Stmts, p)
 			if a.netSeen > before {
@@ -223,8 +220,7 @@ func (a *analyzer) evalInto(sb *strings.Builder, f *field, parts []syntax.WordPa
 			}
 			markLead()
 			f.dynamic = true
-			t, _ := a.at(p)
-			sb.WriteString(t)
+			writeRaw(sb, a, p)
 		case *syntax.ExtGlob:
 			markLead()
 			f.glob = true
@@ -234,8 +230,7 @@ func (a *analyzer) evalInto(sb *strings.Builder, f *field, parts []syntax.WordPa
 		default:
 			markLead()
 			f.dynamic = true
-			t, _ := a.at(p)
-			sb.WriteString(t)
+			writeRaw(sb, a, p)
 			a.addNode(Dangerous, "word.unknown", p, "this word part is not understood")
 		}
 	}
@@ -385,4 +380,20 @@ func ansiC(s string) string {
 
 func isHex(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// maxRawPart bounds the source text shown for one run-time part of a
+// word, which also keeps deeply nested expansions linear.
+const maxRawPart = 256
+
+func writeRaw(sb *strings.Builder, a *analyzer, n syntax.Node) {
+	t, _ := a.at(n)
+	if len(t) > maxRawPart {
+		k := maxRawPart
+		for k > 0 && !utf8.RuneStart(t[k]) {
+			k--
+		}
+		t = t[:k] + "..."
+	}
+	sb.WriteString(t)
 }
