@@ -105,12 +105,19 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (Info, err
 	if err != nil {
 		return Info{}, err
 	}
-	// Installing docker.io may have started its own engine.
+	p := privatePaths(cfg.StateDir)
+	unlock, err := lockStart(ctx, p)
+	if err != nil {
+		return Info{}, err
+	}
+	defer unlock()
+	// Installing docker.io may have started its own engine, or another
+	// `engine start` may have won the lock first.
 	if cli, info, err := Connect(ctx, cfg); err == nil {
 		cli.Close()
 		return info, nil
 	}
-	info, err := startPrivate(ctx, dockerd, privatePaths(cfg.StateDir), cfg.Engine.StartTimeout, log)
+	info, err := startPrivate(ctx, dockerd, p, cfg.Engine.StartTimeout, log)
 	if err != nil {
 		return Info{}, err
 	}
@@ -147,6 +154,34 @@ func startPrivate(ctx context.Context, dockerd string, p paths, timeout time.Dur
 		proc.kill()
 	}
 	return info, err
+}
+
+// lockStart serialises starts of the same private engine across
+// processes with an exclusive flock on a file in its directory.
+func lockStart(ctx context.Context, p paths) (unlock func(), err error) {
+	if err := os.MkdirAll(p.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("private engine: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(p.Dir, "start.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("private engine lock: %w", err)
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			f.Close()
+			return nil, fmt.Errorf("private engine lock: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("waiting for another `agentbox engine start`: %w", context.Cause(ctx))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // findDockerd locates dockerd, installing docker.io if allowed.

@@ -80,3 +80,22 @@ func TestStartPrivateHonoursContext(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestLockStartSerialises(t *testing.T) {
+	p := testPaths(t)
+	unlock, err := lockStart(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := lockStart(ctx, p); err == nil {
+		t.Fatal("second lockStart succeeded while the first holds the lock")
+	}
+	unlock()
+	unlock2, err := lockStart(context.Background(), p)
+	if err != nil {
+		t.Fatalf("lockStart after unlock: %v", err)
+	}
+	unlock2()
+}
