@@ -99,7 +99,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (Info, err
 		return Info{}, err
 	}
 	if os.Geteuid() != 0 {
-		return Info{}, fmt.Errorf("%w, and only root can start agentbox's private engine: run `sudo agentbox engine start` (with --state-dir %s), or start Docker or Podman yourself and set DOCKER_HOST (for rootless Podman: `systemctl --user start podman.socket`)", ErrNoEngine, cfg.StateDir)
+		return Info{}, fmt.Errorf("%w, and only root can start agentbox's private engine: run `sudo agentbox engine start --state-dir %s` (its socket belongs to group docker: join it with `sudo usermod -aG docker $USER`), or start Docker or Podman yourself and set DOCKER_HOST (rootless Podman: `systemctl --user start podman.socket` and DOCKER_HOST=unix://$XDG_RUNTIME_DIR/podman/podman.sock)", ErrNoEngine, cfg.StateDir)
 	}
 	dockerd, err := findDockerd(ctx, cfg, log)
 	if err != nil {
