@@ -55,6 +55,7 @@ type analyzer struct {
 	// cdElsewhere is set when the command changes to a directory outside
 	// the workspace; gitReadAt holds where git read commands were seen.
 	cdElsewhere bool
+	cdProtected string // set after a cd to /, ~ or a system directory
 	gitReadAt   []Reason
 }
 

@@ -228,6 +228,12 @@ func hRm(a *analyzer, c *call) {
 		if what, ok := protectedPath(c.args[i]); ok {
 			a.flag(c, i, Forbidden, "wipe.protected", "recursively deletes "+what)
 		}
+		switch strings.TrimRight(c.args[i].val, "/") {
+		case "*", ".", "./*", ".*", "..":
+			if a.cdProtected != "" {
+				a.flag(c, i, Forbidden, "wipe.protected", "recursively deletes everything in "+a.cdProtected+" (after cd)")
+			}
+		}
 	}
 }
 

@@ -178,7 +178,11 @@ func hCd(a *analyzer, c *call) {
 	}
 	if dir == nil {
 		a.cdElsewhere = true // $HOME
+		a.cdProtected = "the home directory"
 		return
+	}
+	if what, ok := protectedPath(*dir); ok {
+		a.cdProtected = what
 	}
 	a.chdir(c, 0, *dir)
 }
