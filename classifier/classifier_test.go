@@ -602,7 +602,7 @@ func TestCapsNeverLower(t *testing.T) {
 	if c := Classify(nested, WithCaps(0, 1, 0)).Class; c == ReadOnly {
 		t.Errorf("depth cap on bash -c: %s", c)
 	}
-	if c := Classify("echo "+strings.Repeat("$(", 600)+"ls"+strings.Repeat(")", 600)).Class; c != Dangerous {
+	if c := Classify("echo " + strings.Repeat("$(", 600) + "ls" + strings.Repeat(")", 600)).Class; c != Dangerous {
 		t.Errorf("bracket depth cap: %s", c)
 	}
 	if c := Classify("(((((((((((sudo x)))))))))))", WithCaps(0, 4, 0)).Class; c == ReadOnly {
