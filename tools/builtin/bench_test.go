@@ -72,3 +72,27 @@ func BenchmarkReadBatch10(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkGlobGoSrc times Glob **/*.go over the Go source tree.
+func BenchmarkGlobGoSrc(b *testing.B) {
+	src, root := goSrc(b)
+	p := benchPipeline(b, src, root)
+	raw, _ := json.Marshal(map[string]any{"pattern": "**/*.go", "path": src})
+	for b.Loop() {
+		if r := p.Run(context.Background(), tools.Request{Tool: "Glob", Input: raw}); r.Err != nil {
+			b.Fatal(r.Err)
+		}
+	}
+}
+
+// BenchmarkGrepGoSrc times Grep (files_with_matches) over the Go source tree.
+func BenchmarkGrepGoSrc(b *testing.B) {
+	src, root := goSrc(b)
+	p := benchPipeline(b, src, root)
+	raw, _ := json.Marshal(map[string]any{"pattern": "func main", "path": src})
+	for b.Loop() {
+		if r := p.Run(context.Background(), tools.Request{Tool: "Grep", Input: raw}); r.Err != nil {
+			b.Fatal(r.Err)
+		}
+	}
+}
