@@ -40,6 +40,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
@@ -298,7 +299,7 @@ func (r *Runner) Reap(ctx context.Context) error {
 		wg.Add(1)
 		go func(id string) {
 			defer wg.Done()
-			if err := r.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true}); err != nil && !client.IsErrNotFound(err) {
+			if err := r.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
@@ -353,7 +354,7 @@ func (r *Runner) Close(ctx context.Context) error {
 		err = lerr
 	}
 	for _, c := range list {
-		if e := r.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}); e != nil && !client.IsErrNotFound(e) {
+		if e := r.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}); e != nil && !cerrdefs.IsNotFound(e) {
 			err = errors.Join(err, e)
 		}
 	}
@@ -367,7 +368,7 @@ func (r *Runner) Close(ctx context.Context) error {
 func (r *Runner) kill(id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30e9)
 	defer cancel()
-	if err := r.cli.ContainerKill(ctx, id, "KILL"); err != nil && !client.IsErrNotFound(err) {
+	if err := r.cli.ContainerKill(ctx, id, "KILL"); err != nil && !cerrdefs.IsNotFound(err) {
 		r.log.Debug("killing container", "container", shortID(id), "err", err)
 	}
 }

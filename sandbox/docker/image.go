@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/client"
 
 	"github.com/agentbox/agentbox/images"
@@ -20,7 +21,7 @@ func ensureImage(ctx context.Context, cli *client.Client, name, workspace string
 		return nil
 	}
 	if _, err := cli.ImageInspect(ctx, name); err != nil {
-		if client.IsErrNotFound(err) {
+		if cerrdefs.IsNotFound(err) {
 			return fmt.Errorf("%w: image %s is not in the engine's store", sandbox.ErrUnavailable, name)
 		}
 		return fmt.Errorf("%w: image %s: %v", sandbox.ErrUnavailable, name, err)

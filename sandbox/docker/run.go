@@ -54,10 +54,27 @@ func (r *Runner) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, er
 		return sandbox.Result{}, fmt.Errorf("encoding request: %w", err)
 	}
 	frame := initproc.AppendFrame(nil, initproc.Request, payload)
+	for attempt := 1; ; attempt++ {
+		res, unused, err := r.runOnce(ctx, spec, limit, frame)
+		if !unused || attempt == maxAttempts || ctx.Err() != nil {
+			return res, err
+		}
+		// The container died before it took the request (it never said
+		// so): nothing ran, so another one may.
+		r.log.Warn("retrying in another container", "container", shortID(res.ContainerID), "err", err)
+	}
+}
 
+// maxAttempts bounds hand-overs of one command to containers that die
+// before taking it.
+const maxAttempts = 3
+
+// runOnce hands frame to one container and reads the run back. unused
+// reports that the container ended before acknowledging the request.
+func (r *Runner) runOnce(ctx context.Context, spec sandbox.Spec, limit int, frame []byte) (_ sandbox.Result, unused bool, _ error) {
 	w, err := r.handOver(ctx, frame)
 	if err != nil {
-		return sandbox.Result{}, err
+		return sandbox.Result{}, false, err
 	}
 	start := time.Now()
 	defer func() {
@@ -85,6 +102,7 @@ func (r *Runner) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, er
 	out, errb := sandbox.NewCapture(limit), sandbox.NewCapture(limit)
 	var st *initproc.Status
 	var readErr error
+	started := false
 	for st == nil {
 		t, p, err := initproc.ReadFrame(w.frames)
 		if err != nil {
@@ -92,6 +110,8 @@ func (r *Runner) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, er
 			break
 		}
 		switch t {
+		case initproc.Started:
+			started = true
 		case initproc.Stdout, initproc.Stderr:
 			s, c := sandbox.Stdout, out
 			if t == initproc.Stderr {
@@ -104,10 +124,10 @@ func (r *Runner) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, er
 		case initproc.Exit:
 			st = &initproc.Status{}
 			if err := json.Unmarshal(p, st); err != nil {
-				return sandbox.Result{}, fmt.Errorf("container %s: bad exit frame: %w", shortID(w.id), err)
+				return sandbox.Result{}, false, fmt.Errorf("container %s: bad exit frame: %w", shortID(w.id), err)
 			}
 		case initproc.Fatal:
-			return sandbox.Result{}, fmt.Errorf("container %s: init failed: %s", shortID(w.id), p)
+			return sandbox.Result{}, false, fmt.Errorf("container %s: init failed: %s", shortID(w.id), p)
 		default:
 			readErr = fmt.Errorf("%w: unexpected %q", initproc.ErrFrame, t)
 		}
@@ -128,21 +148,21 @@ func (r *Runner) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, er
 		if st.Cwd != "" && sandbox.Within(st.Cwd, r.workspace) {
 			res.Cwd = st.Cwd
 		}
-		return res, nil
+		return res, false, nil
 	case killed.Load():
 		res.ExitCode, res.Signal, res.Killed = 137, "SIGKILL", true
 		if timedOut.Load() {
 			res.TimedOut = true
-			return res, fmt.Errorf("%w after %s", sandbox.ErrTimeout, spec.Timeout)
+			return res, false, fmt.Errorf("%w after %s", sandbox.ErrTimeout, spec.Timeout)
 		}
-		return res, fmt.Errorf("%w: %v", sandbox.ErrCanceled, context.Cause(ctx))
+		return res, false, fmt.Errorf("%w: %v", sandbox.ErrCanceled, context.Cause(ctx))
 	}
 	r.mu.Lock()
 	closed := r.closed
 	r.mu.Unlock()
 	if closed {
 		res.ExitCode, res.Signal, res.Killed = 137, "SIGKILL", true
-		return res, fmt.Errorf("%w: killed by Close", sandbox.ErrClosed)
+		return res, false, fmt.Errorf("%w: killed by Close", sandbox.ErrClosed)
 	}
 	// The stream ended without a status: init itself died (the OOM
 	// killer may pick it) or the engine failed.
@@ -154,13 +174,13 @@ func (r *Runner) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, er
 			res.Signal = initproc.SignalName(syscall.Signal(res.ExitCode - 128))
 		}
 		if res.OOMKilled {
-			return res, nil
+			return res, false, nil
 		}
 	}
 	if readErr == nil || errors.Is(readErr, io.EOF) {
 		readErr = io.ErrUnexpectedEOF
 	}
-	return res, fmt.Errorf("container %s ended without reporting a status: %w", shortID(w.id), readErr)
+	return res, !started, fmt.Errorf("container %s ended without reporting a status: %w", shortID(w.id), readErr)
 }
 
 // handOver takes a warm container (or starts one when the pool is empty),

@@ -30,6 +30,7 @@ type Type byte
 const (
 	Ready   Type = 'R' // init → executor: waiting for a request
 	Request Type = 'Q' // executor → init: the command
+	Started Type = 'S' // init → executor: request taken (empty payload)
 	Stdout  Type = 'O' // init → executor: a chunk of stdout
 	Stderr  Type = 'E' // init → executor: a chunk of stderr
 	Exit    Type = 'X' // init → executor: final status; last frame
@@ -71,7 +72,7 @@ func ReadFrame(r io.Reader) (Type, []byte, error) {
 	}
 	t := Type(h[0])
 	switch t {
-	case Ready, Request, Stdout, Stderr, Exit, Fatal:
+	case Ready, Request, Started, Stdout, Stderr, Exit, Fatal:
 	default:
 		return 0, nil, fmt.Errorf("%w: unknown type %#x", ErrFrame, h[0])
 	}
@@ -129,7 +130,7 @@ type ReadyInfo struct {
 }
 
 // Proto is the protocol version; bump on incompatible changes.
-const Proto = 1
+const Proto = 2
 
 // Req is the Request payload.
 type Req struct {

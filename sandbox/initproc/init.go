@@ -47,6 +47,10 @@ func Main(in io.Reader, out io.Writer, diag io.Writer) int {
 		return 1
 	}
 	began := time.Now()
+	if err := fw.write(Started, nil); err != nil {
+		fmt.Fprintln(diag, "agentbox init: started:", err)
+		return 1
+	}
 	var req Req
 	if err := json.Unmarshal(p, &req); err != nil {
 		fw.last(Fatal, []byte("decoding request: "+err.Error()))

@@ -216,8 +216,9 @@ func testTimeout(t *testing.T, r sandbox.Runner, ws string) {
 
 func testCancel(t *testing.T, r sandbox.Runner, ws string) {
 	c, cancel := context.WithCancel(ctx(t))
-	time.AfterFunc(500*time.Millisecond, cancel)
-	res, err := r.Run(c, sandbox.Spec{Shell: "sleep 60"})
+	defer cancel()
+	// Cancel once the command is running (not while a container starts).
+	res, err := r.Run(c, sandbox.Spec{Shell: "echo up; sleep 60", OnOutput: func(sandbox.Stream, []byte) { cancel() }})
 	if !errors.Is(err, sandbox.ErrCanceled) {
 		t.Fatalf("err = %v, want ErrCanceled", err)
 	}
