@@ -42,6 +42,11 @@ type Env struct {
 	Progress func(Chunk)
 	// Now is the clock.
 	Now func() time.Time
+	// Hidden reports whether a deny rule covers path for this tool (for
+	// example Read(./secrets/**) for Grep). Tools that walk directories
+	// (Glob, Grep, LS) must skip such paths; the pipeline only checks the
+	// paths in the params. Nil means nothing is hidden.
+	Hidden func(path string) bool
 }
 
 // Chunk is a piece of streamed output.

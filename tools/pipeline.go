@@ -275,6 +275,33 @@ func (p *Pipeline) newEnv(c *Call) *Env {
 		Logger:       p.opts.Logger.With("tool", c.Name, "call", c.ID, "session", c.Session.ID),
 		Progress:     c.Progress,
 		Now:          p.opts.Now,
+		Hidden:       p.hidden(c),
+	}
+}
+
+// hidden is Env.Hidden for a call: deny rules with a path specifier that
+// apply to the call's tool.
+func (p *Pipeline) hidden(c *Call) func(string) bool {
+	if c.Tool == nil {
+		return nil
+	}
+	var deny []permission.Rule
+	for _, r := range p.opts.Rules.Deny {
+		if r.Spec != "" && r.Tool != "Bash" && r.AppliesTo(permission.Call{Tool: c.Tool.Name(), Aliases: c.Tool.Aliases(), Kind: string(c.Tool.Kind())}) {
+			deny = append(deny, r)
+		}
+	}
+	if len(deny) == 0 {
+		return nil
+	}
+	pctx := permission.Context{Workspace: p.opts.Workspace, Home: p.opts.Home}
+	return func(path string) bool {
+		for _, r := range deny {
+			if r.MatchPath(pctx, path) {
+				return true
+			}
+		}
+		return false
 	}
 }
 

@@ -481,3 +481,21 @@ func TestChainOrder(t *testing.T) {
 		t.Fatal(trace)
 	}
 }
+
+func TestEnvHidden(t *testing.T) {
+	var hidden func(string) bool
+	reg := NewRegistry()
+	reg.Register(SourceBuiltin, New("Grep", func(ctx context.Context, env *Env, p *grepParams) (Result, error) {
+		hidden = env.Hidden
+		return Result{}, nil
+	}, ReadOnly(), WithKind(KindSearch)))
+	ws := t.TempDir()
+	deny, _ := permission.ParseAll([]string{"Read(./secrets/**)", "Edit(./src/**)", "Bash(cat:*)"}, "user")
+	p := NewPipeline(reg, Options{Workspace: ws, Rules: permission.Rules{Deny: deny}})
+	if r := p.Run(context.Background(), Request{Tool: "Grep", Input: json.RawMessage(`{"pattern":"x"}`)}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if hidden == nil || !hidden(filepath.Join(ws, "secrets", "k")) || hidden(filepath.Join(ws, "src", "a.go")) || hidden(filepath.Join(ws, "b")) {
+		t.Fatal("Env.Hidden does not follow the Read deny rules")
+	}
+}

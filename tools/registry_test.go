@@ -163,6 +163,9 @@ func TestRawToolValidation(t *testing.T) {
 	if r := p.Run(context.Background(), Request{Tool: "R", Input: json.RawMessage(`{"n":"x"}`)}); r.Err == nil || r.Err.Kind != ErrValidation {
 		t.Fatalf("schema not enforced: %+v", r)
 	}
+	if r := p.Run(context.Background(), Request{Tool: "R", Input: json.RawMessage(`{"n":"3"}`)}); r.Err != nil || got["n"] != int64(3) {
+		t.Fatalf("coerced call: %+v %v", r, got)
+	}
 	if r := p.Run(context.Background(), Request{Tool: "R", Input: json.RawMessage(`{"n":3}`)}); r.Err != nil || got["n"] == nil {
 		t.Fatalf("valid call: %+v %v", r, got)
 	}

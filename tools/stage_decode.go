@@ -37,6 +37,9 @@ func DecodeStage(maxInput int) Stage {
 				te := AsToolError(err)
 				return Result{Content: te.Message + " (tool " + c.Tool.Name() + ")", Display: string(te.Kind), Err: te}
 			}
+			if m, ok := p.(*map[string]any); ok && *m != nil {
+				CoerceBySchema(c.Tool.Schema(), *m)
+			}
 			c.Params = p
 			return next(ctx, c)
 		}

@@ -18,7 +18,8 @@ func newToolsCmd(a *app) *cobra.Command {
 		Use:   "tools [--format mcp|openai|anthropic|gemini]",
 		Short: "Print the tool declarations",
 		Long: `Print the tools agents can call. Without --format: a table of name, kind,
-source and summary. With --format: a JSON array of declarations in that
+source and summary; tools that deny rules refuse entirely are left out, and in
+plan mode only the tools that can run read-only are listed. With --format: a JSON array of declarations in that
 format (mcp, openai function calling, anthropic, gemini). --json alone is
 --format mcp.`,
 		Args: cobra.NoArgs,
@@ -32,7 +33,7 @@ format (mcp, openai function calling, anthropic, gemini). --json alone is
 				return err
 			}
 			defer sys.Close(context.WithoutCancel(cmd.Context()))
-			list := sys.Registry.List()
+			list := sys.Visible()
 			if format == "" && a.jsonOut {
 				format = string(tools.FormatMCP)
 			}

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/agentbox/agentbox/classifier"
@@ -49,6 +50,9 @@ type Tools struct {
 	Sessions *tools.SessionStore
 	Grants   *tools.GrantFile
 	Audit    *audit.Log
+	// Rules and Mode are the permission settings in force.
+	Rules permission.Rules
+	Mode  permission.Mode
 
 	root      *os.Root
 	readRoots map[string]*os.Root
@@ -94,7 +98,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Tools, error)
 			*x.dst = append(*x.dst, r)
 		}
 	}
-	s := &Tools{Config: cfg, readRoots: map[string]*os.Root{}}
+	s := &Tools{Config: cfg, readRoots: map[string]*os.Root{}, Rules: rules, Mode: mode}
 	ok := false
 	defer func() {
 		if !ok {
@@ -113,6 +117,10 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Tools, error)
 		r, err := os.OpenRoot(real)
 		if err != nil {
 			return nil, fmt.Errorf("tools.read_only_dirs %s: %w", d, err)
+		}
+		if within(cfg.StateDir, real) || within(real, cfg.StateDir) {
+			r.Close()
+			return nil, fmt.Errorf("tools.read_only_dirs %s: overlaps the state dir %s, which agents must never read", d, cfg.StateDir)
 		}
 		roDirs = append(roDirs, real)
 		s.readRoots[real] = r
@@ -177,6 +185,23 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Tools, error)
 	})
 	ok = true
 	return s, nil
+}
+
+// Visible lists the tools an agent should be offered: those no deny rule
+// refuses entirely and, in plan mode, only those that can be read-only.
+func (s *Tools) Visible() []tools.Tool {
+	return s.Registry.Filter(func(t tools.Tool) bool {
+		if !tools.NotDenied(s.Rules)(t) {
+			return false
+		}
+		return s.Mode != permission.ModePlan || tools.PlanMode(t)
+	})
+}
+
+// within reports whether p is dir or below it (both clean and absolute).
+func within(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 // Close stops background jobs, the sandbox and the snapshot store.
