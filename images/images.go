@@ -249,14 +249,16 @@ func build(ctx context.Context, cli *client.Client, name string, opts []Option) 
 		return Result{}, err
 	}
 	res := Result{Name: name, Digest: s.digest}
-	if !o.force {
-		if img, err := cli.ImageInspect(ctx, name); err == nil && img.Config != nil && img.Config.Labels[LabelDigest] == s.digest {
+	var oldID string
+	if img, err := cli.ImageInspect(ctx, name); err == nil {
+		oldID = img.ID
+		if !o.force && img.Config != nil && img.Config.Labels[LabelDigest] == s.digest {
 			o.log.Debug("image is current", "image", name, "digest", s.digest)
 			res.ID, res.Duration = img.ID, time.Since(start)
 			return res, nil
-		} else if err != nil && !client.IsErrNotFound(err) {
-			return Result{}, fmt.Errorf("image %s: %w", name, err)
 		}
+	} else if !client.IsErrNotFound(err) {
+		return Result{}, fmt.Errorf("image %s: %w", name, err)
 	}
 	backend, err := pickBackend(ctx, cli, o)
 	if err != nil {
@@ -278,6 +280,13 @@ func build(ctx context.Context, cli *client.Client, name string, opts []Option) 
 	}
 	if img.Config == nil || img.Config.Labels[LabelDigest] != s.digest {
 		return Result{}, fmt.Errorf("image %s after build lacks label %s=%s", name, LabelDigest, s.digest)
+	}
+	if oldID != "" && oldID != img.ID {
+		// The replaced image is now untagged; drop it unless a container
+		// still uses it (then the engine refuses and it stays).
+		if _, err := cli.ImageRemove(ctx, oldID, image.RemoveOptions{PruneChildren: true}); err != nil {
+			o.log.Debug("old image kept", "image", name, "id", oldID, "err", err)
+		}
 	}
 	res.ID, res.Built, res.Duration = img.ID, true, time.Since(start)
 	o.log.Info("built image", "image", name, "id", img.ID, "duration", res.Duration)
