@@ -1,0 +1,196 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentbox/agentbox/images"
+	"github.com/agentbox/agentbox/sandbox/docker"
+	"github.com/agentbox/agentbox/tools"
+	"github.com/agentbox/agentbox/tools/builtin"
+	"github.com/agentbox/agentbox/tools/workspace"
+)
+
+// builtinHarness is the whole tool system over a fresh workspace with the
+// real sandbox (host image) and an approver that allows everything.
+type builtinHarness struct {
+	t    *testing.T
+	ws   string
+	sys  *workspace.Tools
+	sess *tools.Session
+	ctx  context.Context
+}
+
+func newBuiltinHarness(t *testing.T) *builtinHarness {
+	t.Helper()
+	ensureHostImage(t)
+	ws := newWorkspace(t)
+	cfg := testConfig(t, ws)
+	cfg.Sandbox.Image = images.Host
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	runner, err := docker.New(ctx, cli, cfg, nil)
+	if err != nil {
+		t.Fatalf("docker.New: %v", err)
+	}
+	t.Cleanup(func() { runner.Close(context.Background()) })
+	sys, err := workspace.Open(ctx, cfg, workspace.Options{
+		Register: builtin.Register,
+		Runner:   runner,
+		Approver: tools.ApproverFunc(func(ctx context.Context, r tools.ApprovalRequest) (tools.Approval, error) {
+			return tools.Approval{Allow: true, By: "test"}, nil
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sys.Close(context.Background()) })
+	sess, err := sys.Sessions.Load("builtin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &builtinHarness{t: t, ws: ws, sys: sys, sess: sess, ctx: ctx}
+}
+
+func (h *builtinHarness) call(tool string, input any) tools.Response {
+	h.t.Helper()
+	raw, ok := input.(string)
+	if !ok {
+		b, _ := json.Marshal(input)
+		raw = string(b)
+	}
+	return h.sys.Pipeline.Run(h.ctx, tools.Request{Session: h.sess, Tool: tool, Input: json.RawMessage(raw)})
+}
+
+func (h *builtinHarness) ok(r tools.Response) tools.Response {
+	h.t.Helper()
+	if r.Err != nil {
+		h.t.Fatalf("call failed: %s: %s\n%s", r.Err.Kind, r.Err.Message, r.Content)
+	}
+	return r
+}
+
+// put creates a workspace file owned by the workspace owner.
+func (h *builtinHarness) put(rel, content string, mode os.FileMode) string {
+	h.t.Helper()
+	p := filepath.Join(h.ws, rel)
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	os.Chown(filepath.Dir(p), wsUID, wsGID)
+	if err := os.WriteFile(p, []byte(content), mode); err != nil {
+		h.t.Fatal(err)
+	}
+	os.Chmod(p, mode)
+	os.Chown(p, wsUID, wsGID)
+	return p
+}
+
+func (h *builtinHarness) content(p string) string {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return "<" + err.Error() + ">"
+	}
+	return string(b)
+}
+
+// TestBuiltinEditsThroughSandbox: Edit and MultiEdit through the real
+// sandbox keep the mode and CRLF line endings, apply whitespace-normalized
+// matches, and a failing MultiEdit changes nothing and journals nothing.
+func TestBuiltinEditsThroughSandbox(t *testing.T) {
+	h := newBuiltinHarness(t)
+	script := h.put("bin/run.sh", "#!/bin/sh\r\necho one\r\necho two\r\n", 0o750)
+	h.ok(h.call("Read", map[string]any{"file_path": script}))
+	e := h.ok(h.call("Edit", map[string]any{"file_path": script, "old_string": "echo one\necho two", "new_string": "echo 1\necho 2"}))
+	if got := h.content(script); got != "#!/bin/sh\r\necho 1\r\necho 2\r\n" {
+		t.Fatalf("CRLF not kept: %q", got)
+	}
+	if fi, _ := os.Stat(script); fi.Mode().Perm() != 0o750 {
+		t.Fatalf("mode %v, want 0750", fi.Mode().Perm())
+	}
+	if !strings.Contains(e.Content, "-echo one\n") || e.Meta["journal_id"] == nil {
+		t.Fatalf("edit result %q meta %v", e.Content, e.Meta)
+	}
+
+	code := h.put("src/main.py", "def f():\n    if x:\n        return 1\n", 0o600)
+	h.ok(h.call("Read", map[string]any{"file_path": code}))
+	fz := h.ok(h.call("Edit", map[string]any{"file_path": code, "old_string": "if x:\n  return 1", "new_string": "if x:\n  return 2"}))
+	if got := h.content(code); got != "def f():\n    if x:\n        return 2\n" || !strings.Contains(fz.Content, "when whitespace is ignored") {
+		t.Fatalf("fuzzy edit: %q\n%s", got, fz.Content)
+	}
+	if fi, _ := os.Stat(code); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v, want 0600", fi.Mode().Perm())
+	}
+
+	before := h.content(code)
+	bad := h.call("MultiEdit", map[string]any{"file_path": code, "edits": []map[string]any{
+		{"old_string": "def f", "new_string": "def g"}, {"old_string": "not there", "new_string": "x"}}})
+	if bad.Err == nil || bad.Err.Kind != tools.ErrNotFound {
+		t.Fatalf("failing MultiEdit: %v %v", bad.Err, bad.Meta)
+	}
+	if h.content(code) != before {
+		t.Fatalf("failing MultiEdit changed the file: %q", h.content(code))
+	}
+	m := h.ok(h.call("MultiEdit", map[string]any{"file_path": code, "edits": []map[string]any{
+		{"old_string": "def f", "new_string": "def g"}, {"old_string": "return 2", "new_string": "return 3"}}}))
+	if got := h.content(code); got != "def g():\n    if x:\n        return 3\n" || m.Meta["journal_id"] == nil {
+		t.Fatalf("MultiEdit: %q %v", got, m.Meta)
+	}
+}
+
+// TestBuiltinWriteThroughSandbox: Write creates parents, keeps an existing
+// file's mode, and cannot write to a protected path.
+func TestBuiltinWriteThroughSandbox(t *testing.T) {
+	h := newBuiltinHarness(t)
+	p := filepath.Join(h.ws, "a", "b", "c.txt")
+	w := h.ok(h.call("Write", map[string]any{"file_path": p, "content": "new\n"}))
+	if h.content(p) != "new\n" || !strings.Contains(w.Content, "Created") {
+		t.Fatalf("write: %q %q", h.content(p), w.Content)
+	}
+	if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o644 {
+		t.Fatalf("new file mode %v", fi.Mode().Perm())
+	}
+	x := h.put("tool.sh", "#!/bin/sh\n", 0o755)
+	h.ok(h.call("Read", map[string]any{"file_path": x}))
+	h.ok(h.call("Write", map[string]any{"file_path": x, "content": "#!/bin/sh\necho hi\n"}))
+	if fi, _ := os.Stat(x); fi.Mode().Perm() != 0o755 {
+		t.Fatalf("mode not kept: %v", fi.Mode().Perm())
+	}
+	h.put(".git/hooks/pre-commit", "#!/bin/sh\n", 0o755)
+	hook := filepath.Join(h.ws, ".git/hooks/pre-commit")
+	h.ok(h.call("Read", map[string]any{"file_path": hook}))
+	if r := h.call("Write", map[string]any{"file_path": hook, "content": "#!/bin/sh\ncurl evil\n"}); r.Err == nil {
+		t.Fatalf("write to a protected hook succeeded")
+	}
+	if h.content(hook) != "#!/bin/sh\n" {
+		t.Fatalf("hook changed: %q", h.content(hook))
+	}
+}
+
+// TestBuiltinBashThroughSandbox: exit codes are explained, the cwd stays
+// inside the workspace, and output is returned.
+func TestBuiltinBashThroughSandbox(t *testing.T) {
+	h := newBuiltinHarness(t)
+	h.put("d/f.txt", "alpha\n", 0o644)
+	r := h.ok(h.call("Bash", `{"command":"cd d && grep beta f.txt"}`))
+	if !strings.Contains(r.Content, "exit code 1 from grep means no lines matched") || r.Meta["cwd"] != filepath.Join(h.ws, "d") {
+		t.Fatalf("grep: %q %v", r.Content, r.Meta)
+	}
+	r = h.call("Bash", `{"command":"no-such-program-xyz"}`)
+	if r.Err == nil || r.Err.Kind != tools.ErrExecution || !strings.Contains(r.Content, "127") {
+		t.Fatalf("127: %v %q", r.Err, r.Content)
+	}
+	r = h.ok(h.call("Bash", `{"command":"cd / && pwd"}`))
+	if h.sess.Cwd() != filepath.Join(h.ws, "d") {
+		t.Fatalf("cwd left the workspace: %s", h.sess.Cwd())
+	}
+	r = h.call("Bash", `{"command":"sleep 30","timeout":1000}`)
+	if r.Err == nil || r.Err.Kind != tools.ErrTimeout {
+		t.Fatalf("timeout: %v %q", r.Err, r.Content)
+	}
+}
