@@ -142,7 +142,7 @@ func (r *Runner) runOnce(ctx context.Context, spec sandbox.Spec, limit int, fram
 	}
 	timer.Stop()
 	switch {
-	case st != nil && !killed.Load():
+	case st != nil: // completed, even if a kill raced with the end
 		r.log.Debug("ran", "container", shortID(w.id), "total", res.Duration, "in_init", time.Duration(st.InitMicros)*time.Microsecond)
 		res.ExitCode, res.Signal, res.OOMKilled = st.Code, st.Signal, st.OOM
 		if st.Cwd != "" && sandbox.Within(st.Cwd, r.workspace) {

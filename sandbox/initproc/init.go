@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // drainGrace is how long init keeps reading output after the command has
@@ -31,6 +33,14 @@ const cwdFD = 3
 // Main runs the init protocol on in/out and returns the process exit
 // status. diag receives init's own diagnostics (the container's stderr).
 func Main(in io.Reader, out io.Writer, diag io.Writer) int {
+	// Not dumpable: the command (same uid) can neither ptrace init nor
+	// open /proc/1/fd to forge frames on init's stdout.
+	if os.Getpid() == 1 {
+		if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+			fmt.Fprintln(diag, "agentbox init: prctl:", err)
+			return 1
+		}
+	}
 	fw := &frameWriter{w: out}
 	_, bashErr := os.Stat("/bin/bash")
 	ready, _ := json.Marshal(ReadyInfo{PID: os.Getpid(), Bash: bashErr == nil, Proto: Proto})
