@@ -143,12 +143,20 @@ func hostTree(o owner, layout []layoutEntry) *tree {
 			t.file(e.Path, 0o644, nil)
 		}
 	}
-	if o.Workspace != "" && filepath.IsAbs(o.Workspace) && !t.blocked(o.Workspace) {
-		if _, exists := t.entries[filepath.Clean(o.Workspace)]; !exists {
-			t.dir(o.Workspace, 0o755)
-		}
-	}
 	return t
+}
+
+// addWorkspace adds the workspace path and its parents as directories.
+// They are conveniences, not requirements (the engine creates missing mount
+// points), so they are added after the digest is taken: a host image built
+// for one workspace of an owner serves every workspace of that owner.
+func addWorkspace(t *tree, ws string) {
+	if ws == "" || !filepath.IsAbs(ws) || t.blocked(ws) {
+		return
+	}
+	if _, exists := t.entries[filepath.Clean(ws)]; !exists {
+		t.dir(ws, 0o755)
+	}
 }
 
 // lookupOwner finds names for uid and gid in the host's passwd and group

@@ -3,6 +3,7 @@ package images
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"io/fs"
@@ -255,6 +256,7 @@ func TestHostTree(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tr := hostTree(tt.o, layout)
+			addWorkspace(tr, tt.o.Workspace)
 			pw := string(tr.entries["/etc/passwd"].Data)
 			gr := string(tr.entries["/etc/group"].Data)
 			if tt.wantPasswd != "" && !strings.HasSuffix(pw, tt.wantPasswd) {
@@ -387,5 +389,30 @@ func TestWriteTar(t *testing.T) {
 	}
 	if got["bin/"] == nil || got["etc/passwd"] == nil {
 		t.Errorf("missing parents or passwd: %v", got)
+	}
+}
+
+func TestHostDigestIgnoresWorkspacePathButNotOwner(t *testing.T) {
+	spec := func(uid int, ws string) *spec {
+		t.Helper()
+		o := &options{owner: &owner{UID: uid, GID: uid, User: "u", Grp: "g", Workspace: ws}}
+		s, err := makeSpec(context.Background(), Host, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b, c := spec(1000, "/srv/a/proj"), spec(1000, "/srv/b/other"), spec(1001, "/srv/a/proj")
+	if a.digest != b.digest {
+		t.Errorf("same owner, different workspace: digests %s and %s differ (every workspace would rebuild)", a.digest, b.digest)
+	}
+	if a.digest == c.digest {
+		t.Errorf("different owners share digest %s", a.digest)
+	}
+	if !a.tree.entries["/srv/a/proj"].Mode.IsDir() || !b.tree.entries["/srv/b/other"].Mode.IsDir() {
+		t.Error("workspace path missing from the host image tree")
+	}
+	if a.labels[LabelUID] != "1000" || c.labels[LabelUID] != "1001" {
+		t.Errorf("uid labels %v %v", a.labels, c.labels)
 	}
 }
