@@ -134,7 +134,6 @@ func (s *Store) putStream(r io.Reader) (string, int64, error) {
 // installBlob closes f and renames it to blob h. Durability comes from the
 // syncfs done before the entry that references it is committed.
 func (s *Store) installBlob(f *os.File, h string, compressed bool) error {
-	s.dirty.Store(true)
 	name := f.Name()
 	if err := f.Close(); err != nil {
 		os.Remove(name)
@@ -154,6 +153,9 @@ func (s *Store) installBlob(f *os.File, h string, compressed bool) error {
 		os.Remove(name)
 		return fmt.Errorf("snapshot: blob: %w", err)
 	}
+	s.syncMu.Lock()
+	s.unsynced = append(s.unsynced, dst)
+	s.syncMu.Unlock()
 	return nil
 }
 

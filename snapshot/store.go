@@ -29,8 +29,12 @@ type Store struct {
 	// idxHash is the SHA-256 of idx's encoding (its manifest blob name).
 	idxHash string
 
-	// dirty is set when a blob was written since the last sync.
+	// dirty is set when a blob of unknown origin (a dead process's) may
+	// not be durable: the next sync is a whole syncfs.
 	dirty atomic.Bool
+	// unsynced lists blobs written since the last sync.
+	syncMu   sync.Mutex
+	unsynced []string
 }
 
 type options struct {
@@ -191,22 +195,52 @@ func (s *Store) lockWait(ctx context.Context, wait bool) (func(), error) {
 	return unlock, nil
 }
 
-// syncStore makes everything written to the store so far durable: one
-// syncfs instead of an fsync per blob.
+// syncStore makes every blob written so far durable: an fsync of each
+// new blob and its directory when there are few, one syncfs when there are
+// many (or when a dead process may have left some).
 func (s *Store) syncStore() error {
-	if !s.dirty.Swap(false) {
+	s.syncMu.Lock()
+	files := s.unsynced
+	s.unsynced = nil
+	s.syncMu.Unlock()
+	full := s.dirty.Swap(false)
+	fail := func(err error) error {
+		s.dirty.Store(true)
+		return fmt.Errorf("snapshot: sync: %w", err)
+	}
+	if full || len(files) > 128 {
+		f, err := os.Open(s.dir)
+		if err != nil {
+			return fail(err)
+		}
+		defer f.Close()
+		if err := unix.Syncfs(int(f.Fd())); err != nil {
+			return fail(err)
+		}
 		return nil
 	}
-	f, err := os.Open(s.dir)
+	dirs := map[string]bool{}
+	for _, name := range files {
+		if err := fsyncPath(name); err != nil {
+			return fail(err)
+		}
+		dirs[filepath.Dir(name)] = true
+	}
+	for d := range dirs {
+		if err := fsyncPath(d); err != nil {
+			return fail(err)
+		}
+	}
+	return nil
+}
+
+func fsyncPath(name string) error {
+	f, err := os.Open(name)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if err := unix.Syncfs(int(f.Fd())); err != nil {
-		s.dirty.Store(true)
-		return fmt.Errorf("snapshot: syncfs: %w", err)
-	}
-	return nil
+	return f.Sync()
 }
 
 // writeFileAtomic writes data to name via a temporary file that is fsynced
