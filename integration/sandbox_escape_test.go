@@ -539,13 +539,15 @@ echo "ifaces $(ls /sys/class/net | tr '\n' ' ')"
 echo "init $(cat /proc/1/cmdline | tr '\0' ' ')"
 test -w /.agentbox/init; echo "initwrite $?"
 (echo forged > /proc/1/fd/1) 2>/dev/null; echo "forge $?"
-ls /proc/1/fd >/dev/null 2>&1; echo "initfds $?"`, 30*time.Second)
+ls /proc/1/fd >/dev/null 2>&1; echo "initfds $?"
+kill -TERM 1; kill -INT 1; kill -HUP 1; kill -QUIT 1; sleep 0.2
+echo "init survived"`, 30*time.Second)
 	must(t, err)
 	out := string(res.Stdout)
 	for _, want := range []string{
 		"Seccomp: 2", "NoNewPrivs: 1", "CapEff: 0000000000000000", "CapBnd: 0000000000000000",
 		"nofile 512", "fsize 102400", "pids 100", "mem 314572800", "tmp 32768", "rootwrite 1",
-		fmt.Sprintf("uid %d:%d", wsUID, wsGID), "ifaces lo \n", "init /.agentbox/init init", "initwrite 1", "forge 1", "initfds 1",
+		fmt.Sprintf("uid %d:%d", wsUID, wsGID), "ifaces lo \n", "init /.agentbox/init init", "initwrite 1", "forge 1", "initfds 1", "init survived",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in:\n%s%s", want, out, res.Stderr)

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,6 +41,16 @@ func Main(in io.Reader, out io.Writer, diag io.Writer) int {
 			fmt.Fprintln(diag, "agentbox init: prctl:", err)
 			return 1
 		}
+	}
+	// As PID 1, init only dies of signals it handles: catch (not ignore,
+	// which the command would inherit) the ones the command could send it.
+	if os.Getpid() == 1 {
+		sigs := make(chan os.Signal, 8)
+		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGALRM)
+		go func() {
+			for range sigs {
+			}
+		}()
 	}
 	fw := &frameWriter{w: out}
 	_, bashErr := os.Stat("/bin/bash")
