@@ -134,6 +134,9 @@ func run(req Req, fw *frameWriter, bash bool) Status {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if req.Stdin != nil {
 		cmd.Stdin = bytes.NewReader(req.Stdin)
+		// A daemonized child holding an unread stdin pipe must not keep
+		// Wait from returning.
+		cmd.WaitDelay = drainGrace
 	}
 	if home := envValue(req.Env, "HOME"); strings.HasPrefix(home, "/tmp/") {
 		_ = os.MkdirAll(home, 0o700)
