@@ -26,13 +26,17 @@
 //
 // # Promises
 //
-//   - Blobs are named by their SHA-256 (hardware-accelerated on amd64; faster
-//     here than the BLAKE3 packages measured), written to a temporary file
-//     and renamed into place, deduplicated. Before any journal entry that
-//     references new blobs is committed, the store's file system is synced
-//     (syncfs), then the entry is written to a temporary file, fsynced and
-//     renamed: that rename is the commit point. A crash (SIGKILL or power
-//     loss) at any moment leaves either no entry or a complete one.
+//   - Blobs are named by the SHA-256 of their content (the standard
+//     library's, which uses the SHA-NI instructions on amd64: hashing is a
+//     small part of a scan next to reading and writing files), written to
+//     a temporary file and renamed into place, deduplicated, optionally
+//     deflate-compressed (WithCompression; manifests and large journal
+//     entries always are). Before a journal entry that references new
+//     blobs is committed they are made durable (an fsync of each, or one
+//     syncfs when there are many); then the entry is written to a
+//     temporary file, fsynced and renamed: that rename is the commit
+//     point. A crash (SIGKILL or power loss) at any moment leaves either no
+//     entry or a complete one whose blobs are all there.
 //   - A call interrupted by a crash is found the next time the store is
 //     locked: its changeset is computed then and journaled with
 //     Interrupted set; an interrupted undo or rollback is re-applied (it is
@@ -43,14 +47,21 @@
 //     mtime, ctime, inode, mode) changed, and re-hash files whose mtime fell
 //     in the same second as the scan that recorded them (racy, like git).
 //   - Restores write through os.Root, so they never leave the workspace;
-//     files are written to a temporary name, given their mode and renamed
-//     over the old path; file↔dir and file↔symlink swaps, empty
-//     directories, modes and deletions are handled; blob content is
-//     streamed and verified against its hash before the rename.
+//     a file that exists is replaced by writing a temporary name, giving it
+//     its mode and renaming it over the old path (a missing one is written
+//     in place); file↔dir and file↔symlink swaps, empty directories, modes
+//     and deletions are handled; blob content is streamed and verified
+//     against its hash. The plan is made durable before the first change,
+//     so an interrupted restore is completed by recovery.
 //   - Excludes (WithExclude) are the only paths not recorded; the default is
 //     to exclude nothing.
 //
 // # Journal
+//
+// The journal holds one entry per call, undo, rollback and checkpoint.
+// Changes made outside any call (by a person, between calls) are not
+// entries of their own: the next call's scan takes them as its starting
+// point, and a checkpoint records them as its changes.
 //
 // Entry IDs are decimal sequence numbers, zero-padded to six digits
 // ("000042"), so they sort as strings and are short to type; Resolve
