@@ -194,3 +194,41 @@ func TestBuiltinBashThroughSandbox(t *testing.T) {
 		t.Fatalf("timeout: %v %q", r.Err, r.Content)
 	}
 }
+
+// TestBuiltinBackgroundShell: Bash run_in_background returns an id;
+// BashOutput returns only new output, filtered; KillShell stops the
+// container and records the changes it made.
+func TestBuiltinBackgroundShell(t *testing.T) {
+	h := newBuiltinHarness(t)
+	r := h.ok(h.call("Bash", `{"command":"for i in 1 2 3; do echo line $i; echo noise; done; echo made > bg.txt; sleep 60","run_in_background":true}`))
+	id, _ := r.Meta["bash_id"].(string)
+	if id == "" || !strings.Contains(r.Content, id) {
+		t.Fatalf("no shell id: %q %v", r.Content, r.Meta)
+	}
+	var got strings.Builder
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(got.String(), "line 3") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no output in time: %q", got.String())
+		}
+		o := h.ok(h.call("BashOutput", map[string]any{"bash_id": id, "filter": "^line"}))
+		if !strings.Contains(o.Content, "is running") {
+			t.Fatalf("status: %q", o.Content)
+		}
+		got.WriteString(o.Content)
+		time.Sleep(200 * time.Millisecond)
+	}
+	if strings.Contains(got.String(), "noise") || strings.Count(got.String(), "line 1") != 1 {
+		t.Fatalf("filtered output repeated or unfiltered: %q", got.String())
+	}
+	k := h.ok(h.call("KillShell", map[string]any{"shell_id": id}))
+	if !strings.Contains(k.Content, "was killed") {
+		t.Fatalf("kill: %q", k.Content)
+	}
+	if r := h.call("BashOutput", map[string]any{"bash_id": id}); r.Err == nil || r.Err.Kind != tools.ErrNotFound {
+		t.Fatalf("output after kill: %v %q", r.Err, r.Content)
+	}
+	if h.content(filepath.Join(h.ws, "bg.txt")) != "made\n" {
+		t.Fatalf("bg.txt: %q", h.content(filepath.Join(h.ws, "bg.txt")))
+	}
+}

@@ -61,7 +61,11 @@ Each row prints p50/p95 of N runs and the ratio to its peer.`,
 			ctx := cmd.Context()
 			progress := a.stderr()
 			if src == "" {
-				src = filepath.Join(runtime.GOROOT(), "src")
+				out, err := exec.CommandContext(ctx, "go", "env", "GOROOT").Output()
+				if err != nil {
+					return fmt.Errorf("finding the Go source tree (go env GOROOT): %w; pass --src", err)
+				}
+				src = filepath.Join(strings.TrimSpace(string(out)), "src")
 			}
 			src, err := filepath.EvalSymlinks(src)
 			if err != nil {
@@ -227,7 +231,7 @@ func benchSearch(ctx context.Context, progress io.Writer, src string, n int) ([]
 	check := func(rs []tools.Response) error {
 		for _, r := range rs {
 			if r.Err != nil {
-				return fmt.Errorf("Read: %s: %s", r.Err.Kind, r.Err.Message)
+				return fmt.Errorf("read: %s: %s", r.Err.Kind, r.Err.Message)
 			}
 		}
 		return nil

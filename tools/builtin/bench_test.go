@@ -4,8 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/agentbox/agentbox/tools"
@@ -14,9 +15,13 @@ import (
 
 // goSrc is the Go source tree the search benchmarks run over.
 func goSrc(b *testing.B) (string, *os.Root) {
-	src, err := filepath.EvalSymlinks(filepath.Join(runtime.GOROOT(), "src"))
+	out, err := exec.Command("go", "env", "GOROOT").Output()
 	if err != nil {
-		b.Skip("no Go source tree")
+		b.Fatalf("go env GOROOT: %v", err)
+	}
+	src, err := filepath.EvalSymlinks(filepath.Join(strings.TrimSpace(string(out)), "src"))
+	if err != nil {
+		b.Fatalf("Go source tree: %v", err)
 	}
 	root, err := os.OpenRoot(src)
 	if err != nil {

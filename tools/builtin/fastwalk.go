@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"os"
-	"path"
 	"runtime"
 	"strings"
 	"sync"
@@ -283,14 +282,6 @@ func statEntry(e fileEntry) (unix.Stat_t, error) {
 	var st unix.Stat_t
 	err := unix.Fstatat(e.dirfd, e.name, &st, unix.AT_SYMLINK_NOFOLLOW)
 	return st, err
-}
-
-// joinRel joins a relative directory and a name.
-func joinRel(dir, name string) string {
-	if dir == "." || dir == "" {
-		return name
-	}
-	return path.Join(dir, name)
 }
 
 // relTo returns rel relative to base (both relative to the same root).

@@ -244,7 +244,7 @@ func grepContent(data []byte, spec *grepSpec) (int, []grepLine) {
 			if !containsFold(data, spec.literal, spec.rare) {
 				return 0, nil
 			}
-		} else if bytes.Index(data, spec.literal) < 0 {
+		} else if !bytes.Contains(data, spec.literal) {
 			return 0, nil
 		}
 	}

@@ -1,10 +1,7 @@
 package builtin
 
 import (
-	"context"
-	"errors"
 	"io/fs"
-	"os"
 	"path"
 	"strings"
 
@@ -13,15 +10,6 @@ import (
 
 // vcsDirs are never walked into.
 var vcsDirs = map[string]bool{".git": true, ".hg": true, ".svn": true, ".jj": true, ".bzr": true}
-
-// walkOptions control walkTree.
-type walkOptions struct {
-	// gitignore applies .gitignore files found from the root down.
-	gitignore bool
-	// skip, when set, is asked about every entry below start; returning
-	// true leaves it out (and does not descend into a directory).
-	skip func(rel string, isDir bool) bool
-}
 
 // ignoreSet is the gitignore patterns in force in one directory, most
 // generic first.
@@ -89,66 +77,3 @@ func ignoresFor(fsys fs.FS, dir string) ignoreSet {
 	}
 	return s
 }
-
-// walkTree calls fn for every file and directory below start (a
-// slash-separated path relative to root's FS, "." for the root), in lexical
-// order, skipping VCS directories, symlinks' targets (a symlink is reported
-// but never followed) and, when asked, gitignored entries. A directory that
-// cannot be read is skipped silently, like rg does. fn may return
-// fs.SkipDir for a directory, or fs.SkipAll.
-func walkTree(ctx context.Context, fsys fs.FS, start string, opt walkOptions, fn func(rel string, d fs.DirEntry) error) error {
-	var ign map[string]ignoreSet
-	if opt.gitignore {
-		ign = map[string]ignoreSet{start: ignoresFor(fsys, start)}
-	}
-	err := fs.WalkDir(fsys, start, func(rel string, d fs.DirEntry, err error) error {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if err != nil {
-			if rel == start {
-				return err
-			}
-			if d != nil && d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if rel == start {
-			if d.IsDir() {
-				return nil
-			}
-			return fn(rel, d)
-		}
-		isDir := d.IsDir()
-		if isDir && vcsDirs[d.Name()] {
-			return fs.SkipDir
-		}
-		if ign != nil {
-			set := ign[path.Dir(rel)]
-			if set.ignored(rel, isDir) {
-				if isDir {
-					return fs.SkipDir
-				}
-				return nil
-			}
-			if isDir {
-				ign[rel] = set.withFile(fsys, rel)
-			}
-		}
-		if opt.skip != nil && opt.skip(rel, isDir) {
-			if isDir {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		return fn(rel, d)
-	})
-	if errors.Is(err, fs.SkipAll) {
-		return nil
-	}
-	return err
-}
-
-// rootFS returns root's file system view.
-func rootFS(root *os.Root) fs.FS { return root.FS() }
