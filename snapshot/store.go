@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -306,5 +305,3 @@ func statID(name string) fileID {
 	}
 	return fileID{ino: st.Ino, ctime: st.Ctim.Nano(), size: st.Size}
 }
-
-var _ = io.EOF
