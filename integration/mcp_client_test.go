@@ -45,6 +45,7 @@ func clientPlan(e mcpEnv) []tsStep {
 			map[string]any{"old_string": "world", "new_string": "welt"},
 		}}},
 		{"op": "call", "id": "bash", "name": "Bash", "args": map[string]any{"command": "echo hello from the sandbox; cat text.txt"}},
+		{"op": "call", "id": "stream", "name": "Bash", "args": map[string]any{"command": "for i in 1 2 3 4 5 6; do echo tick$i; sleep 0.4; done"}, "elicit": []string{"allow_once"}},
 		{"op": "call", "id": "approved", "name": "Bash", "args": map[string]any{"command": "touch approved.txt"}, "elicit": []string{"allow_once"}},
 		{"op": "call", "id": "denied", "name": "Bash", "args": map[string]any{"command": "touch denied.txt"}, "elicit": []string{"deny"}},
 		{"op": "call", "id": "bg", "name": "Bash", "args": map[string]any{"command": "sleep 1; echo bg-done", "run_in_background": true},
@@ -56,7 +57,7 @@ func clientPlan(e mcpEnv) []tsStep {
 		{"op": "call", "id": "kill2", "name": "KillShell", "args": map[string]any{"shell_id": "$bg2"}},
 		{"op": "call", "id": "history", "name": "History", "args": map[string]any{}},
 		{"op": "call", "id": "undo", "name": "Undo", "args": map[string]any{}},
-		{"op": "call", "id": "cancel", "name": "Bash", "args": map[string]any{"command": "sleep 61"}, "cancel_after_ms": 4000},
+		{"op": "call", "id": "cancel", "name": "Bash", "args": map[string]any{"command": "sleep 61"}, "cancel_after_ms": 10000},
 		{"op": "sleep", "ms": 500},
 	}
 }
@@ -144,7 +145,20 @@ func checkClientResults(t *testing.T, e mcpEnv, r map[string]tsResult, cancelled
 		}
 	}
 	// Every call that should succeed did.
-	for _, id := range []string{"read", "image", "ls", "glob", "grep", "write", "edit", "multiedit", "bash", "approved", "bg", "bashoutput", "bg2", "kill", "history", "undo"} {
+	// Streamed output: progress notifications carried the output while
+	// the command ran.
+	var streamed strings.Builder
+	prs, _ := r["stream"]["progress"].([]any)
+	for _, p := range prs {
+		m, _ := p.(map[string]any)
+		if s, ok := m["message"].(string); ok {
+			streamed.WriteString(s)
+		}
+	}
+	if !strings.Contains(streamed.String(), "tick") {
+		t.Errorf("no streamed output in %d progress notifications: %q", len(prs), streamed.String())
+	}
+	for _, id := range []string{"stream", "read", "image", "ls", "glob", "grep", "write", "edit", "multiedit", "bash", "approved", "bg", "bashoutput", "bg2", "kill", "history", "undo"} {
 		res := r[id]
 		if res["error"] != nil || res.isError() {
 			t.Errorf("%s: failed: %v %s (kind %s)", id, res["error"], res.text(), res.errorKind())
@@ -261,6 +275,17 @@ func TestMCPClientStdio(t *testing.T) {
 	cancelled := stop()
 	r := byID(t, plan, res)
 	checkClientResults(t, e, r, cancelled)
+	// The TypeScript client closes stdin, then sends SIGTERM after 2 s and
+	// SIGKILL after 4 s: a server still removing its warm pool then dies
+	// before it is done. What it leaves behind must be removed by the
+	// reaper of the next agentbox that opens the sandbox.
+	if list, _ := workspaceContainers(context.Background(), e.ws); len(list) > 0 {
+		time.Sleep(5 * time.Second)
+		if out, code := e.agentboxCLI(t, "exec", "--", "true"); code != 0 {
+			t.Errorf("agentbox exec -- true: %d %s", code, out)
+		}
+		t.Logf("%d container(s) left by the stopped server, reaped by the next agentbox", len(list))
+	}
 	waitNoContainers(t, e.ws, 30*time.Second)
 	checkJournalAndAudit(t, e)
 }
