@@ -44,12 +44,19 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
-	cfg := config.Default()
-	cfg.Workspace, cfg.StateDir = tmp, filepath.Join(tmp, "state")
-	if sd := os.Getenv("AGENTBOX_STATE_DIR"); sd != "" {
-		cfg.StateDir = sd
+	// The engine is found the way agentbox finds it (DOCKER_HOST, the
+	// default sockets, the private engine under the usual state dir).
+	cfg, err := config.Load(config.LoadOptions{Getenv: func(k string) string {
+		if k == "AGENTBOX_WORKSPACE" {
+			return tmp
+		}
+		return os.Getenv(k)
+	}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "integration: FAIL: config:", err)
+		return 1
 	}
-	c, info, err := engine.Connect(ctx, &cfg)
+	c, info, err := engine.Connect(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "integration: FAIL: no engine:", err)
 		return 1
