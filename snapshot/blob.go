@@ -159,6 +159,24 @@ func (s *Store) installBlob(f *os.File, h string, compressed bool) error {
 	return nil
 }
 
+// linkBlob makes the (immutable) file name blob h by a hard link.
+func (s *Store) linkBlob(name, h string) error {
+	dst := s.blobPath(h)
+	err := os.Link(name, dst)
+	if errors.Is(err, os.ErrNotExist) {
+		if err = os.MkdirAll(filepath.Dir(dst), 0o700); err == nil {
+			err = os.Link(name, dst)
+		}
+	}
+	if err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	s.syncMu.Lock()
+	s.unsynced = append(s.unsynced, dst)
+	s.syncMu.Unlock()
+	return nil
+}
+
 type zReader struct {
 	io.ReadCloser
 	f *os.File

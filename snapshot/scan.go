@@ -333,10 +333,12 @@ func (sc *scanner) scanDir(ctx context.Context, dir string, out map[string]*ient
 			if vanished {
 				continue
 			}
-			out[rel] = e
-			if sc.changed != nil && !entryEqual(sc.old.entries[rel], e) {
+			if old := sc.old.entries[rel]; entryEqual(old, e) {
+				e = old // share the unchanged entry
+			} else if sc.changed != nil {
 				sc.changed.Store(true)
 			}
+			out[rel] = e
 			if e.Type == TypeDir {
 				subdirs = append(subdirs, rel)
 			}

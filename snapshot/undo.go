@@ -376,16 +376,20 @@ func (s *Store) Checkpoint(ctx context.Context, message string, info CallInfo) (
 		return Entry{}, err
 	}
 	s.hook("checkpoint-scanned")
-	var h string
-	if cur == old && s.manifestHash(old) != "" && s.hasBlob(s.manifestHash(old)) {
-		h = s.manifestHash(old)
-	} else {
-		enc := cur.encode()
-		if h, _, err = s.putBytes(enc, true); err != nil {
+	if cur != old || !s.hasIndex() || s.manifestHash(cur) == "" {
+		if _, err := s.saveIndex(cur); err != nil {
 			return Entry{}, err
 		}
-		if cur != old {
-			if err := s.writeIndex(cur, enc); err != nil {
+	}
+	// The manifest blob is the index file itself, hard-linked: written
+	// once, never modified (the index is replaced by rename).
+	h := s.manifestHash(cur)
+	if h == "" {
+		return Entry{}, fmt.Errorf("snapshot: checkpoint: manifest not cached")
+	}
+	if !s.hasBlob(h) {
+		if err := s.linkBlob(s.path("index"), h); err != nil {
+			if _, _, err := s.putBytes(cur.encode(), false); err != nil {
 				return Entry{}, err
 			}
 		}

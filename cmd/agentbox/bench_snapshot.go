@@ -364,19 +364,24 @@ func snapClearDir(dir string) error {
 	return nil
 }
 
-// snapDirBytes is the apparent size of everything under dir.
+// snapDirBytes is the apparent size of the files under dir, each inode
+// counted once (hard links share their storage).
 func snapDirBytes(dir string) (int64, error) {
 	var n int64
+	seen := map[uint64]bool{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if d.Type().IsRegular() {
-			fi, err := d.Info()
-			if err != nil {
+			var st unix.Stat_t
+			if err := unix.Lstat(p, &st); err != nil {
 				return err
 			}
-			n += fi.Size()
+			if !seen[st.Ino] {
+				seen[st.Ino] = true
+				n += st.Size
+			}
 		}
 		return nil
 	})
