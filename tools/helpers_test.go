@@ -1,6 +1,10 @@
 package tools
 
-import "reflect"
+import (
+	"io"
+	"log/slog"
+	"reflect"
+)
 
 func reflectTypeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
 
@@ -15,3 +19,5 @@ func decodeRune(s string) (rune, int, bool) {
 	}
 	return 0, 0, false
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -1,0 +1,102 @@
+package tools
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// Stages tested alone: each wraps a handler that records what reached it.
+
+func reached(got **Call) Handler {
+	return func(ctx context.Context, c *Call) Result {
+		*got = c
+		return Result{Content: "ran"}
+	}
+}
+
+func TestPathPolicyResolve(t *testing.T) {
+	pp := PathPolicy{Workspace: "/ws", Home: "/home/u", ReadOnlyDirs: []string{"/opt/docs"}}
+	tests := []struct {
+		in, cwd  string
+		readOnly bool
+		want     string
+		errKind  ErrorKind
+	}{
+		{in: "a.txt", cwd: "/ws", want: "/ws/a.txt"},
+		{in: "a.txt", cwd: "/ws/sub", want: "/ws/sub/a.txt"},
+		{in: "a.txt", cwd: "", want: "/ws/a.txt"},
+		{in: "./x/../y", cwd: "/ws", want: "/ws/y"},
+		{in: "/ws", want: "/ws"},
+		{in: "/ws/", want: "/ws"},
+		{in: "/ws/../etc/passwd", errKind: ErrPermissionDenied},
+		{in: "../../etc", cwd: "/ws/sub", errKind: ErrPermissionDenied},
+		{in: "/wsx/a", errKind: ErrPermissionDenied},
+		{in: "~/a", errKind: ErrPermissionDenied},
+		{in: "~", errKind: ErrPermissionDenied},
+		{in: "~bob/a", errKind: ErrValidation},
+		{in: "a\x00b", cwd: "/ws", errKind: ErrValidation},
+		{in: strings.Repeat("a/", 3000), cwd: "/ws", errKind: ErrValidation},
+		{in: "/opt/docs/x", readOnly: true, want: "/opt/docs/x"},
+		{in: "/opt/docs/x", readOnly: false, errKind: ErrPermissionDenied},
+		{in: "/opt/docsx", readOnly: true, errKind: ErrPermissionDenied},
+	}
+	for _, tt := range tests {
+		got, err := pp.Resolve(tt.in, tt.cwd, tt.readOnly)
+		if tt.errKind != "" {
+			if te := AsToolError(err); err == nil || te.Kind != tt.errKind {
+				t.Errorf("Resolve(%q) = %q, %v; want %s", tt.in, got, err, tt.errKind)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("Resolve(%q, %q) = %q, %v; want %q", tt.in, tt.cwd, got, err, tt.want)
+		}
+	}
+	if got, err := (PathPolicy{Workspace: "/ws", Home: "/ws/home"}).Resolve("~/a", "", false); err != nil || got != "/ws/home/a" {
+		t.Errorf("~ inside the workspace: %q %v", got, err)
+	}
+}
+
+func TestRecoverStage(t *testing.T) {
+	h := Chain(func(ctx context.Context, c *Call) Result { panic("boom") }, Recover(discardLogger()))
+	r := h(context.Background(), &Call{Name: "X"})
+	if r.Err == nil || r.Err.Kind != ErrInternal || strings.Contains(r.Content, "boom") {
+		t.Fatalf("recover: %+v", r)
+	}
+}
+
+func TestClassifyStage(t *testing.T) {
+	tools := testTools(t)
+	bash, echo := tools[3], tools[0]
+	var got *Call
+	for _, tt := range []struct {
+		classify ClassifyFunc
+		tool     Tool
+		params   any
+		want     string
+	}{
+		{fakeClassify, bash, &bashParams{Command: "ls"}, ClassReadOnly},
+		{nil, bash, &bashParams{Command: "ls"}, ClassDangerous},
+		{func(context.Context, string) Verdict { return Verdict{Class: "weird"} }, bash, &bashParams{Command: "x"}, ClassDangerous},
+		{fakeClassify, echo, &echoParams{Text: "ls"}, ""},
+	} {
+		got = nil
+		Chain(reached(&got), ClassifyStage(tt.classify))(context.Background(), &Call{Tool: tt.tool, Params: tt.params})
+		class := ""
+		if got.Verdict != nil {
+			class = got.Verdict.Class
+		}
+		if class != tt.want {
+			t.Errorf("%s: class %q, want %q", tt.tool.Name(), class, tt.want)
+		}
+	}
+}
+
+func TestTruncateStage(t *testing.T) {
+	h := Chain(func(ctx context.Context, c *Call) Result { return Result{Content: strings.Repeat("x", 5000)} }, Truncate(1000))
+	r := h(context.Background(), &Call{})
+	if len(r.Content) > 1000 || r.Meta["truncated_bytes"].(int) < 4000 {
+		t.Fatalf("truncate: %d %v", len(r.Content), r.Meta)
+	}
+}
