@@ -73,10 +73,15 @@ var sensitiveMarks = []string{
 	".kube/config", ".gnupg", "/etc/shadow", "/etc/gshadow", "/etc/sudoers", ".npmrc", ".pypirc",
 	".config/gh/hosts.yml", ".vault-token", "/environ", ".pgpass", ".my.cnf", "credentials.json",
 	".bash_history", ".zsh_history", ".password-store", "private_key", ".p12", ".pfx",
+	"ssh_host_", "/run/secrets", "serviceaccount/token", ".keychain", "keyring",
 }
 
-// sensitivePath reports whether s names a credential or secret file.
+// sensitivePath reports whether s names a credential or secret file, or
+// a raw disk (which holds every file's data).
 func sensitivePath(s string) bool {
+	if blockDevice(s) {
+		return true
+	}
 	for _, m := range sensitiveMarks {
 		if strings.Contains(s, m) {
 			return true
