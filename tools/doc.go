@@ -45,6 +45,8 @@
 //     `agentbox:"command"` is classified; its verdict is in env.Verdict.
 //     Rules named after a tool kind's canonical tool apply to the kind:
 //     Edit(...) to every edit/delete/move tool, Read(...) to read/search.
+//     A tool that runs programs must have a command field: an execute
+//     tool without one (KillShell) is treated as job control and allowed.
 //   - Snapshots and the journal: before Run, the pipeline snapshots the
 //     call's Scope (Scoper, or WithScope; default: nothing for read-only
 //     calls, the path fields for edit/delete/move tools, else the whole

@@ -236,6 +236,11 @@ func Decide(in Input) Outcome {
 		if in.InWorkspace {
 			return Outcome{Action: Allow, By: "mode", Reason: "a workspace edit (snapshotted, can be undone)"}
 		}
+	case "execute":
+		// An execute tool without a command (KillShell) only controls a
+		// command that already went through the pipeline; it starts
+		// nothing new. Tools that run programs must have a command field.
+		return Outcome{Action: Allow, By: "mode", Reason: "controls a command that was already allowed"}
 	case "read", "search":
 		if in.ReadOnly {
 			// Reads outside the workspace reach here only for configured

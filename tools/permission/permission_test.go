@@ -186,6 +186,8 @@ func TestDecide(t *testing.T) {
 		{"read", Input{Kind: "read", ReadOnly: true, InWorkspace: true}, Allow, "mode"},
 		{"read outside (read-only dir)", Input{Kind: "read", ReadOnly: true}, Allow, "mode"},
 		{"unknown kind asks", Input{Kind: "other", InWorkspace: true}, Ask, "mode"},
+		{"job control (KillShell)", Input{Kind: "execute", InWorkspace: true}, Allow, "mode"},
+		{"job control in plan mode", Input{Mode: ModePlan, Kind: "execute", InWorkspace: true}, Deny, "mode"},
 		{"fetch asks", Input{Kind: "fetch", ReadOnly: false}, Ask, "mode"},
 	}
 	for _, tt := range tests {
