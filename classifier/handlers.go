@@ -124,12 +124,24 @@ func hHostname(a *analyzer, c *call) {
 	}
 }
 
-// hTest: test -v evaluates a subscript; unknown operands could be -v.
+// hTest: test -v evaluates a subscript, so may operands of -eq and
+// friends; an unquoted run-time operand could split into both.
 func hTest(a *analyzer, c *call) {
+	arith := func(v string) bool {
+		switch v {
+		case "-v", "-R", "-eq", "-ne", "-lt", "-le", "-gt", "-ge":
+			return true
+		}
+		return false
+	}
 	for i := 1; i < len(c.args); i++ {
 		f := c.args[i]
 		if f.unknown() {
-			a.flag(c, i, Dangerous, "argument.unknown", "a test operand only known at run time could evaluate a subscript")
+			quoted := f.dquoted && !f.glob
+			nearArith := i > 1 && arith(c.args[i-1].val) || i+1 < len(c.args) && arith(c.args[i+1].val)
+			if !quoted || nearArith {
+				a.flag(c, i, Dangerous, "argument.unknown", "a test operand only known at run time could evaluate a subscript")
+			}
 			continue
 		}
 		switch f.val {

@@ -23,6 +23,7 @@ type field struct {
 	lead    string
 	leadEnd bool // lead is the whole value (nothing dynamic or glob)
 	procSub bool // the whole word is a process substitution (/dev/fd/N)
+	dquoted bool // the whole word is one "..." string: it never splits
 	fromNet bool // a substitution in it fetched from the network
 }
 
@@ -152,8 +153,11 @@ func (a *analyzer) evalParts(parts []syntax.WordPart, raw string, off int) field
 		f.leadEnd = true
 	}
 	if len(parts) == 1 {
-		if _, ok := parts[0].(*syntax.ProcSubst); ok {
+		switch parts[0].(type) {
+		case *syntax.ProcSubst:
 			f.procSub = true
+		case *syntax.DblQuoted:
+			f.dquoted = true
 		}
 	}
 	return f
