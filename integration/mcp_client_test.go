@@ -57,7 +57,7 @@ func clientPlan(e mcpEnv) []tsStep {
 		{"op": "call", "id": "kill2", "name": "KillShell", "args": map[string]any{"shell_id": "$bg2"}},
 		{"op": "call", "id": "history", "name": "History", "args": map[string]any{}},
 		{"op": "call", "id": "undo", "name": "Undo", "args": map[string]any{}},
-		{"op": "call", "id": "cancel", "name": "Bash", "args": map[string]any{"command": "sleep 61"}, "cancel_after_ms": 10000},
+		{"op": "call", "id": "cancel", "name": "Bash", "args": map[string]any{"command": "sleep 61"}, "cancel_when_file": e.cancelFile, "cancel_after_ms": 50000},
 		{"op": "sleep", "ms": 500},
 	}
 }
@@ -88,8 +88,9 @@ func setupClientWorkspace(t *testing.T, extra string) mcpEnv {
 }
 
 // watchContainer polls for the container running needle until stop is
-// closed and returns the first one found.
-func watchContainer(ws, needle string) (stop func() string) {
+// called and returns the first one found; when it finds it, it creates
+// signal (the harness then cancels the call).
+func watchContainer(ws, needle, signal string) (stop func() string) {
 	done := make(chan struct{})
 	var mu sync.Mutex
 	var found string
@@ -105,6 +106,7 @@ func watchContainer(ws, needle string) (stop func() string) {
 				mu.Lock()
 				if found == "" {
 					found = id
+					os.WriteFile(signal, nil, 0o644)
 				}
 				mu.Unlock()
 			}
@@ -232,16 +234,19 @@ func checkClientResults(t *testing.T, e mcpEnv, r map[string]tsResult, cancelled
 		t.Errorf("no progress notifications during the long call")
 	}
 	if cancelled == "" {
-		t.Errorf("never saw the container running sleep 61")
+		t.Errorf("never saw the container running sleep 61 (cancelled call: %v)", c)
 	} else {
-		deadline := time.Now().Add(15 * time.Second)
+		// sleep 61 would end by itself after a minute: the container must
+		// be gone well before that.
+		t0 := time.Now()
 		for {
 			_, err := cli.ContainerInspect(context.Background(), cancelled)
 			if err != nil {
+				t.Logf("container of the cancelled call gone %s after the call ended", time.Since(t0).Round(time.Millisecond))
 				break
 			}
-			if time.Now().After(deadline) {
-				t.Errorf("container %s of the cancelled call still exists", cancelled[:12])
+			if time.Since(t0) > 40*time.Second {
+				t.Errorf("container %s of the cancelled call still exists after %s", cancelled[:12], time.Since(t0).Round(time.Second))
 				break
 			}
 			time.Sleep(200 * time.Millisecond)
@@ -269,7 +274,7 @@ func checkJournalAndAudit(t *testing.T, e mcpEnv) {
 func TestMCPClientStdio(t *testing.T) {
 	e := setupClientWorkspace(t, "")
 	plan := clientPlan(e)
-	stop := watchContainer(e.ws, "sleep 61")
+	stop := watchContainer(e.ws, "sleep 61", e.cancelFile)
 	res := runTS(t, map[string]any{"transport": "stdio", "command": agentbox, "args": e.args("mcp"),
 		"env": map[string]string{"PATH": os.Getenv("PATH"), "DOCKER_HOST": os.Getenv("DOCKER_HOST"), "HOME": os.Getenv("HOME")}, "steps": plan})
 	cancelled := stop()
@@ -362,7 +367,7 @@ func TestMCPClientHTTP(t *testing.T) {
 	}
 
 	plan := clientPlan(e)
-	stop := watchContainer(e.ws, "sleep 61")
+	stop := watchContainer(e.ws, "sleep 61", e.cancelFile)
 	res := runTS(t, map[string]any{"transport": "http", "url": url, "token": token, "steps": plan})
 	cancelled := stop()
 	r := byID(t, plan, res)

@@ -111,6 +111,8 @@ func ensureHostImage(t *testing.T) {
 // by the test uid, its own state dir and config file.
 type mcpEnv struct {
 	ws, state, cfg string
+	// cancelFile is created when the long call's container is seen.
+	cancelFile string
 }
 
 const mcpTestConfig = `tools:
@@ -128,7 +130,7 @@ func newMCPEnv(t *testing.T, extraConfig string) mcpEnv {
 	ensureHostImage(t)
 	ws := newWorkspace(t)
 	dir := t.TempDir()
-	e := mcpEnv{ws: ws, state: filepath.Join(dir, "state"), cfg: filepath.Join(dir, "config.yaml")}
+	e := mcpEnv{ws: ws, state: filepath.Join(dir, "state"), cfg: filepath.Join(dir, "config.yaml"), cancelFile: filepath.Join(dir, "cancel-now")}
 	if err := os.WriteFile(e.cfg, []byte(mcpTestConfig+extraConfig), 0o600); err != nil {
 		t.Fatal(err)
 	}

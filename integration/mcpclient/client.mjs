@@ -7,7 +7,7 @@
 // list of steps. Each step's observations are printed, as one JSON document
 // on stdout, for the Go test to judge: this script asserts nothing itself,
 // it only reports what the real client saw.
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -92,6 +92,14 @@ async function call(step) {
   const ac = new AbortController();
   let timer;
   if (step.cancel_after_ms) timer = setTimeout(() => ac.abort('cancelled by harness'), step.cancel_after_ms);
+  // cancel_when_file: cancel once that file exists (the test creates it
+  // when it sees the call's container running).
+  let poll;
+  if (step.cancel_when_file) {
+    poll = setInterval(() => {
+      if (existsSync(step.cancel_when_file) && !ac.signal.aborted) ac.abort('cancelled by harness');
+    }, 100);
+  }
   const opts = {
     signal: ac.signal,
     timeout: step.timeout_ms || 120000,
@@ -115,6 +123,7 @@ async function call(step) {
     return { error: String(e.message || e), ms: performance.now() - t0, progress, elicitations: elicitations.slice(seen) };
   } finally {
     clearTimeout(timer);
+    clearInterval(poll);
   }
 }
 
