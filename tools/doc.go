@@ -65,6 +65,11 @@
 // "container_id" (string) go into the audit record; the pipeline itself
 // adds "journal_id", "changes" and "truncated_bytes".
 //
+// A tool that fails with validation, not_found, permission_denied,
+// needs_approval, forbidden or conflict promises it changed nothing: the
+// pipeline then drops the call's snapshot instead of journaling it. Use
+// execution, timeout or internal when something may have changed.
+//
 // What tools do: the work itself. Mutations of the workspace run in the
 // sandbox: env.WriteFile for file content, env.Sandbox.Exec for commands,
 // env.Jobs for background commands (remember ids with

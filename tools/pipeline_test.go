@@ -87,6 +87,12 @@ func testTools(t *testing.T) []Tool {
 		return Result{Content: "wrote " + p.FilePath}, nil
 	}, WithKind(KindEdit), TracksReads(TrackWrite))
 	bash := New("Bash", func(ctx context.Context, env *Env, p *bashParams) (Result, error) {
+		switch p.Command {
+		case "refuse":
+			return Result{}, Errorf(ErrNotFound, "no such thing")
+		case "explode":
+			return Result{}, Errorf(ErrExecution, "exit 1")
+		}
 		r := Result{Content: "ran " + p.Command}
 		r.SetMeta("exit_code", 0)
 		r.SetMeta("container_id", "ctr1")
@@ -122,10 +128,11 @@ func fakeClassify(ctx context.Context, cmd string) Verdict {
 }
 
 type fakeSnap struct {
-	mu     sync.Mutex
-	begun  []Scope
-	fail   bool
-	finish int
+	mu      sync.Mutex
+	begun   []Scope
+	fail    bool
+	finish  int
+	aborted int
 }
 
 func (f *fakeSnap) Begin(ctx context.Context, info SnapshotInfo, scope Scope) (SnapshotCall, error) {
@@ -149,7 +156,12 @@ func (c fakeSnapCall) Finish(ctx context.Context) (JournalEntry, error) {
 	c.f.mu.Unlock()
 	return JournalEntry{ID: "j-" + c.info.CallID, Changes: []Change{{Path: "x", Op: "modified"}}}, nil
 }
-func (c fakeSnapCall) Abort(ctx context.Context) error { return nil }
+func (c fakeSnapCall) Abort(ctx context.Context) error {
+	c.f.mu.Lock()
+	c.f.aborted++
+	c.f.mu.Unlock()
+	return nil
+}
 
 type memAudit struct {
 	mu   sync.Mutex
@@ -305,6 +317,16 @@ func TestPipeline(t *testing.T) {
 			}
 			if _, ok := h.sess.LastRead(filepath.Join(h.ws, "new.txt")); !ok {
 				t.Fatal("written content not recorded as read")
+			}
+		}},
+		{name: "refusal aborts the snapshot", opts: func(o *Options) { o.Mode = permission.ModeBypass }, tool: "Bash", input: `{"command":"refuse"}`, errKind: ErrNotFound, check: func(t *testing.T, h *harness, r Response) {
+			if h.snap.aborted != 1 || h.snap.finish != 0 || r.Meta["journal_id"] != nil {
+				t.Fatalf("aborted %d finished %d meta %v", h.snap.aborted, h.snap.finish, r.Meta)
+			}
+		}},
+		{name: "execution error is journaled", opts: func(o *Options) { o.Mode = permission.ModeBypass }, tool: "Bash", input: `{"command":"explode"}`, errKind: ErrExecution, check: func(t *testing.T, h *harness, r Response) {
+			if h.snap.finish != 1 || r.Meta["journal_id"] == nil {
+				t.Fatalf("finished %d meta %v", h.snap.finish, r.Meta)
 			}
 		}},
 		{name: "write existing unread", setup: func(h *harness) { os.WriteFile(filepath.Join(h.ws, "e.txt"), []byte("old"), 0o644) }, tool: "Write", input: `{"file_path":"e.txt","content":"x"}`, errKind: ErrConflict, content: "has not been read"},

@@ -26,6 +26,12 @@ func SnapshotStage(store Snapshotter) Stage {
 				return Fail(ErrInternal, "agentbox could not snapshot the workspace before this call, so it did not run it; nothing was changed")
 			}
 			res := next(ctx, c)
+			if res.Err != nil && refusedBeforeActing(res.Err.Kind) {
+				// By contract the tool changed nothing: no journal entry.
+				if err := snap.Abort(context.WithoutCancel(ctx)); err == nil {
+					return res
+				}
+			}
 			// Capture even when ctx is done: the command may have changed
 			// files before it was stopped.
 			entry, err := snap.Finish(context.WithoutCancel(ctx))
@@ -59,4 +65,14 @@ func ScopeOf(c *Call) Scope {
 		return s.Scope(c.Params)
 	}
 	return DefaultScope(c.Tool, c.Params)
+}
+
+// refusedBeforeActing reports whether a tool error of this kind means the
+// tool changed nothing (see the contract in doc.go).
+func refusedBeforeActing(k ErrorKind) bool {
+	switch k {
+	case ErrValidation, ErrNotFound, ErrPermissionDenied, ErrNeedsApproval, ErrForbidden, ErrConflict:
+		return true
+	}
+	return false
 }
