@@ -153,9 +153,7 @@ func (s *Store) installBlob(f *os.File, h string, compressed bool) error {
 		os.Remove(name)
 		return fmt.Errorf("snapshot: blob: %w", err)
 	}
-	s.syncMu.Lock()
-	s.unsynced = append(s.unsynced, dst)
-	s.syncMu.Unlock()
+	s.noteUnsynced(dst)
 	return nil
 }
 
@@ -171,9 +169,7 @@ func (s *Store) linkBlob(name, h string) error {
 	if err != nil && !errors.Is(err, os.ErrExist) {
 		return err
 	}
-	s.syncMu.Lock()
-	s.unsynced = append(s.unsynced, dst)
-	s.syncMu.Unlock()
+	s.noteUnsynced(dst)
 	return nil
 }
 

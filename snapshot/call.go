@@ -167,6 +167,11 @@ func (s *Store) begin(ctx context.Context, info CallInfo, rel string) (*Call, er
 		}
 	}
 	c.rec.Phase = phaseRunning
+	// Pre-images and the manifest durable before the record that says the
+	// call is running.
+	if err := s.syncStore(); err != nil {
+		return fail(err)
+	}
 	if err := s.writePending(&c.rec); err != nil {
 		return fail(err)
 	}

@@ -235,12 +235,14 @@ func (s *Store) saveIndex(ix *index) (string, error) {
 	return s.manifestHash(ix), nil
 }
 
-// writeIndex writes enc, the encoding of ix, as the current manifest.
+// writeIndex writes enc, the encoding of ix, as the current manifest. It
+// is made durable by the next syncStore (every commit does one).
 func (s *Store) writeIndex(ix *index, enc []byte) error {
 	name := s.path("index")
-	if err := writeFileAtomic(name, enc, 0o600); err != nil {
+	if err := writeFileRename(name, enc, 0o600, false); err != nil {
 		return fmt.Errorf("snapshot: saving manifest: %w", err)
 	}
+	s.noteUnsynced(name)
 	sum := sha256.Sum256(enc)
 	s.mu.Lock()
 	s.idx, s.idxID, s.idxHash = ix, statID(name), hex.EncodeToString(sum[:])

@@ -218,19 +218,43 @@ func (s *Store) syncStore() error {
 		}
 		return nil
 	}
+	// All at once: concurrent fsyncs share journal commits.
 	dirs := map[string]bool{}
+	all := append([]string(nil), files...)
 	for _, name := range files {
-		if err := fsyncPath(name); err != nil {
-			return fail(err)
+		d := filepath.Dir(name)
+		if !dirs[d] {
+			dirs[d] = true
+			all = append(all, d)
 		}
-		dirs[filepath.Dir(name)] = true
 	}
-	for d := range dirs {
-		if err := fsyncPath(d); err != nil {
-			return fail(err)
+	errs := make(chan error, len(all))
+	sem := make(chan struct{}, 16)
+	for _, name := range all {
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem }()
+			errs <- fsyncPath(name)
+		}()
+	}
+	var first error
+	for range all {
+		if err := <-errs; err != nil && first == nil && !errors.Is(err, os.ErrNotExist) {
+			first = err
 		}
+	}
+	if first != nil {
+		return fail(first)
 	}
 	return nil
+}
+
+// noteUnsynced registers a file written without fsync for the next
+// syncStore.
+func (s *Store) noteUnsynced(name string) {
+	s.syncMu.Lock()
+	s.unsynced = append(s.unsynced, name)
+	s.syncMu.Unlock()
 }
 
 func fsyncPath(name string) error {
@@ -245,6 +269,12 @@ func fsyncPath(name string) error {
 // writeFileAtomic writes data to name via a temporary file that is fsynced
 // and renamed; the directory is fsynced too.
 func writeFileAtomic(name string, data []byte, perm os.FileMode) error {
+	return writeFileRename(name, data, perm, true)
+}
+
+// writeFileRename writes data to name via a temporary file and a rename,
+// fsyncing both only if durable is set.
+func writeFileRename(name string, data []byte, perm os.FileMode, durable bool) error {
 	dir := filepath.Dir(name)
 	f, err := os.CreateTemp(dir, ".tmp-"+filepath.Base(name)+"-*")
 	if err != nil {
@@ -266,8 +296,10 @@ func writeFileAtomic(name string, data []byte, perm os.FileMode) error {
 	if err := f.Chmod(perm); err != nil {
 		return err
 	}
-	if err := f.Sync(); err != nil {
-		return err
+	if durable {
+		if err := f.Sync(); err != nil {
+			return err
+		}
 	}
 	if err := f.Close(); err != nil {
 		return err
@@ -276,6 +308,9 @@ func writeFileAtomic(name string, data []byte, perm os.FileMode) error {
 		return err
 	}
 	ok = true
+	if !durable {
+		return nil
+	}
 	return syncDir(dir)
 }
 
