@@ -50,7 +50,7 @@ func TestMCPLoad(t *testing.T) {
 		failures = append(failures, fmt.Sprintf(format, args...))
 		mu.Unlock()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	start := time.Now()
 	var wg sync.WaitGroup
