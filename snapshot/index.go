@@ -47,7 +47,7 @@ func (ix *index) clone() *index {
 	return c
 }
 
-const indexMagic = "agentbox-manifest-1\n"
+const indexMagic = "agentbox-manifest-2\n"
 
 var typeCodes = []Type{TypeFile, TypeDir, TypeSymlink, TypeFIFO, TypeSocket, TypeDevice}
 
@@ -71,10 +71,18 @@ func (ix *index) encode() []byte {
 	sv := func(v int64) { b.Write(tmp[:binary.PutVarint(tmp[:], v)]) }
 	paths := ix.paths()
 	uv(uint64(len(paths)))
+	prev := ""
 	for _, p := range paths {
 		e := ix.entries[p]
-		uv(uint64(len(p)))
-		b.WriteString(p)
+		// Sorted paths share prefixes: store the shared length and the rest.
+		n := 0
+		for n < len(p) && n < len(prev) && p[n] == prev[n] {
+			n++
+		}
+		uv(uint64(n))
+		uv(uint64(len(p) - n))
+		b.WriteString(p[n:])
+		prev = p
 		b.WriteByte(typeCode(e.Type))
 		var flags byte
 		if e.racy {
@@ -147,8 +155,14 @@ func decodeIndex(data []byte) (*index, error) {
 		return nil, bad("bad count")
 	}
 	ix := &index{entries: make(map[string]*ientry, n)}
+	prev := ""
 	for i := uint64(0); i < n && err == nil; i++ {
-		p := str(uv())
+		shared := uv()
+		if shared > uint64(len(prev)) {
+			return nil, bad("bad path prefix")
+		}
+		p := prev[:shared] + str(uv())
+		prev = p
 		tc, _ := r.ReadByte()
 		flags, _ := r.ReadByte()
 		if int(tc) >= len(typeCodes) {
