@@ -42,7 +42,6 @@ type Session struct {
 	reads  map[string]ReadStamp
 	jobs   []string
 	grants []Grant
-	gen    uint64 // bumped on every change, for persistence and tracking
 }
 
 // NewSession returns an empty session whose cwd is dir.
@@ -64,7 +63,6 @@ func (s *Session) SetCwd(dir string) {
 	defer s.mu.Unlock()
 	if s.cwd != dir {
 		s.cwd = dir
-		s.gen++
 	}
 }
 
@@ -84,7 +82,6 @@ func (s *Session) RecordRead(path string, stamp ReadStamp) {
 		s.reads = map[string]ReadStamp{}
 	}
 	s.reads[path] = stamp
-	s.gen++
 }
 
 // ForgetRead drops what the session knew about path.
@@ -92,7 +89,6 @@ func (s *Session) ForgetRead(path string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.reads, path)
-	s.gen++
 }
 
 // AddJob remembers a background job id.
@@ -101,7 +97,6 @@ func (s *Session) AddJob(id string) {
 	defer s.mu.Unlock()
 	if !slices.Contains(s.jobs, id) {
 		s.jobs = append(s.jobs, id)
-		s.gen++
 	}
 }
 
@@ -111,7 +106,6 @@ func (s *Session) RemoveJob(id string) {
 	defer s.mu.Unlock()
 	if i := slices.Index(s.jobs, id); i >= 0 {
 		s.jobs = slices.Delete(s.jobs, i, i+1)
-		s.gen++
 	}
 }
 
@@ -146,11 +140,4 @@ func (s *Session) AddGrant(g Grant) {
 		}
 	}
 	s.grants = append(s.grants, g)
-	s.gen++
-}
-
-func (s *Session) generation() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.gen
 }
