@@ -15,7 +15,8 @@ type Tools struct {
 	// Allow, Ask and Deny are permission rules in Claude Code's syntax
 	// (`Bash(npm run test:*)`, `Edit(./src/**)`, `Read(//etc/**)`),
 	// applied deny → ask → allow. A project config may add deny and ask
-	// rules, never allow rules.
+	// rules, never allow rules. The default denies edits of the project
+	// config itself (an agent must not rewrite its own policy).
 	Allow []string `mapstructure:"allow" yaml:"allow"`
 	Ask   []string `mapstructure:"ask" yaml:"ask"`
 	Deny  []string `mapstructure:"deny" yaml:"deny"`
@@ -44,7 +45,7 @@ func defaultTools() Tools {
 		Mode:           "default",
 		Allow:          []string{},
 		Ask:            []string{},
-		Deny:           []string{},
+		Deny:           []string{"Edit(/.agentbox/**)"},
 		ReadOnlyDirs:   []string{},
 		MaxOutputBytes: 30000,
 		MaxInputBytes:  32 << 20,

@@ -78,6 +78,9 @@ func TestOpenRunsWriteAndUndo(t *testing.T) {
 	if r := run("Bash", `{"command":"rm a.txt"}`); r.Err == nil || r.Err.Kind != tools.ErrNeedsApproval {
 		t.Fatalf("dangerous command ran without approval: %+v", r)
 	}
+	if r := run("Write", `{"file_path":".agentbox/config.yaml","content":"tools: {}"}`); r.Err == nil || r.Err.Kind != tools.ErrPermissionDenied {
+		t.Fatalf("agent rewrote the project config: %+v", r)
+	}
 	if err := sys.Sessions.Save(sess); err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +98,7 @@ func TestOpenRunsWriteAndUndo(t *testing.T) {
 		t.Fatal("undo did not remove the written file")
 	}
 	n, err := sys.Audit.Verify()
-	if err != nil || n != 2 {
+	if err != nil || n != 3 {
 		t.Fatalf("audit: %d %v", n, err)
 	}
 }
