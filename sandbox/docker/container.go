@@ -64,7 +64,7 @@ func (r *Runner) containerSpec(mounts []mount.Mount) (*container.Config, *contai
 		ReadonlyRootfs: true,
 		Tmpfs:          map[string]string{"/tmp": "rw,exec,nosuid,nodev,mode=1777,size=" + strconv.FormatInt(c.TmpSizeMB, 10) + "m"},
 		CapDrop:        []string{"ALL"},
-		SecurityOpt:    []string{"no-new-privileges"},
+		SecurityOpt:    []string{"no-new-privileges", seccompOpt()},
 		IpcMode:        "private",
 		LogConfig:      container.LogConfig{Type: "none"},
 		Mounts:         mounts,

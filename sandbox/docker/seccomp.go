@@ -1,0 +1,128 @@
+package docker
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/moby/profiles/seccomp"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+)
+
+// The seccomp profile every sandbox container gets: Docker's default
+// profile, changed so that no system call can put S_ISUID or S_ISGID on a
+// file. Without CAP_FSETID the kernel already strips those bits in most
+// cases, but a container user that owns the file (uid 0 on a root-owned
+// workspace) may still chmod u+s its own files; a setuid-root binary left
+// in the workspace would then run with root rights on the host later.
+//
+// Other routes, for the record: chown(2) and write(2) clear S_ISUID (and
+// S_ISGID on group-executable files) for callers without CAP_FSETID, which
+// every container lacks; hard links to the host's setuid binaries cross
+// mounts (EXDEV); xattrs cannot set mode bits (file capabilities need
+// CAP_SETFCAP); io_uring (denied below) would bypass seccomp for opens.
+
+// setidBits are S_ISUID|S_ISGID.
+const setidBits = unix.S_ISUID | unix.S_ISGID
+
+// modeArgs maps each call that takes a file mode to the index of that
+// argument. These calls are allowed only when (mode & 06000) == 0.
+//
+// open(2) reads the mode only with O_CREAT or O_TMPFILE; glibc, musl and
+// Go pass 0 otherwise, so a plain open never trips the rule. A caller
+// issuing raw open/openat with garbage in the mode register and the
+// setid bits set in it gets EPERM: a spurious failure, never a bypass.
+var modeArgs = map[string]uint{
+	"chmod":     1,
+	"fchmod":    1,
+	"fchmodat":  2,
+	"fchmodat2": 2,
+	"creat":     1,
+	"open":      2,
+	"openat":    3,
+	"mknod":     1,
+	"mknodat":   2,
+	"mkdir":     1,
+	"mkdirat":   2,
+}
+
+// enosysCalls are denied with ENOSYS so that libc falls back: openat2
+// carries its mode inside a struct seccomp cannot read, and glibc retries
+// with openat on ENOSYS.
+var enosysCalls = []string{"openat2"}
+
+// epermCalls are denied outright: io_uring performs opens (with modes)
+// in kernel workers that seccomp never sees.
+var epermCalls = []string{"io_uring_setup", "io_uring_enter", "io_uring_register"}
+
+// seccompProfile builds the profile (see the file comment).
+func seccompProfile() *seccomp.Seccomp {
+	p := seccomp.DefaultProfile()
+	guarded := func(name string) bool {
+		_, ok := modeArgs[name]
+		return ok || slices.Contains(enosysCalls, name) || slices.Contains(epermCalls, name)
+	}
+	kept := p.Syscalls[:0]
+	for _, s := range p.Syscalls {
+		if s.Action != specs.ActErrno && s.Action != specs.ActKill && s.Action != specs.ActKillProcess && s.Action != specs.ActKillThread {
+			// Any rule that could let a guarded call through loses it.
+			s.Names = slices.DeleteFunc(s.Names, guarded)
+			if s.Name != "" && guarded(s.Name) {
+				s.Name = ""
+			}
+			if len(s.Names) == 0 && s.Name == "" {
+				continue
+			}
+		}
+		kept = append(kept, s)
+	}
+	p.Syscalls = kept
+
+	names := make([]string, 0, len(modeArgs))
+	for n := range modeArgs {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		p.Syscalls = append(p.Syscalls, &seccomp.Syscall{
+			LinuxSyscall: specs.LinuxSyscall{
+				Names:  []string{n},
+				Action: specs.ActAllow,
+				Args: []specs.LinuxSeccompArg{{
+					Index:    modeArgs[n],
+					Value:    setidBits,
+					ValueTwo: 0,
+					Op:       specs.OpMaskedEqual,
+				}},
+			},
+			Comment: "agentbox: no setuid/setgid bits",
+		})
+	}
+	nosys, perm := uint(unix.ENOSYS), uint(unix.EPERM)
+	p.Syscalls = append(p.Syscalls,
+		&seccomp.Syscall{
+			LinuxSyscall: specs.LinuxSyscall{Names: slices.Clone(enosysCalls), Action: specs.ActErrno, ErrnoRet: &nosys},
+			Comment:      "agentbox: mode not inspectable; libc falls back to openat",
+		},
+		&seccomp.Syscall{
+			LinuxSyscall: specs.LinuxSyscall{Names: slices.Clone(epermCalls), Action: specs.ActErrno, ErrnoRet: &perm},
+			Comment:      "agentbox: io_uring bypasses seccomp",
+		},
+	)
+	return p
+}
+
+// seccompOpt is the "seccomp=<json>" security option, computed once (it
+// is part of every container create): the Engine API takes the profile
+// inline; reading a file is a feature of the CLI.
+var seccompOpt = sync.OnceValue(func() string {
+	b, err := json.Marshal(seccompProfile())
+	if err != nil {
+		// Plain data (strings, numbers, pointers to them): unreachable,
+		// and every unit test would show it.
+		panic(fmt.Sprintf("encoding the seccomp profile: %v", err))
+	}
+	return "seccomp=" + string(b)
+})

@@ -1,0 +1,131 @@
+package docker
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/moby/profiles/seccomp"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+)
+
+// rules describes, per syscall name, every rule naming it, comparably.
+func rules(p *seccomp.Seccomp) map[string][]string {
+	out := map[string][]string{}
+	for _, s := range p.Syscalls {
+		names := s.Names
+		if s.Name != "" {
+			names = append(slices.Clone(names), s.Name)
+		}
+		errno := "-"
+		if s.ErrnoRet != nil {
+			errno = fmt.Sprint(*s.ErrnoRet)
+		}
+		inc, _ := json.Marshal(s.Includes)
+		exc, _ := json.Marshal(s.Excludes)
+		desc := fmt.Sprintf("%s errno=%s args=%+v inc=%s exc=%s", s.Action, errno, s.Args, inc, exc)
+		for _, n := range names {
+			out[n] = append(out[n], desc)
+		}
+	}
+	for n := range out {
+		slices.Sort(out[n])
+	}
+	return out
+}
+
+func TestSeccompConditionalModeRules(t *testing.T) {
+	p := seccompProfile()
+	want := map[string]uint{
+		"chmod": 1, "fchmod": 1, "fchmodat": 2, "fchmodat2": 2, "creat": 1, "open": 2,
+		"openat": 3, "mknod": 1, "mknodat": 2, "mkdir": 1, "mkdirat": 2,
+	}
+	got := rules(p)
+	for name, idx := range want {
+		exp := fmt.Sprintf("%s errno=- args=%+v inc=null exc=null", specs.ActAllow, []specs.LinuxSeccompArg{{Index: idx, Value: 0o6000, ValueTwo: 0, Op: specs.OpMaskedEqual}})
+		if !slices.Equal(got[name], []string{exp}) {
+			t.Errorf("%s: rules %q, want only %q", name, got[name], exp)
+		}
+	}
+}
+
+func TestSeccompDenied(t *testing.T) {
+	got := rules(seccompProfile())
+	for name, errno := range map[string]unix.Errno{
+		"openat2": unix.ENOSYS, "io_uring_setup": unix.EPERM, "io_uring_enter": unix.EPERM, "io_uring_register": unix.EPERM,
+	} {
+		exp := fmt.Sprintf("%s errno=%d args=[] inc=null exc=null", specs.ActErrno, uint(errno))
+		if !slices.Equal(got[name], []string{exp}) {
+			t.Errorf("%s: rules %q, want only %q", name, got[name], exp)
+		}
+	}
+}
+
+// TestSeccompRestUnchanged: every other rule of Docker's default profile
+// is there unchanged, and nothing else was added.
+func TestSeccompRestUnchanged(t *testing.T) {
+	def, mine := seccomp.DefaultProfile(), seccompProfile()
+	touched := map[string]bool{"openat2": true, "io_uring_setup": true, "io_uring_enter": true, "io_uring_register": true}
+	for n := range modeArgs {
+		touched[n] = true
+	}
+	a, b := rules(def), rules(mine)
+	for n := range touched {
+		delete(a, n)
+		delete(b, n)
+	}
+	if !reflect.DeepEqual(a, b) {
+		for n := range a {
+			if !slices.Equal(a[n], b[n]) {
+				t.Errorf("%s: default %q, ours %q", n, a[n], b[n])
+			}
+		}
+		for n := range b {
+			if _, ok := a[n]; !ok {
+				t.Errorf("%s: added %q", n, b[n])
+			}
+		}
+	}
+	if mine.DefaultAction != def.DefaultAction || *mine.DefaultErrnoRet != *def.DefaultErrnoRet || *mine.DefaultErrnoRet != uint(unix.EPERM) ||
+		!reflect.DeepEqual(mine.ArchMap, def.ArchMap) || !reflect.DeepEqual(mine.Architectures, def.Architectures) {
+		t.Errorf("top-level settings changed: %+v", mine.LinuxSeccomp)
+	}
+}
+
+// TestSeccompOption: the option is inline JSON that decodes back to the
+// same profile and resolves for amd64 and arm64 hosts.
+func TestSeccompOption(t *testing.T) {
+	opt := seccompOpt()
+	body, ok := strings.CutPrefix(opt, "seccomp=")
+	if !ok {
+		t.Fatalf("option %.40q", opt)
+	}
+	if seccompOpt() != opt {
+		t.Error("option not stable")
+	}
+	var back seccomp.Seccomp
+	if err := json.Unmarshal([]byte(body), &back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(rules(&back), rules(seccompProfile())) {
+		t.Error("JSON round trip changed the rules")
+	}
+	// Docker 20.10 knows these fields; a silently ignored one would drop
+	// a condition and widen the profile.
+	for _, key := range []string{`"defaultErrnoRet":1`, `"op":"SCMP_CMP_MASKED_EQ"`, `"value":3072`, `"errnoRet":38`} {
+		if !strings.Contains(body, key) {
+			t.Errorf("JSON lacks %s", key)
+		}
+	}
+}
+
+func TestContainerSpecSeccomp(t *testing.T) {
+	_, host := testRunner(t, t.TempDir()).containerSpec(nil)
+	if !slices.Contains(host.SecurityOpt, seccompOpt()) || !slices.Contains(host.SecurityOpt, "no-new-privileges") {
+		t.Errorf("security options %.200q", host.SecurityOpt)
+	}
+}
