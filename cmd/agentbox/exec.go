@@ -30,7 +30,6 @@ type execFunc func(ctx context.Context, spec sandbox.Spec) (sandbox.Result, erro
 // snapshot journal registers one from its own file's init).
 var execWrappers []func(a *app, cfg *config.Config, next execFunc) execFunc
 
-//lint:ignore U1000 the snapshot journal registers its wrapper here once it lands.
 func registerExecWrapper(w func(a *app, cfg *config.Config, next execFunc) execFunc) {
 	execWrappers = append(execWrappers, w)
 }

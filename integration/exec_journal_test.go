@@ -1,0 +1,97 @@
+//go:build integration
+
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestExecJournaled checks that `agentbox exec` records what the command
+// changed as one journal entry that `agentbox undo` reverts exactly, also
+// when the command fails or times out.
+func TestExecJournaled(t *testing.T) {
+	ws := newWorkspace(t)
+	state := t.TempDir()
+	run := func(args ...string) (string, int) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, agentbox, append([]string{"--workspace", ws, "--state-dir", state}, args...)...)
+		cmd.Env = append(os.Environ(), "DOCKER_HOST="+cli.DaemonHost(), "AGENTBOX_SANDBOX_IMAGE="+testImage)
+		var o, e bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &e
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return o.String() + e.String(), ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o.String(), 0
+	}
+	keep := filepath.Join(ws, "keep.txt")
+	if err := os.WriteFile(keep, []byte("original\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(keep, wsUID, wsGID); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := run("exec", "--", "echo changed > keep.txt; echo new > new.txt; exit 4"); code != 4 {
+		t.Fatalf("exec: code %d: %s", code, out)
+	}
+	if out, code := run("exec", "--timeout", "2s", "--", "echo late > late.txt; sleep 60"); code != 137 {
+		t.Fatalf("exec with timeout: code %d: %s", code, out)
+	}
+	out, code := run("history", "--json")
+	if code != 0 {
+		t.Fatalf("history: code %d: %s", code, out)
+	}
+	var hist []struct {
+		ID      string `json:"id"`
+		Tool    string `json:"tool"`
+		Session string `json:"session"`
+		Changes []struct{ Path, Op string }
+	}
+	if err := json.Unmarshal([]byte(out), &hist); err != nil {
+		t.Fatalf("history --json: %v in %q", err, out)
+	}
+	if len(hist) != 2 || hist[0].Tool != "exec" || hist[1].Tool != "exec" || hist[1].Session != "cli" {
+		t.Fatalf("history = %+v, want two exec calls", hist)
+	}
+	if len(hist[0].Changes) != 1 || hist[0].Changes[0].Path != "late.txt" || hist[0].Changes[0].Op != "added" {
+		t.Errorf("timed-out call's changes = %+v, want late.txt added", hist[0].Changes)
+	}
+	want := map[string]string{"keep.txt": "modified", "new.txt": "added"}
+	if len(hist[1].Changes) != len(want) {
+		t.Errorf("first call's changes = %+v, want %v", hist[1].Changes, want)
+	}
+	for _, c := range hist[1].Changes {
+		if want[c.Path] != c.Op {
+			t.Errorf("change %s %s, want %v", c.Path, c.Op, want)
+		}
+	}
+	// Undo both, newest first; the workspace is back to the original.
+	for range 2 {
+		if out, code := run("undo"); code != 0 {
+			t.Fatalf("undo: code %d: %s", code, out)
+		}
+	}
+	got, err := os.ReadFile(filepath.Join(ws, "keep.txt"))
+	if err != nil || string(got) != "original\n" {
+		t.Errorf("keep.txt after undo = %q, %v", got, err)
+	}
+	for _, name := range []string{"new.txt", "late.txt"} {
+		if _, err := os.Lstat(filepath.Join(ws, name)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s still exists after undo (%v)", name, err)
+		}
+	}
+}
