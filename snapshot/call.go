@@ -41,6 +41,11 @@ type pendingRec struct {
 	Reverts    string       `json:"reverts,omitempty"`
 	RollbackTo string       `json:"rollback_to,omitempty"`
 	Force      bool         `json:"force,omitempty"`
+	// Detached calls (see Detached): the pre-scan manifest's blob, and the
+	// journal ID allocated for the entry just before it is committed.
+	Detached bool   `json:"detached,omitempty"`
+	Manifest string `json:"manifest,omitempty"`
+	FinalID  string `json:"final_id,omitempty"`
 }
 
 const (
@@ -61,6 +66,16 @@ func (s *Store) writePending(r *pendingRec) error {
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	return nil
+}
+
+func (s *Store) readPending(id string) (pendingRec, error) {
+	var rec pendingRec
+	data, err := os.ReadFile(s.path("pending", id+".json"))
+	if err != nil {
+		return rec, err
+	}
+	err = json.Unmarshal(data, &rec)
+	return rec, err
 }
 
 func (s *Store) removePending(id string) error {
@@ -306,21 +321,36 @@ func (s *Store) recover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if len(ids) > 0 {
-		s.dirty.Store(true)
-	}
 	for _, id := range ids {
 		data, err := os.ReadFile(s.path("pending", id+".json"))
 		if err != nil {
 			return fmt.Errorf("snapshot: recovery: %w", err)
 		}
 		var rec pendingRec
-		if err := json.Unmarshal(data, &rec); err != nil {
+		err = json.Unmarshal(data, &rec)
+		if err == nil && rec.Detached && s.detachedLive(id) {
+			continue // an open detached call whose owner is alive
+		}
+		s.dirty.Store(true)
+		if err != nil {
 			// Pending records are written atomically, so this is damage
 			// from outside; nothing can be completed from it.
 			s.opts.log.Warn("snapshot: discarding unreadable pending record", "call", id, "err", err)
 			if err := s.removePending(id); err != nil {
 				return err
+			}
+			continue
+		}
+		if rec.Detached && rec.Phase == phaseRunning {
+			s.opts.log.Info("snapshot: completing detached call whose process died", "call", id)
+			if _, err := s.finishDetached(ctx, &rec, nil, true); err != nil {
+				if ctx.Err() != nil {
+					return fmt.Errorf("snapshot: recovering call %s: %w", id, err)
+				}
+				s.opts.log.Warn("snapshot: recovery could not complete a detached call; dropping it", "call", id, "err", err)
+				if err := s.dropDetached(id); err != nil {
+					return err
+				}
 			}
 			continue
 		}

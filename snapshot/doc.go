@@ -24,6 +24,12 @@
 // changeset belong to exactly one call. Begin waits for the lock until its
 // ctx is done.
 //
+// A command that outlives its tool call (a background job) uses
+// BeginDetached instead: the pre-scan is taken under the lock, which is
+// then released; Detached.Finish re-takes it when the job ends and
+// journals the job's changes as one entry (see Detached for paths other
+// calls changed meanwhile, and for crash recovery of an open one).
+//
 // # Promises
 //
 //   - Blobs are named by the SHA-256 of their content (the standard

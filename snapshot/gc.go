@@ -64,6 +64,10 @@ func (s *Store) GC(ctx context.Context, policy GCPolicy) (GCStats, error) {
 			base[e.Hash] = true
 		}
 	}
+	// Pre-scan manifests of open detached calls (background jobs).
+	for _, h := range s.openDetachedRefs() {
+		base[h] = true
+	}
 	refsOf := func(e Entry) ([]string, error) {
 		var hs []string
 		for _, ch := range e.Changes {

@@ -77,6 +77,9 @@ type diskEntry struct {
 	RollbackTo  string       `json:"rollback_to,omitempty"`
 	Manifest    string       `json:"manifest,omitempty"`
 	Interrupted bool         `json:"interrupted,omitempty"`
+	Detached    bool         `json:"detached,omitempty"`
+	Began       time.Time    `json:"began,omitzero"`
+	Overlapped  []rawString  `json:"overlapped,omitempty"`
 	Changes     []diskChange `json:"changes"`
 }
 
@@ -187,7 +190,10 @@ func (s *Store) commitEntry(e Entry) error {
 	}
 	d := diskEntry{ID: e.ID, Time: e.Time, Session: e.Session, Tool: e.Tool, Summary: e.Summary, Kind: e.Kind,
 		Reverts: e.Reverts, RollbackTo: e.RollbackTo, Manifest: e.Manifest, Interrupted: e.Interrupted,
-		Changes: toDiskChanges(e.Changes)}
+		Detached: e.Detached, Began: e.Began, Changes: toDiskChanges(e.Changes)}
+	for _, p := range e.Overlapped {
+		d.Overlapped = append(d.Overlapped, rawString(p))
+	}
 	data, err := json.Marshal(d)
 	if err != nil {
 		return fmt.Errorf("snapshot: %w", err)
@@ -259,7 +265,7 @@ func (s *Store) readEntry(id string) (Entry, error) {
 	}
 	return Entry{ID: d.ID, Time: d.Time, CallInfo: CallInfo{Session: d.Session, Tool: d.Tool, Summary: d.Summary},
 		Kind: d.Kind, Reverts: d.Reverts, RollbackTo: d.RollbackTo, Manifest: d.Manifest, Interrupted: d.Interrupted,
-		Changes: fromDiskChanges(d.Changes)}, nil
+		Detached: d.Detached, Began: d.Began, Overlapped: overlapped(d.Overlapped), Changes: fromDiskChanges(d.Changes)}, nil
 }
 
 // List returns up to limit entries (all when limit <= 0), newest first.
@@ -295,4 +301,12 @@ func (s *Store) Get(ctx context.Context, id string) (Entry, error) {
 		return Entry{}, err
 	}
 	return s.readEntry(rid)
+}
+
+func overlapped(ps []rawString) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, string(p))
+	}
+	return out
 }

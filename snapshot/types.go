@@ -139,6 +139,14 @@ type Entry struct {
 	// Interrupted marks an entry completed by recovery after the process
 	// that began it died.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Detached marks the entry of a detached call (a background job, see
+	// Detached); Began is when it began (Time is when it was journaled).
+	Detached bool      `json:"detached,omitempty"`
+	Began    time.Time `json:"began,omitzero"`
+	// Overlapped lists paths the detached call's command may also have
+	// changed but that entries journaled while it ran changed too: they
+	// belong to those entries and are not in Changes.
+	Overlapped []string `json:"overlapped,omitempty"`
 	// Changes are sorted by path.
 	Changes []Change `json:"changes"`
 }

@@ -1,0 +1,316 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Detached is a call whose command outlives the tool call that started it
+// (a background job). Unlike a Call it does not hold the store lock while
+// the command runs, so other calls go on; it holds a "live" flock of its
+// own instead, which tells recovery that its owner is alive.
+//
+// BeginDetached scans the whole workspace (storing pre-images) under the
+// store lock, saves that manifest as a blob, writes a pending record and
+// releases the lock. Finish takes the lock again, scans, and journals the
+// difference against the call's own pre-scan manifest as one entry,
+// allocated at that moment (so it sorts after every call journaled while
+// the job ran).
+//
+// Overlap: for a path that entries committed while the detached call was
+// open also changed (foreground calls, undos, rollbacks, checkpoints),
+// those entries own the span from the state before the first of them to
+// the state after the last. The detached entry records only what changed
+// after that span (from the last entry's new state to the final one), so
+// undoing it never rewinds another journaled call's change. If the job had
+// already changed the path before the first of those entries, that earlier
+// change is not in the detached entry (the other entry starts from the
+// job's version) and the path is listed in Entry.Overlapped. Changes the
+// job made while a foreground whole-workspace call held the lock cannot be
+// told apart from that call's own and are journaled with it.
+//
+// If the process dies while the call is open, the live flock goes with it:
+// the next time any process locks the store, recovery finishes the call
+// against its saved pre-scan manifest and journals it with Interrupted set.
+//
+// A *Detached is safe for concurrent use; Finish and Abort are idempotent
+// (the second call returns ErrFinished).
+type Detached struct {
+	s    *Store
+	mu   sync.Mutex
+	rec  pendingRec
+	pre  *index
+	live *os.File
+	done bool
+}
+
+// ErrFinished is returned by a second Finish or Abort of a Detached.
+var ErrFinished = errors.New("snapshot: detached call already finished")
+
+func (s *Store) livePath(id string) string { return s.path("pending", id+".live") }
+
+// BeginDetached starts a detached call (see Detached): it waits for the
+// store lock, scans the whole workspace, and returns once the pre-scan is
+// durable, with the lock released.
+func (s *Store) BeginDetached(ctx context.Context, info CallInfo) (*Detached, error) {
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	id, err := s.nextID()
+	if err != nil {
+		return nil, err
+	}
+	d := &Detached{s: s, rec: pendingRec{ID: id, Kind: KindCall, Time: s.opts.now().UTC(), Session: info.Session,
+		Tool: info.Tool, Summary: info.Summary, Phase: phaseRunning, Whole: true, Detached: true}}
+	// The live lock exists before the pending record: recovery never sees
+	// a running detached record without a holder unless its owner died.
+	live, err := os.OpenFile(s.livePath(id), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	if err := unix.Flock(int(live.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		live.Close()
+		return nil, fmt.Errorf("snapshot: live lock: %w", err)
+	}
+	fail := func(err error) (*Detached, error) {
+		live.Close()
+		os.Remove(s.livePath(id))
+		return nil, err
+	}
+	old, err := s.loadIndex()
+	if err != nil {
+		return fail(err)
+	}
+	pre, err := s.scan(ctx, old)
+	if err != nil {
+		return fail(err)
+	}
+	if pre != old || !s.hasIndex() || s.manifestHash(pre) == "" {
+		if _, err := s.saveIndex(pre); err != nil {
+			return fail(err)
+		}
+	}
+	// The pre-scan manifest, kept as a blob (the index file hard-linked,
+	// as a checkpoint does): the index itself moves on with other calls.
+	h := s.manifestHash(pre)
+	if h == "" {
+		return fail(errors.New("snapshot: detached call: manifest not cached"))
+	}
+	if !s.hasBlob(h) {
+		if err := s.linkBlob(s.path("index"), h); err != nil {
+			if h, _, err = s.putBytes(pre.encode(), false); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	d.rec.Manifest = h
+	if err := s.syncStore(); err != nil {
+		return fail(err)
+	}
+	if err := s.writePending(&d.rec); err != nil {
+		return fail(err)
+	}
+	s.hook("detached-begun")
+	d.pre, d.live = pre, live
+	return d, nil
+}
+
+// ID is the key of the detached call's pending record; its journal entry
+// gets a new ID when it is finished.
+func (d *Detached) ID() string { return d.rec.ID }
+
+// Finish journals what changed since BeginDetached (see Detached for
+// overlapping calls). It waits for the store lock until ctx is done. If it
+// fails the call stays pending and open; a later Finish may retry, and if
+// the process exits first recovery completes it.
+func (d *Detached) Finish(ctx context.Context) (Entry, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.done {
+		return Entry{}, ErrFinished
+	}
+	unlock, err := d.s.lock(ctx)
+	if err != nil {
+		return Entry{}, err
+	}
+	defer unlock()
+	e, err := d.s.finishDetached(ctx, &d.rec, d.pre, false)
+	if err != nil {
+		return Entry{}, err
+	}
+	d.done = true
+	d.release()
+	return e, nil
+}
+
+// Abort ends a detached call whose command never started: nothing is
+// journaled.
+func (d *Detached) Abort(ctx context.Context) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.done {
+		return ErrFinished
+	}
+	d.done = true
+	err := d.s.removePending(d.rec.ID)
+	d.release()
+	return err
+}
+
+func (d *Detached) release() {
+	if d.live != nil {
+		os.Remove(d.s.livePath(d.rec.ID))
+		d.live.Close()
+		d.live = nil
+	}
+}
+
+// detachedLive reports whether the owner of detached record id is alive
+// (holds its live flock). Runs under the store lock.
+func (s *Store) detachedLive(id string) bool {
+	f, err := os.OpenFile(s.livePath(id), os.O_RDWR, 0)
+	if err != nil {
+		return false // never created, or removed: the owner is gone
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		return errors.Is(err, unix.EWOULDBLOCK)
+	}
+	return false // closing f releases the probe's lock
+}
+
+// finishDetached journals a detached call under the store lock. pre is
+// its pre-scan manifest (nil: load it from the record's blob).
+func (s *Store) finishDetached(ctx context.Context, rec *pendingRec, pre *index, interrupted bool) (Entry, error) {
+	if pre == nil {
+		data, err := s.readBlob(rec.Manifest)
+		if err != nil {
+			return Entry{}, fmt.Errorf("snapshot: detached call %s: pre-scan manifest: %w", rec.ID, err)
+		}
+		if pre, err = decodeIndex(data); err != nil {
+			return Entry{}, fmt.Errorf("snapshot: detached call %s: pre-scan manifest: %v: %w", rec.ID, err, ErrCorrupt)
+		}
+	}
+	if rec.FinalID != "" && s.entryExists(rec.FinalID) {
+		// Committed by an attempt that died before dropping the record.
+		e, err := s.readEntry(rec.FinalID)
+		if err != nil {
+			return Entry{}, err
+		}
+		return e, s.dropDetached(rec.ID)
+	}
+	// Paths that entries committed since the call began changed.
+	first, _ := parseID(rec.ID)
+	ids, err := s.ids("journal")
+	if err != nil {
+		return Entry{}, err
+	}
+	type span struct{ first, last *Node }
+	taken := map[string]*span{} // path → its state before the first and after the last of them
+	var order []string
+	for _, id := range ids {
+		if n, _ := parseID(id); n <= first {
+			continue
+		}
+		oe, err := s.readEntry(id)
+		if err != nil {
+			return Entry{}, err
+		}
+		for _, ch := range oe.Changes {
+			if sp := taken[ch.Path]; sp != nil {
+				sp.last = ch.New
+			} else {
+				taken[ch.Path] = &span{first: ch.Old, last: ch.New}
+				order = append(order, ch.Path)
+			}
+		}
+	}
+	cur, err := s.loadIndex()
+	if err != nil {
+		return Entry{}, err
+	}
+	post, err := s.scan(ctx, cur)
+	if err != nil {
+		return Entry{}, err
+	}
+	s.hook("detached-scanned")
+	id, err := s.nextID()
+	if err != nil {
+		return Entry{}, err
+	}
+	e := Entry{ID: id, Time: s.opts.now().UTC(), CallInfo: rec.info(), Kind: KindCall, Interrupted: interrupted,
+		Detached: true, Began: rec.Time}
+	for _, ch := range diffIndex(pre, post) {
+		if taken[ch.Path] == nil {
+			e.Changes = append(e.Changes, ch)
+		}
+	}
+	sort.Strings(order)
+	for _, p := range order {
+		sp := taken[p]
+		if !sameContent(nodeOf(pre.entries[p]), sp.first) {
+			// Changed before another call took the path over: that
+			// call's entry starts from the job's version.
+			e.Overlapped = append(e.Overlapped, p)
+		}
+		// Changed again after the last of them: that part is the job's.
+		if now := nodeOf(post.entries[p]); !sameContent(sp.last, now) {
+			if ch, ok := classify(p, sp.last, now); ok {
+				e.Changes = append(e.Changes, ch)
+			}
+		}
+	}
+	// The entry's ID is recorded before the commit so that recovery never
+	// journals the call twice.
+	rec.FinalID = id
+	if err := s.writePending(rec); err != nil {
+		return Entry{}, err
+	}
+	if err := s.commitEntry(e); err != nil {
+		return Entry{}, err
+	}
+	if post != cur {
+		if _, err := s.saveIndex(post); err != nil {
+			s.opts.log.Warn("snapshot: saving manifest", "err", err)
+		}
+	}
+	s.hook("detached-committed")
+	return e, s.dropDetached(rec.ID)
+}
+
+func (s *Store) dropDetached(id string) error {
+	os.Remove(s.livePath(id))
+	return s.removePending(id)
+}
+
+// openDetachedRefs returns the blobs the pre-scan manifests of open
+// detached calls reference (GC keeps them). Runs under the store lock.
+func (s *Store) openDetachedRefs() []string {
+	ids, _ := s.ids("pending")
+	var hs []string
+	for _, id := range ids {
+		rec, err := s.readPending(id)
+		if err != nil || !rec.Detached || rec.Manifest == "" {
+			continue
+		}
+		hs = append(hs, rec.Manifest)
+		if data, err := s.readBlob(rec.Manifest); err == nil {
+			if m, err := decodeIndex(data); err == nil {
+				for _, me := range m.entries {
+					if me.Hash != "" {
+						hs = append(hs, me.Hash)
+					}
+				}
+			}
+		}
+	}
+	return hs
+}
