@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentbox/agentbox/images"
 	"github.com/agentbox/agentbox/sandbox/docker"
+	"github.com/agentbox/agentbox/snapshot"
 	"github.com/agentbox/agentbox/tools"
 	"github.com/agentbox/agentbox/tools/builtin"
 	"github.com/agentbox/agentbox/tools/workspace"
@@ -230,5 +231,116 @@ func TestBuiltinBackgroundShell(t *testing.T) {
 	}
 	if h.content(filepath.Join(h.ws, "bg.txt")) != "made\n" {
 		t.Fatalf("bg.txt: %q", h.content(filepath.Join(h.ws, "bg.txt")))
+	}
+	// The job's change is one journal entry, reported by KillShell, in
+	// history, and undone by undo.
+	jid, _ := k.Meta["journal_id"].(string)
+	if jid == "" || !strings.Contains(k.Content, "recorded as call "+jid) {
+		t.Fatalf("KillShell did not report the job's journal entry: %q %v", k.Content, k.Meta)
+	}
+	e := h.historyEntry(jid)
+	if !e.Detached || len(e.Changes) != 1 || e.Changes[0].Path != "bg.txt" || e.Changes[0].Op != snapshot.OpAdded {
+		t.Fatalf("history entry of the job: %+v", e)
+	}
+	if _, err := h.store().Undo(h.ctx, "", false, snapshot.CallInfo{Tool: "undo"}); err != nil {
+		t.Fatalf("undo: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(h.ws, "bg.txt")); !os.IsNotExist(err) {
+		t.Fatalf("bg.txt survived undo: %v", err)
+	}
+}
+
+// store opens the harness workspace's snapshot store (as agentbox
+// history/undo do).
+func (h *builtinHarness) store() *snapshot.Store {
+	h.t.Helper()
+	st, err := snapshot.OpenConfig(h.ctx, h.sys.Config)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return st
+}
+
+// historyEntry returns journal entry id, failing unless it is the newest.
+func (h *builtinHarness) historyEntry(id string) snapshot.Entry {
+	h.t.Helper()
+	es, err := h.store().List(h.ctx, 0)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if len(es) == 0 || es[0].ID != id {
+		h.t.Fatalf("history (newest first) does not start with %s: %+v", id, es)
+	}
+	return es[0]
+}
+
+// TestBuiltinBackgroundJournal: a background job that exits is journaled
+// by the BashOutput call that sees it end; foreground calls are not
+// blocked while a job runs; a job still running at shutdown is killed and
+// journaled then.
+func TestBuiltinBackgroundJournal(t *testing.T) {
+	h := newBuiltinHarness(t)
+	h.put("keep.txt", "keep\n", 0o644)
+	// The job waits for go.flag, so that its changes come after the
+	// foreground call below (changes made while a foreground call runs
+	// are that call's).
+	r := h.ok(h.call("Bash", `{"command":"while [ ! -e go.flag ]; do sleep 0.1; done; rm go.flag; echo done > done.txt; rm keep.txt","run_in_background":true}`))
+	id, _ := r.Meta["bash_id"].(string)
+	// A foreground call runs while the job does (the store is not locked).
+	start := time.Now()
+	h.ok(h.call("Bash", `{"command":"echo fg > fg.txt"}`))
+	if d := time.Since(start); d > time.Minute {
+		t.Fatalf("foreground call took %s", d)
+	}
+	h.put("go.flag", "", 0o644)
+	var o tools.Response
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if time.Now().After(deadline) {
+			t.Fatalf("job did not end: %q", o.Content)
+		}
+		o = h.ok(h.call("BashOutput", map[string]any{"bash_id": id}))
+		if strings.Contains(o.Content, "has exited") {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	jid, _ := o.Meta["journal_id"].(string)
+	if jid == "" {
+		t.Fatalf("BashOutput after the end reported no journal entry: %q %v", o.Content, o.Meta)
+	}
+	e := h.historyEntry(jid)
+	var paths []string
+	for _, c := range e.Changes {
+		paths = append(paths, c.Path+":"+string(c.Op))
+	}
+	if strings.Join(paths, ",") != "done.txt:added,keep.txt:deleted" {
+		t.Fatalf("job entry changes %v (fg.txt belongs to the foreground call)", paths)
+	}
+	if _, err := h.store().Undo(h.ctx, jid, false, snapshot.CallInfo{Tool: "undo"}); err != nil {
+		t.Fatalf("undo: %v", err)
+	}
+	if h.content(filepath.Join(h.ws, "keep.txt")) != "keep\n" || h.content(filepath.Join(h.ws, "fg.txt")) != "fg\n" {
+		t.Fatalf("after undo: keep.txt %q fg.txt %q", h.content(filepath.Join(h.ws, "keep.txt")), h.content(filepath.Join(h.ws, "fg.txt")))
+	}
+	if _, err := os.Lstat(filepath.Join(h.ws, "done.txt")); !os.IsNotExist(err) {
+		t.Fatalf("done.txt survived undo: %v", err)
+	}
+
+	// Shutdown kills a running job and journals what it changed.
+	h.ok(h.call("Bash", `{"command":"echo late > late.txt; sleep 120","run_in_background":true}`))
+	deadline = time.Now().Add(time.Minute)
+	for h.content(filepath.Join(h.ws, "late.txt")) != "late\n" {
+		if time.Now().After(deadline) {
+			t.Fatal("late.txt never appeared")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := h.sys.Close(h.ctx); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	es, err := h.store().List(h.ctx, 1)
+	if err != nil || len(es) != 1 || !es[0].Detached || len(es[0].Changes) != 1 || es[0].Changes[0].Path != "late.txt" {
+		t.Fatalf("newest entry after shutdown: %+v %v", es, err)
 	}
 }

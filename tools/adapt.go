@@ -157,6 +157,35 @@ func (s SnapshotStore) Begin(ctx context.Context, info SnapshotInfo, scope Scope
 	return snapCall{call}, nil
 }
 
+// BeginDetached implements DetachedSnapshotter (see snapshot.Detached).
+func (s SnapshotStore) BeginDetached(ctx context.Context, info SnapshotInfo) (SnapshotCall, error) {
+	d, err := s.Store.BeginDetached(ctx, snapshot.CallInfo{Session: info.Session, Tool: info.Tool, Summary: info.Summary})
+	if err != nil {
+		return nil, err
+	}
+	return snapDetached{d}, nil
+}
+
+type snapDetached struct{ d *snapshot.Detached }
+
+func (s snapDetached) Finish(ctx context.Context) (JournalEntry, error) {
+	e, err := s.d.Finish(ctx)
+	if err != nil {
+		return JournalEntry{}, err
+	}
+	return journalEntry(e), nil
+}
+
+func (s snapDetached) Abort(ctx context.Context) error { return s.d.Abort(ctx) }
+
+func journalEntry(e snapshot.Entry) JournalEntry {
+	out := JournalEntry{ID: e.ID, Changes: make([]Change, 0, len(e.Changes))}
+	for _, c := range e.Changes {
+		out.Changes = append(out.Changes, Change{Path: c.Path, Op: string(c.Op)})
+	}
+	return out
+}
+
 type snapCall struct{ c *snapshot.Call }
 
 func (s snapCall) Finish(ctx context.Context) (JournalEntry, error) {
@@ -164,11 +193,7 @@ func (s snapCall) Finish(ctx context.Context) (JournalEntry, error) {
 	if err != nil {
 		return JournalEntry{}, err
 	}
-	out := JournalEntry{ID: e.ID, Changes: make([]Change, 0, len(e.Changes))}
-	for _, c := range e.Changes {
-		out.Changes = append(out.Changes, Change{Path: c.Path, Op: string(c.Op)})
-	}
-	return out, nil
+	return journalEntry(e), nil
 }
 
 func (s snapCall) Abort(ctx context.Context) error { return s.c.Abort(ctx) }

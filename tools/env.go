@@ -31,6 +31,9 @@ type Env struct {
 	Sandbox Sandbox
 	// Jobs runs background commands (Bash run_in_background). May be nil.
 	Jobs Jobs
+	// Detached is the call's open snapshot when its scope is Detached; the
+	// tool hands it to the job it starts with AttachJobSnapshot.
+	Detached *DetachedSnapshot
 	// Verdict is the classifier's verdict for the call's command field
 	// (tools whose params have an `agentbox:"command"` field), else nil.
 	Verdict *Verdict
@@ -114,6 +117,11 @@ type JobStatus struct {
 	Stdout, Stderr string
 	Dropped        int64
 	ContainerID    string
+	// Journal is the entry that recorded the job's changes, set by the
+	// Read or Kill that saw the job end (Jobs implementing
+	// JobSnapshotAttacher); JournalError says why it could not be yet.
+	Journal      *JournalEntry
+	JournalError string
 }
 
 // Jobs runs background commands. Read returns only output not returned

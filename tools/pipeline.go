@@ -52,6 +52,8 @@ type Call struct {
 	// Scope is what the snapshot stage covered; Journal what it recorded.
 	Scope   Scope
 	Journal *JournalEntry
+	// Detached is the open snapshot of a call whose scope is Detached.
+	Detached *DetachedSnapshot
 	// Progress receives streamed output; may be nil.
 	Progress func(Chunk)
 	Started  time.Time
@@ -270,6 +272,7 @@ func (p *Pipeline) newEnv(c *Call) *Env {
 		Session:      c.Session,
 		Sandbox:      p.opts.Sandbox,
 		Jobs:         p.opts.Jobs,
+		Detached:     c.Detached,
 		Verdict:      c.Verdict,
 		Limits:       p.opts.Limits,
 		Logger:       p.opts.Logger.With("tool", c.Name, "call", c.ID, "session", c.Session.ID),

@@ -10,6 +10,13 @@ import (
 // capture + journal). Read-only calls pass straight through. Without a
 // store (nil) mutating calls still run, unjournaled. If the snapshot
 // cannot be taken the call does not run: no change without a way back.
+//
+// A Detached scope (Bash run_in_background) with a DetachedSnapshotter
+// store begins a detached snapshot: the pre-scan is taken now, the store
+// lock is not held while the job runs, and once the tool has attached the
+// snapshot to its job (Env.AttachJobSnapshot) the job's end journals it.
+// If the tool attached nothing (the job did not start) it is finished or
+// aborted here like any call.
 func SnapshotStage(store Snapshotter) Stage {
 	return func(next Handler) Handler {
 		return func(ctx context.Context, c *Call) Result {
@@ -18,14 +25,31 @@ func SnapshotStage(store Snapshotter) Stage {
 			if sc.Kind == ScopeNone || store == nil {
 				return next(ctx, c)
 			}
-			snap, err := store.Begin(ctx, SnapshotInfo{CallID: c.ID, Session: c.Session.ID, Tool: c.Tool.Name(), Summary: Summarize(c)}, sc)
+			info := SnapshotInfo{CallID: c.ID, Session: c.Session.ID, Tool: c.Tool.Name(), Summary: Summarize(c)}
+			var snap SnapshotCall
+			var err error
+			ds, detached := store.(DetachedSnapshotter)
+			if detached = detached && sc.Detached && sc.Kind == ScopeWorkspace; detached {
+				snap, err = ds.BeginDetached(ctx, info)
+			} else {
+				snap, err = store.Begin(ctx, info, sc)
+			}
 			if err != nil {
 				if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 					return Fail(ErrTimeout, "the call was cancelled while taking its snapshot; nothing was changed")
 				}
 				return Fail(ErrInternal, "agentbox could not snapshot the workspace before this call, so it did not run it; nothing was changed")
 			}
+			if detached {
+				c.Detached = &DetachedSnapshot{call: snap}
+			}
 			res := next(ctx, c)
+			if c.Detached.Taken() {
+				// A background job owns the snapshot now: its changes are
+				// journaled as one entry when it ends.
+				res.SetMeta("journal", "pending until the background job ends")
+				return res
+			}
 			if res.Err != nil && refusedBeforeActing(res.Err.Kind) {
 				// By contract the tool changed nothing: no journal entry.
 				if err := snap.Abort(context.WithoutCancel(ctx)); err == nil {

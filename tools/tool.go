@@ -117,6 +117,10 @@ func (k ScopeKind) String() string {
 type Scope struct {
 	Kind  ScopeKind
 	Paths []string // absolute, for ScopeFiles
+	// Detached (with ScopeWorkspace): the call starts a background job;
+	// its changes are captured when the job ends (see DetachedSnapshot),
+	// if the store and the Jobs implementation support it.
+	Detached bool
 }
 
 // Scoper is implemented by tools that say what a call can change. Tools

@@ -55,7 +55,11 @@ Describe what the command does in description (5-10 words).`,
 
 // Bash is the Bash tool.
 var Bash = tools.New("Bash", runBash,
-	tools.WithKind(tools.KindExecute), tools.WithDescription(bashDescription))
+	tools.WithKind(tools.KindExecute), tools.WithDescription(bashDescription),
+	tools.WithScope(func(p *BashParams) tools.Scope {
+		// A background command's changes are captured when it ends.
+		return tools.Scope{Kind: tools.ScopeWorkspace, Detached: p.RunInBackground}
+	}))
 
 // bashTimeout is the timeout a call gets.
 func bashTimeout(env *tools.Env, ms int) time.Duration {
@@ -156,11 +160,15 @@ func startBackground(ctx context.Context, env *tools.Env, p *BashParams, req too
 	if env.Session != nil {
 		env.Session.AddJob(id)
 	}
+	journaled := env.AttachJobSnapshot(id)
 	r := tools.Result{
 		Content: fmt.Sprintf("Command running in the background with ID: %s. Read its output with BashOutput (bash_id %q) and stop it with KillShell (shell_id %q).", id, id, id),
 		Display: "background " + id,
 	}
 	r.SetMeta("bash_id", id)
+	if journaled {
+		r.Content += " Its changes to the workspace are recorded when it ends or is killed."
+	}
 	return r, nil
 }
 
@@ -209,7 +217,27 @@ func runBashOutput(ctx context.Context, env *tools.Env, p *BashOutputParams) (to
 		re := regexp.MustCompile(p.Filter)
 		stdout, stderr = filterLines(stdout, re.MatchString), filterLines(stderr, re.MatchString)
 	}
-	return jobResult(st, formatOutput(stdout, stderr, st.Dropped, 0), false), nil
+	return withJournal(jobResult(st, formatOutput(stdout, stderr, st.Dropped, 0), false), st), nil
+}
+
+// withJournal adds the journal entry of a job that ended (Jobs that
+// journal background jobs report it on the read or kill that saw the end).
+func withJournal(r tools.Result, st tools.JobStatus) tools.Result {
+	if note := tools.JobJournalNote(st); note != "" {
+		r.Content += "\n" + note
+	}
+	if st.Journal != nil {
+		r.SetMeta("journal_id", st.Journal.ID)
+		changes := st.Journal.Changes
+		if changes == nil {
+			changes = []tools.Change{}
+		}
+		r.SetMeta("changes", changes)
+	}
+	if st.JournalError != "" {
+		r.SetMeta("journal_error", st.JournalError)
+	}
+	return r
 }
 
 // KillShellParams are the parameters of KillShell.
@@ -225,7 +253,10 @@ var killShellDescription = tools.Description{
 
 // KillShell is the KillShell tool.
 var KillShell = tools.New("KillShell", runKillShell,
-	tools.WithKind(tools.KindExecute), tools.WithDescription(killShellDescription))
+	tools.WithKind(tools.KindExecute), tools.WithDescription(killShellDescription),
+	// The job's own detached snapshot captures its changes; a snapshot
+	// around the kill would hold the store lock the job's needs.
+	tools.WithScope(func(*KillShellParams) tools.Scope { return tools.Scope{Kind: tools.ScopeNone} }))
 
 func runKillShell(ctx context.Context, env *tools.Env, p *KillShellParams) (tools.Result, error) {
 	if p.ShellID == "" {
@@ -241,7 +272,7 @@ func runKillShell(ctx context.Context, env *tools.Env, p *KillShellParams) (tool
 	if env.Session != nil {
 		env.Session.RemoveJob(p.ShellID)
 	}
-	return jobResult(st, formatOutput(st.Stdout, st.Stderr, st.Dropped, 0), true), nil
+	return withJournal(jobResult(st, formatOutput(st.Stdout, st.Stderr, st.Dropped, 0), true), st), nil
 }
 
 // jobResult renders a background job's state and output.

@@ -136,6 +136,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Tools, error)
 	s.Grants = tools.NewGrantFile(filepath.Join(state, grantsFile))
 	s.sandbox = &lazySandbox{cfg: cfg, log: log, runner: opts.Runner}
 	s.jobs = &lazyJobs{sb: s.sandbox}
+	s.jobs.snaps.Logger = log
 	s.snaps = &lazySnapshots{cfg: cfg, log: log}
 	s.Registry = tools.NewRegistry()
 	if opts.Register != nil {
@@ -271,11 +272,19 @@ func (l *lazySandbox) close(ctx context.Context) error {
 	return nil
 }
 
-// lazyJobs runs background jobs on the lazily opened runner.
+// lazyJobs runs background jobs on the lazily opened runner. A job's
+// attached snapshot is finished (its changes journaled) by the Kill, the
+// Read that sees it ended, or close.
 type lazyJobs struct {
 	sb    *lazySandbox
 	mu    sync.Mutex
 	table *sandbox.JobTable
+	snaps tools.JobSnapshots
+}
+
+// AttachSnapshot implements tools.JobSnapshotAttacher.
+func (l *lazyJobs) AttachSnapshot(id string, snap tools.SnapshotCall) {
+	l.snaps.AttachSnapshot(id, snap)
 }
 
 func (l *lazyJobs) get(ctx context.Context) (tools.SandboxJobs, error) {
@@ -304,7 +313,11 @@ func (l *lazyJobs) Read(ctx context.Context, id string) (tools.JobStatus, error)
 	if err != nil {
 		return tools.JobStatus{}, err
 	}
-	return j.Read(ctx, id)
+	st, err := j.Read(ctx, id)
+	if err == nil && !st.Running {
+		l.snaps.FinishJob(ctx, id, &st)
+	}
+	return st, err
 }
 
 func (l *lazyJobs) Kill(ctx context.Context, id string) (tools.JobStatus, error) {
@@ -312,16 +325,23 @@ func (l *lazyJobs) Kill(ctx context.Context, id string) (tools.JobStatus, error)
 	if err != nil {
 		return tools.JobStatus{}, err
 	}
-	return j.Kill(ctx, id)
+	st, err := j.Kill(ctx, id)
+	if err == nil {
+		l.snaps.FinishJob(ctx, id, &st)
+	}
+	return st, err
 }
 
 func (l *lazyJobs) close(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	var err error
 	if l.table != nil {
-		return l.table.Close(ctx)
+		err = l.table.Close(ctx)
 	}
-	return nil
+	// The jobs are dead (or ctx is done): journal what they changed.
+	l.snaps.FinishAll(ctx)
+	return err
 }
 
 // lazySnapshots opens the snapshot store on the first mutating call.
@@ -333,19 +353,34 @@ type lazySnapshots struct {
 }
 
 func (l *lazySnapshots) Begin(ctx context.Context, info tools.SnapshotInfo, scope tools.Scope) (tools.SnapshotCall, error) {
+	st, err := l.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return tools.SnapshotStore{Store: st}.Begin(ctx, info, scope)
+}
+
+// BeginDetached implements tools.DetachedSnapshotter.
+func (l *lazySnapshots) BeginDetached(ctx context.Context, info tools.SnapshotInfo) (tools.SnapshotCall, error) {
+	st, err := l.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return tools.SnapshotStore{Store: st}.BeginDetached(ctx, info)
+}
+
+// get opens the store with every snapshot setting of the config.
+func (l *lazySnapshots) get(ctx context.Context) (*snapshot.Store, error) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.store == nil {
-		st, err := snapshot.Open(ctx, l.cfg.WorkspaceStateDir(), l.cfg.Workspace,
-			snapshot.WithExclude(l.cfg.Snapshot.Exclude...), snapshot.WithLogger(l.log))
+		st, err := snapshot.OpenConfig(ctx, l.cfg, snapshot.WithLogger(l.log))
 		if err != nil {
-			l.mu.Unlock()
 			return nil, err
 		}
 		l.store = st
 	}
-	st := l.store
-	l.mu.Unlock()
-	return tools.SnapshotStore{Store: st}.Begin(ctx, info, scope)
+	return l.store, nil
 }
 
 func (l *lazySnapshots) close() error {

@@ -1,0 +1,132 @@
+package tools
+
+import (
+	"context"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+)
+
+// DetachedSnapshotter is implemented by snapshot stores that can capture a
+// background job's changes when the job ends rather than when the call
+// that started it returns. The store lock is not held in between, so other
+// calls go on while the job runs.
+type DetachedSnapshotter interface {
+	BeginDetached(ctx context.Context, info SnapshotInfo) (SnapshotCall, error)
+}
+
+// DetachedSnapshot is the open snapshot of a call whose scope is Detached
+// (Bash with run_in_background). The tool hands it to the job it started
+// with Env.AttachJobSnapshot; if it does not, the snapshot stage finishes
+// it when the call returns, like any other.
+type DetachedSnapshot struct {
+	call  SnapshotCall
+	taken atomic.Bool
+}
+
+// Taken reports whether a job took the snapshot over.
+func (d *DetachedSnapshot) Taken() bool { return d != nil && d.taken.Load() }
+
+// JobSnapshotAttacher is implemented by Jobs that journal a background
+// job's changes when it ends: Kill, a Read that sees it ended, and
+// shutdown finish the attached snapshot and report the entry in
+// JobStatus.Journal.
+type JobSnapshotAttacher interface {
+	AttachSnapshot(jobID string, snap SnapshotCall)
+}
+
+// AttachJobSnapshot hands the call's detached snapshot to background job
+// jobID. It reports false when there is none to hand over or the Jobs
+// implementation cannot take it (the call is then journaled when it
+// returns, as before).
+func (e *Env) AttachJobSnapshot(jobID string) bool {
+	d := e.Detached
+	if d == nil || d.call == nil {
+		return false
+	}
+	a, ok := e.Jobs.(JobSnapshotAttacher)
+	if !ok || !d.taken.CompareAndSwap(false, true) {
+		return false
+	}
+	a.AttachSnapshot(jobID, d.call)
+	return true
+}
+
+// JobSnapshots keeps the snapshots attached to background jobs until the
+// jobs end; Jobs implementations embed it. Safe for concurrent use.
+type JobSnapshots struct {
+	mu    sync.Mutex
+	snaps map[string]SnapshotCall
+	// Logger reports snapshots that could not be finished; may be nil.
+	Logger *slog.Logger
+}
+
+// AttachSnapshot implements JobSnapshotAttacher.
+func (j *JobSnapshots) AttachSnapshot(id string, snap SnapshotCall) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.snaps == nil {
+		j.snaps = map[string]SnapshotCall{}
+	}
+	j.snaps[id] = snap
+}
+
+// FinishJob journals the changes of job id, which has ended, and records
+// the outcome in st (nothing when no snapshot is attached). A failed
+// finish leaves the snapshot attached, so a later read or shutdown
+// retries; the store's recovery completes it if the process dies first.
+func (j *JobSnapshots) FinishJob(ctx context.Context, id string, st *JobStatus) {
+	j.mu.Lock()
+	snap := j.snaps[id]
+	delete(j.snaps, id)
+	j.mu.Unlock()
+	if snap == nil {
+		return
+	}
+	e, err := snap.Finish(context.WithoutCancel(ctx))
+	if err != nil {
+		j.mu.Lock()
+		j.snaps[id] = snap
+		j.mu.Unlock()
+		if j.Logger != nil {
+			j.Logger.Warn("journaling a background job's changes", "job", id, "err", err)
+		}
+		if st != nil {
+			st.JournalError = "the changes of this background job could not be recorded yet: " + err.Error()
+		}
+		return
+	}
+	if st != nil {
+		st.Journal = &e
+	}
+}
+
+// FinishAll journals every attached job's changes (at shutdown, after the
+// jobs were killed), oldest job id first.
+func (j *JobSnapshots) FinishAll(ctx context.Context) {
+	j.mu.Lock()
+	ids := make([]string, 0, len(j.snaps))
+	for id := range j.snaps {
+		ids = append(ids, id)
+	}
+	j.mu.Unlock()
+	sort.Strings(ids)
+	for _, id := range ids {
+		j.FinishJob(ctx, id, nil)
+	}
+}
+
+// JobJournalNote is the model-facing line about a finished job's journal
+// entry ("" when st carries none), for BashOutput and KillShell.
+func JobJournalNote(st JobStatus) string {
+	switch {
+	case st.Journal != nil && len(st.Journal.Changes) > 0:
+		return "Its changes to the workspace were recorded as call " + st.Journal.ID + " (they can be undone)."
+	case st.Journal != nil:
+		return "It changed nothing in the workspace."
+	case st.JournalError != "":
+		return "Its changes could not be recorded yet; they will be recorded when agentbox shuts down."
+	}
+	return ""
+}
