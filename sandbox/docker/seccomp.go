@@ -116,7 +116,10 @@ func seccompProfile() *seccomp.Seccomp {
 
 // seccompOpt is the "seccomp=<json>" security option, computed once (it
 // is part of every container create): the Engine API takes the profile
-// inline; reading a file is a feature of the CLI.
+// inline; reading a file is a feature of the CLI. Docker checks it at
+// start, not at create. Podman's compatible API reads the value as a file
+// path instead, so creates fail there (closed) until the runner hands
+// Podman a file.
 var seccompOpt = sync.OnceValue(func() string {
 	b, err := json.Marshal(seccompProfile())
 	if err != nil {
