@@ -19,9 +19,10 @@ import (
 // BeginDetached scans the whole workspace (storing pre-images) under the
 // store lock, saves that manifest as a blob, writes a pending record and
 // releases the lock. Finish takes the lock again, scans, and journals the
-// difference against the call's own pre-scan manifest as one entry,
-// allocated at that moment (so it sorts after every call journaled while
-// the job ran).
+// difference against the call's own pre-scan manifest as one entry. Its ID
+// is the one reserved at BeginDetached when nothing was journaled since,
+// else a new one allocated at that moment (so it sorts after every entry
+// journaled while the job ran).
 //
 // Overlap: for a path that entries committed while the detached call was
 // open also changed (foreground calls, undos, rollbacks, checkpoints),
@@ -242,9 +243,15 @@ func (s *Store) finishDetached(ctx context.Context, rec *pendingRec, pre *index,
 		return Entry{}, err
 	}
 	s.hook("detached-scanned")
-	id, err := s.nextID()
-	if err != nil {
-		return Entry{}, err
+	// The record's own ID when nothing was journaled since it began (the
+	// entry then sorts where it started); else the next one.
+	id := rec.ID
+	if len(ids) > 0 {
+		if n, _ := parseID(ids[len(ids)-1]); n > first {
+			if id, err = s.nextID(); err != nil {
+				return Entry{}, err
+			}
+		}
 	}
 	e := Entry{ID: id, Time: s.opts.now().UTC(), CallInfo: rec.info(), Kind: KindCall, Interrupted: interrupted,
 		Detached: true, Began: rec.Time}

@@ -123,6 +123,7 @@ func TestDetachedOverlappingForeground(t *testing.T) {
 }
 
 // An aborted detached call journals nothing and leaves no pending record.
+// A finished one keeps its reserved ID when nothing was journaled since.
 func TestDetachedAbort(t *testing.T) {
 	ctx := context.Background()
 	ws, state := t.TempDir(), t.TempDir()
@@ -140,6 +141,16 @@ func TestDetachedAbort(t *testing.T) {
 	}
 	if des, _ := os.ReadDir(filepath.Join(st.Dir(), "pending")); len(des) != 0 {
 		t.Errorf("pending left: %v", des)
+	}
+	// With nothing journaled meanwhile the entry keeps the reserved ID.
+	d, err = st.BeginDetached(ctx, snapshot.CallInfo{Tool: "Bash"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, ws, "x", "x")
+	e, err := d.Finish(ctx)
+	if err != nil || e.ID != d.ID() || len(e.Changes) != 1 {
+		t.Fatalf("finish: %+v %v (reserved %s)", e, err, d.ID())
 	}
 }
 

@@ -90,8 +90,15 @@ message go to stderr, or into the JSON with --json).`,
 	return cmd
 }
 
-// openCLISystem opens the tool system with the approver config asks for.
+// openCLISystem opens the tool system with the approver config asks for,
+// for one short-lived process: its sandbox runner has no warm pool (a
+// single cold container per command, like `agentbox exec`), since
+// starting and then draining a pool costs far more than the one call
+// needs. `agentbox mcp` keeps the pool.
 func openCLISystem(ctx context.Context, a *app, cfg *config.Config) (*workspace.Tools, error) {
+	oneShot := *cfg
+	oneShot.Sandbox.PoolSize = 0
+	cfg = &oneShot
 	var approver tools.Approver = tools.DenyApprover{}
 	switch cfg.Tools.Approver {
 	case "tty":
