@@ -276,7 +276,7 @@ func TestMCPClientStdio(t *testing.T) {
 	plan := clientPlan(e)
 	stop := watchContainer(e.ws, "sleep 61", e.cancelFile)
 	res := runTS(t, map[string]any{"transport": "stdio", "command": agentbox, "args": e.args("mcp"),
-		"env": map[string]string{"PATH": os.Getenv("PATH"), "DOCKER_HOST": os.Getenv("DOCKER_HOST"), "HOME": os.Getenv("HOME")}, "steps": plan})
+		"env": map[string]string{"PATH": os.Getenv("PATH"), "DOCKER_HOST": cli.DaemonHost(), "HOME": os.Getenv("HOME")}, "steps": plan})
 	cancelled := stop()
 	r := byID(t, plan, res)
 	checkClientResults(t, e, r, cancelled)

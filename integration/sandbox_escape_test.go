@@ -234,6 +234,14 @@ func TestEscapeNetwork(t *testing.T) {
 	} else {
 		c.Close()
 	}
+	// Wait for the sanity connection to be counted, so that it cannot be
+	// mistaken for one from the sandbox.
+	for deadline := time.Now().Add(10 * time.Second); accepted.Load() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the listener never accepted the host's own connection")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	before := accepted.Load()
 	var script strings.Builder
 	script.WriteString("ls /sys/class/net; echo ---; ")

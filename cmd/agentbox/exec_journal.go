@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -48,8 +49,11 @@ func journalExec(a *app, cfg *config.Config, next execFunc) execFunc {
 		if err != nil {
 			return res, errors.Join(runErr, fmt.Errorf("snapshot after the command: %w", err))
 		}
-		if n := len(entry.Changes); n > 0 && !a.jsonOut {
-			fmt.Fprintf(a.stderr(), "agentbox: call %s changed %d path(s); see `agentbox diff %s`, revert with `agentbox undo %s`\n", entry.ID, n, entry.ID, entry.ID)
+		// Tell a person at a terminal how to see and revert the change; keep
+		// the output of scripts exactly the command's own.
+		if f, ok := a.stderr().(*os.File); ok && isTerminal(f) && len(entry.Changes) > 0 && !a.jsonOut {
+			n := len(entry.Changes)
+			fmt.Fprintf(f, "agentbox: call %s changed %d path(s); see `agentbox diff %s`, revert with `agentbox undo %s`\n", entry.ID, n, entry.ID, entry.ID)
 		}
 		return res, runErr
 	}
