@@ -6,6 +6,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // DetachedSnapshotter is implemented by snapshot stores that can capture a
@@ -60,6 +61,15 @@ type JobSnapshots struct {
 	snaps map[string]SnapshotCall
 	// Logger reports snapshots that could not be finished; may be nil.
 	Logger *slog.Logger
+	// Wait bounds each finish (0: 30 s).
+	Wait time.Duration
+}
+
+func (j *JobSnapshots) wait() time.Duration {
+	if j.Wait > 0 {
+		return j.Wait
+	}
+	return 30 * time.Second
 }
 
 // AttachSnapshot implements JobSnapshotAttacher.
@@ -73,9 +83,10 @@ func (j *JobSnapshots) AttachSnapshot(id string, snap SnapshotCall) {
 }
 
 // FinishJob journals the changes of job id, which has ended, and records
-// the outcome in st (nothing when no snapshot is attached). A failed
-// finish leaves the snapshot attached, so a later read or shutdown
-// retries; the store's recovery completes it if the process dies first.
+// the outcome in st (nothing when no snapshot is attached). It waits at
+// most Wait (default 30 s) for the store. A failed finish leaves the
+// snapshot attached, so a later read or shutdown retries; the store's
+// recovery completes it if the process dies first.
 func (j *JobSnapshots) FinishJob(ctx context.Context, id string, st *JobStatus) {
 	j.mu.Lock()
 	snap := j.snaps[id]
@@ -84,7 +95,11 @@ func (j *JobSnapshots) FinishJob(ctx context.Context, id string, st *JobStatus) 
 	if snap == nil {
 		return
 	}
-	e, err := snap.Finish(context.WithoutCancel(ctx))
+	// The finish waits for the store lock, which a long foreground call
+	// may hold: bounded, so that BashOutput does not hang on it.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), j.wait())
+	defer cancel()
+	e, err := snap.Finish(fctx)
 	if err != nil {
 		j.mu.Lock()
 		j.snaps[id] = snap
@@ -126,7 +141,7 @@ func JobJournalNote(st JobStatus) string {
 	case st.Journal != nil:
 		return "It changed nothing in the workspace."
 	case st.JournalError != "":
-		return "Its changes could not be recorded yet; they will be recorded when agentbox shuts down."
+		return "Its changes could not be recorded yet; agentbox records them later (at the latest when it shuts down)."
 	}
 	return ""
 }
