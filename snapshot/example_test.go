@@ -71,3 +71,31 @@ func ExampleStore_Begin_file() {
 	// added docs
 	// added docs/README.md
 }
+
+// A background job's changes are journaled when it ends; other calls run
+// meanwhile and get their own entries.
+func ExampleStore_BeginDetached() {
+	ctx := context.Background()
+	base, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(base)
+	ws := filepath.Join(base, "ws")
+	os.Mkdir(ws, 0o755)
+	st, _ := snapshot.Open(ctx, filepath.Join(base, "state"), ws)
+
+	job, _ := st.BeginDetached(ctx, snapshot.CallInfo{Tool: "Bash", Summary: "npm run dev"})
+	os.WriteFile(filepath.Join(ws, "server.log"), []byte("listening\n"), 0o644) // the job runs
+
+	fg, _ := st.Begin(ctx, snapshot.CallInfo{Tool: "Write", Summary: "a.txt"}, snapshot.File("a.txt"))
+	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("a\n"), 0o644)
+	fe, _ := fg.Finish(ctx)
+
+	je, _ := job.Finish(ctx) // the job ended
+	for _, e := range []snapshot.Entry{fe, je} {
+		for _, c := range e.Changes {
+			fmt.Println(e.ID, e.Tool, c.Op, c.Path)
+		}
+	}
+	// Output:
+	// 000002 Write added a.txt
+	// 000003 Bash added server.log
+}
