@@ -153,7 +153,8 @@ func (d *Detached) Finish(ctx context.Context) (Entry, error) {
 }
 
 // Abort ends a detached call whose command never started: nothing is
-// journaled.
+// journaled. It takes the store lock (so that recovery never sees the
+// record half dropped); if ctx ends first the record is dropped anyway.
 func (d *Detached) Abort(ctx context.Context) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -161,6 +162,9 @@ func (d *Detached) Abort(ctx context.Context) error {
 		return ErrFinished
 	}
 	d.done = true
+	if unlock, err := d.s.lock(ctx); err == nil {
+		defer unlock()
+	}
 	err := d.s.removePending(d.rec.ID)
 	d.release()
 	return err

@@ -34,6 +34,10 @@ type Env struct {
 	// Detached is the call's open snapshot when its scope is Detached; the
 	// tool hands it to the job it starts with AttachJobSnapshot.
 	Detached *DetachedSnapshot
+	// Journaled, when non-nil, records a journal entry the call wrote
+	// itself (BashOutput or KillShell journaling a background job that
+	// ended), for the audit log.
+	Journaled func(JournalEntry)
 	// Verdict is the classifier's verdict for the call's command field
 	// (tools whose params have an `agentbox:"command"` field), else nil.
 	Verdict *Verdict

@@ -273,6 +273,7 @@ func (p *Pipeline) newEnv(c *Call) *Env {
 		Sandbox:      p.opts.Sandbox,
 		Jobs:         p.opts.Jobs,
 		Detached:     c.Detached,
+		Journaled:    func(e JournalEntry) { c.Journal = &e },
 		Verdict:      c.Verdict,
 		Limits:       p.opts.Limits,
 		Logger:       p.opts.Logger.With("tool", c.Name, "call", c.ID, "session", c.Session.ID),

@@ -92,6 +92,13 @@ func TestBackgroundJobKillJournals(t *testing.T) {
 	if e.ID != jid || !e.Detached || paths(e) != "bg.txt" {
 		t.Fatalf("newest entry %+v", e)
 	}
+	recs, err := sys.Audit.Read()
+	if err != nil || len(recs) == 0 {
+		t.Fatalf("audit: %v", err)
+	}
+	if last := recs[len(recs)-1]; last.Tool != "KillShell" || last.JournalID != jid {
+		t.Fatalf("audit record of KillShell: tool %s journal %q, want %s", last.Tool, last.JournalID, jid)
+	}
 	st, _ := snapshot.OpenConfig(context.Background(), sys.Config)
 	if _, err := st.Undo(context.Background(), "", false, snapshot.CallInfo{}); err != nil {
 		t.Fatal(err)
