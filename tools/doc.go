@@ -51,7 +51,12 @@
 //     call's Scope (Scoper, or WithScope; default: nothing for read-only
 //     calls, the path fields for edit/delete/move tools, else the whole
 //     workspace) and after Run records the changeset; the journal id and
-//     changed paths land in Result.Meta ("journal_id", "changes").
+//     changed paths land in Result.Meta ("journal_id", "changes"). A
+//     Scope with Detached set (Bash run_in_background) takes a detached
+//     snapshot instead: the tool hands it to its job with
+//     env.AttachJobSnapshot, the store is not locked while the job runs,
+//     and the job's end (KillShell, the BashOutput that sees it exit,
+//     shutdown) journals its changes as one entry (see JobSnapshots).
 //   - Read-before-write: with TracksReads(TrackWrite), an existing target
 //     file must have been read in this session and be unchanged since, or
 //     the call fails with ErrConflict before Run; after success the new
