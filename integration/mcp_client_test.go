@@ -53,10 +53,12 @@ func clientPlan(e mcpEnv) []tsStep {
 		{"op": "call", "id": "bashoutput", "name": "BashOutput", "args": map[string]any{"bash_id": "$bg"}, "until": "bg-done", "tries": 40, "interval_ms": 500},
 		{"op": "call", "id": "bg2", "name": "Bash", "args": map[string]any{"command": "sleep 120", "run_in_background": true},
 			"capture": map[string]any{"bg2": `with ID: ([A-Za-z0-9_-]+)`}},
-		{"op": "call", "id": "kill", "name": "KillShell", "args": map[string]any{"shell_id": "$bg2"}, "elicit": []string{"always_allow"}},
+		{"op": "call", "id": "kill", "name": "KillShell", "args": map[string]any{"shell_id": "$bg2"}},
 		{"op": "call", "id": "kill2", "name": "KillShell", "args": map[string]any{"shell_id": "$bg2"}},
 		{"op": "call", "id": "history", "name": "History", "args": map[string]any{}},
 		{"op": "call", "id": "undo", "name": "Undo", "args": map[string]any{}},
+		{"op": "call", "id": "always", "name": "Bash", "args": map[string]any{"command": "touch always1.txt"}, "elicit": []string{"always_allow"}},
+		{"op": "call", "id": "always2", "name": "Bash", "args": map[string]any{"command": "touch always2.txt"}},
 		{"op": "call", "id": "cancel", "name": "Bash", "args": map[string]any{"command": "sleep 61"}, "cancel_when_file": e.cancelFile, "cancel_after_ms": 50000},
 		{"op": "sleep", "ms": 500},
 	}
@@ -200,13 +202,24 @@ func checkClientResults(t *testing.T, e mcpEnv, r map[string]tsResult, cancelled
 			t.Errorf("%s: elicitation %v", id, m)
 		}
 	}
-	if el, _ := r["kill"]["elicitations"].([]any); len(el) != 1 {
-		t.Errorf("kill: %d elicitations, want 1", len(el))
+	// KillShell is job control over the session's own jobs: never asked.
+	for _, id := range []string{"kill", "kill2"} {
+		if el, _ := r[id]["elicitations"].([]any); len(el) != 0 || r[id].errorKind() == "permission_denied" {
+			t.Errorf("%s: %d elicitations, kind %s: %s", id, len(el), r[id].errorKind(), r[id].text())
+		}
 	}
-	// "Always allow" was granted for KillShell in this session: the second
-	// call is not asked about.
-	if el, _ := r["kill2"]["elicitations"].([]any); len(el) != 0 || r["kill2"].errorKind() == "permission_denied" {
-		t.Errorf("kill2 after always-allow: %d elicitations, kind %s: %s", len(el), r["kill2"].errorKind(), r["kill2"].text())
+	// "Always allow" granted the offered prefix (touch) for this session:
+	// the second touch is not asked about and runs.
+	if el, _ := r["always"]["elicitations"].([]any); len(el) != 1 || r["always"].isError() {
+		t.Errorf("always: %d elicitations, error %v: %s", len(el), r["always"].isError(), r["always"].text())
+	}
+	if el, _ := r["always2"]["elicitations"].([]any); len(el) != 0 || r["always2"].isError() {
+		t.Errorf("always2 after always-allow: %d elicitations, kind %s: %s", len(el), r["always2"].errorKind(), r["always2"].text())
+	}
+	for _, name := range []string{"always1.txt", "always2.txt"} {
+		if _, err := os.Stat(filepath.Join(e.ws, name)); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 	if !r["denied"].isError() || r["denied"].errorKind() != "permission_denied" {
 		t.Errorf("denied: %v (kind %s)", r["denied"], r["denied"].errorKind())
