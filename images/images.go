@@ -35,6 +35,7 @@ import (
 	"syscall"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
@@ -217,7 +218,7 @@ func Ensure(ctx context.Context, cli *client.Client, name string, opts ...Option
 		return Build(ctx, cli, c, opts...)
 	}
 	if _, err := cli.ImageInspect(ctx, name); err != nil {
-		if client.IsErrNotFound(err) {
+		if cerrdefs.IsNotFound(err) {
 			return fmt.Errorf("%w: %s (load or build it into the engine first; agentbox never pulls)", ErrImageMissing, name)
 		}
 		return fmt.Errorf("image %s: %w", name, err)
@@ -260,7 +261,7 @@ func build(ctx context.Context, cli *client.Client, name string, opts []Option) 
 			res.ID, res.Duration = img.ID, time.Since(start)
 			return res, nil
 		}
-	} else if !client.IsErrNotFound(err) {
+	} else if !cerrdefs.IsNotFound(err) {
 		return Result{}, fmt.Errorf("image %s: %w", name, err)
 	}
 	backend, err := pickBackend(ctx, cli, o)

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -15,8 +14,13 @@ import (
 // goSrcCopy copies $(go env GOROOT)/src into a temp dir once per benchmark.
 func goSrcCopy(b *testing.B) string {
 	b.Helper()
+	goroot, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		b.Fatalf("go env GOROOT: %v", err)
+	}
 	dir := filepath.Join(b.TempDir(), "src")
-	if out, err := exec.Command("cp", "-a", filepath.Join(runtime.GOROOT(), "src"), dir).CombinedOutput(); err != nil {
+	src := filepath.Join(strings.TrimSpace(string(goroot)), "src")
+	if out, err := exec.Command("cp", "-a", src, dir).CombinedOutput(); err != nil {
 		b.Fatalf("copy: %v %s", err, out)
 	}
 	return dir

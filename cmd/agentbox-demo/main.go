@@ -45,7 +45,6 @@ type demo struct {
 	journal                 []string // journal ids of mutating calls, in order
 	editID                  string
 	failed                  int
-	n                       int
 }
 
 func run(bin string, keep, verbose bool) int {

@@ -99,7 +99,7 @@ func (d *demo) readFiles(ctx context.Context) (string, error) {
 			return "", err
 		}
 		if r.isError {
-			return "", fmt.Errorf("Read %s: %s", f, r.text)
+			return "", fmt.Errorf("reading %s: %s", f, r.text)
 		}
 		parts = append(parts, fmt.Sprintf("%s (%d lines)", f, strings.Count(strings.TrimRight(r.text, "\n"), "\n")+1))
 	}
@@ -108,7 +108,7 @@ func (d *demo) readFiles(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if r.isError || !strings.Contains(r.text, "calc.sh") {
-		return "", fmt.Errorf("Grep mul: %s", r.text)
+		return "", fmt.Errorf("grep for mul: %s", r.text)
 	}
 	return "Read " + strings.Join(parts, ", ") + "; Grep found mul in calc.sh", nil
 }
@@ -137,7 +137,7 @@ func (d *demo) edit(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if r.isError {
-		return "", fmt.Errorf("Edit refused (%s): %s", r.kind, r.text)
+		return "", fmt.Errorf("the Edit call was refused (%s): %s", r.kind, r.text)
 	}
 	b, err := os.ReadFile(d.path("calc.sh"))
 	if err != nil {
@@ -221,7 +221,7 @@ func (d *demo) writeOutside(ctx context.Context) (string, error) {
 			return "", err
 		}
 		if !r.isError {
-			return "", fmt.Errorf("Write %s was allowed", p)
+			return "", fmt.Errorf("the Write to %s was allowed", p)
 		}
 		out = append(out, fmt.Sprintf("%s → %s", p, r.kind))
 	}
@@ -268,10 +268,10 @@ func (d *demo) historyTool(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if r.isError {
-		return "", fmt.Errorf("History: %s", r.text)
+		return "", fmt.Errorf("the History call failed: %s", r.text)
 	}
 	if !strings.Contains(r.text, "calc.sh") {
-		return "", fmt.Errorf("History does not mention the edit of calc.sh: %s", r.text)
+		return "", fmt.Errorf("the history does not mention the edit of calc.sh: %s", r.text)
 	}
 	return fmt.Sprintf("%d lines, mentions the edit of calc.sh", strings.Count(r.text, "\n")+1), nil
 }

@@ -68,11 +68,10 @@ func seccompProfile() *seccomp.Seccomp {
 	for _, s := range p.Syscalls {
 		if s.Action != specs.ActErrno && s.Action != specs.ActKill && s.Action != specs.ActKillProcess && s.Action != specs.ActKillThread {
 			// Any rule that could let a guarded call through loses it.
+			// Only Names is read: DefaultProfile never uses the legacy
+			// single-name field (TestSeccompOption checks the JSON).
 			s.Names = slices.DeleteFunc(s.Names, guarded)
-			if s.Name != "" && guarded(s.Name) {
-				s.Name = ""
-			}
-			if len(s.Names) == 0 && s.Name == "" {
+			if len(s.Names) == 0 {
 				continue
 			}
 		}

@@ -18,9 +18,6 @@ func rules(p *seccomp.Seccomp) map[string][]string {
 	out := map[string][]string{}
 	for _, s := range p.Syscalls {
 		names := s.Names
-		if s.Name != "" {
-			names = append(slices.Clone(names), s.Name)
-		}
 		errno := "-"
 		if s.ErrnoRet != nil {
 			errno = fmt.Sprint(*s.ErrnoRet)
@@ -113,6 +110,22 @@ func TestSeccompOption(t *testing.T) {
 	}
 	if !reflect.DeepEqual(rules(&back), rules(seccompProfile())) {
 		t.Error("JSON round trip changed the rules")
+	}
+	// rules() and seccompProfile() read only Names: a rule using the
+	// legacy single "name" key would escape both, so there must be none.
+	var raw struct {
+		Syscalls []map[string]json.RawMessage `json:"syscalls"`
+	}
+	if err := json.Unmarshal([]byte(body), &raw); err != nil {
+		t.Fatal(err)
+	}
+	if len(raw.Syscalls) == 0 {
+		t.Error("JSON has no syscall rules")
+	}
+	for i, r := range raw.Syscalls {
+		if n, ok := r["name"]; ok {
+			t.Errorf("rule %d uses the legacy name field: %s", i, n)
+		}
 	}
 	// Docker 20.10 knows these fields; a silently ignored one would drop
 	// a condition and widen the profile.
