@@ -108,7 +108,10 @@ func watchContainer(ws, needle, signal string) (stop func() string) {
 				mu.Lock()
 				if found == "" {
 					found = id
-					os.WriteFile(signal, nil, 0o644)
+					// Let the call run for a few progress intervals (1 s by
+					// default) before it is cancelled, so that the progress
+					// check below does not race the cancellation.
+					time.AfterFunc(2500*time.Millisecond, func() { os.WriteFile(signal, nil, 0o644) })
 				}
 				mu.Unlock()
 			}
