@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/agentbox/agentbox/sandbox/engine"
 )
 
 // busyboxCandidates are where Debian's busybox-static (and busybox) put
@@ -31,7 +33,7 @@ func findBusybox(ctx context.Context) (string, error) {
 	if os.Geteuid() != 0 {
 		return "", fmt.Errorf("%w: install it with `sudo apt-get install -y busybox-static`", ErrNoBusybox)
 	}
-	if err := aptInstall(ctx, "busybox-static"); err != nil {
+	if err := engine.InstallPackages(ctx, "busybox-static"); err != nil {
 		return "", fmt.Errorf("%w: installing busybox-static: %v", ErrNoBusybox, err)
 	}
 	if p, ok := staticBusybox(); ok {
@@ -199,25 +201,3 @@ func safeName(s string) bool {
 	return true
 }
 
-// aptInstall runs apt-get update and a non-interactive install.
-func aptInstall(ctx context.Context, pkgs ...string) error {
-	apt, err := exec.LookPath("apt-get")
-	if err != nil {
-		return err
-	}
-	env := append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-	for _, args := range [][]string{{"update"}, append([]string{"install", "-y", "--no-install-recommends"}, pkgs...)} {
-		cmd := exec.CommandContext(ctx, apt, args...)
-		cmd.Env = env
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Run(); err != nil {
-			b := out.Bytes()
-			if len(b) > 800 {
-				b = b[len(b)-800:]
-			}
-			return fmt.Errorf("apt-get %s: %w: %s", args[0], err, b)
-		}
-	}
-	return nil
-}

@@ -193,7 +193,7 @@ func findDockerd(ctx context.Context, cfg *config.Config, log *slog.Logger) (str
 		return "", fmt.Errorf("%w and dockerd is not installed: install it with `apt-get install -y docker.io` (engine.auto_install is off)", ErrNoEngine)
 	}
 	log.Info("dockerd is missing; installing Debian's docker.io")
-	if err := aptInstall(ctx, "docker.io"); err != nil {
+	if err := InstallPackages(ctx, "docker.io"); err != nil {
 		return "", fmt.Errorf("installing docker.io: %w; install it by hand with `apt-get install -y docker.io`", err)
 	}
 	return lookSbin("dockerd")
@@ -213,8 +213,11 @@ func lookSbin(name string) (string, error) {
 	return "", fmt.Errorf("%s: %w", name, exec.ErrNotFound)
 }
 
-// aptInstall runs apt-get update and a non-interactive install.
-func aptInstall(ctx context.Context, pkgs ...string) error {
+// InstallPackages installs Debian packages the bootstrap needs (the
+// engine, the static busybox for the minimal image): apt-get update, then
+// a non-interactive install without recommends. The caller checks that it
+// runs as root; the error carries the tail of apt-get's output.
+func InstallPackages(ctx context.Context, pkgs ...string) error {
 	apt, err := lookSbin("apt-get")
 	if err != nil {
 		return err
