@@ -200,4 +200,3 @@ func safeName(s string) bool {
 	}
 	return true
 }
-
