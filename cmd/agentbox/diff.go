@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -9,18 +10,31 @@ import (
 func init() { register(newDiffCmd) }
 
 func newDiffCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	var color string
+	cmd := &cobra.Command{
 		Use:   "diff CALL",
 		Short: "Show a journaled call's changes as a unified diff (binary files summarised)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			colour, err := useColor(color, a.stdout(), a.jsonOut, os.Getenv)
+			if err != nil {
+				return err
+			}
 			st, err := openSnapshots(cmd.Context(), a)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
 			if !a.jsonOut {
-				return st.Diff(cmd.Context(), args[0], a.stdout())
+				if !colour {
+					return st.Diff(cmd.Context(), args[0], a.stdout())
+				}
+				cw := newDiffColorizer(a.stdout())
+				if err := st.Diff(cmd.Context(), args[0], cw); err != nil {
+					cw.Close()
+					return err
+				}
+				return cw.Close()
 			}
 			e, err := st.Get(cmd.Context(), args[0])
 			if err != nil {
@@ -34,4 +48,6 @@ func newDiffCmd(a *app) *cobra.Command {
 			return writeJSON(a.stdout(), map[string]any{"id": h.ID, "changes": h.Changes, "diff": b.String()})
 		},
 	}
+	cmd.Flags().StringVar(&color, "color", "auto", "colour the diff: auto (on a terminal, unless NO_COLOR is set), always or never")
+	return cmd
 }
