@@ -64,7 +64,7 @@ func (r *Runner) containerSpec(mounts []mount.Mount) (*container.Config, *contai
 		ReadonlyRootfs: true,
 		Tmpfs:          map[string]string{"/tmp": "rw,exec,nosuid,nodev,mode=1777,size=" + strconv.FormatInt(c.TmpSizeMB, 10) + "m"},
 		CapDrop:        []string{"ALL"},
-		SecurityOpt:    []string{"no-new-privileges", seccompOpt()},
+		SecurityOpt:    []string{"no-new-privileges", r.seccompOption()},
 		IpcMode:        "private",
 		LogConfig:      container.LogConfig{Type: "none"},
 		Mounts:         mounts,
@@ -207,4 +207,13 @@ func (d *demux) Read(p []byte) (int, error) {
 		err = io.ErrUnexpectedEOF
 	}
 	return n, err
+}
+
+// seccompOption is the runner's seccomp security option; a Runner built
+// without one (never by New) still gets the inline profile, never none.
+func (r *Runner) seccompOption() string {
+	if r.seccomp == "" {
+		return seccompOpt()
+	}
+	return r.seccomp
 }

@@ -76,6 +76,7 @@ type Runner struct {
 	id         string
 	hostname   string
 	pidStart   string
+	seccomp    string // the "seccomp=..." security option (seccompFor)
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -158,6 +159,14 @@ func New(ctx context.Context, cli *client.Client, cfg *config.Config, log *slog.
 	if err := ensureImage(ctx, cli, cfg.Sandbox.Image, ws); err != nil {
 		return nil, err
 	}
+	ver, err := cli.ServerVersion(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: engine version: %v", sandbox.ErrUnavailable, err)
+	}
+	secOpt, err := seccompFor(ver, cfg.WorkspaceStateDir())
+	if err != nil {
+		return nil, err
+	}
 	hm, path := imageDefaults(cfg.Sandbox.Image)
 	if o.hostMountsSet {
 		hm = o.hostMounts
@@ -171,7 +180,7 @@ func New(ctx context.Context, cli *client.Client, cfg *config.Config, log *slog.
 		cli: cli, cfg: cfg.Sandbox, log: log, workspace: ws, image: cfg.Sandbox.Image,
 		uid: int(st.Uid), gid: int(st.Gid), user: fmt.Sprintf("%d:%d", st.Uid, st.Gid),
 		initPath: initPath, hostMounts: hm, path: path, id: hex.EncodeToString(idb[:]), hostname: host,
-		pidStart: procStart(os.Getpid()), running: map[string]*warm{},
+		pidStart: procStart(os.Getpid()), running: map[string]*warm{}, seccomp: secOpt,
 	}
 	if _, _, err := r.fingerprint(); err != nil {
 		return nil, err

@@ -3,8 +3,13 @@ package docker
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
+
+	"github.com/docker/docker/api/types"
 
 	"github.com/moby/profiles/seccomp"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -117,8 +122,7 @@ func seccompProfile() *seccomp.Seccomp {
 // is part of every container create): the Engine API takes the profile
 // inline; reading a file is a feature of the CLI. Docker checks it at
 // start, not at create. Podman's compatible API reads the value as a file
-// path instead, so creates fail there (closed) until the runner hands
-// Podman a file.
+// path instead: seccompFor hands Podman a file.
 var seccompOpt = sync.OnceValue(func() string {
 	b, err := json.Marshal(seccompProfile())
 	if err != nil {
@@ -128,3 +132,50 @@ var seccompOpt = sync.OnceValue(func() string {
 	}
 	return "seccomp=" + string(b)
 })
+
+// seccompFor is the security option for the engine that answered v:
+// the inline profile for Docker; for Podman, whose compatible API reads
+// the value as a file path, the same profile written atomically to
+// dir/seccomp.json (dir is the workspace's state dir, outside the
+// workspace).
+func seccompFor(v types.Version, dir string) (string, error) {
+	if !isPodman(v) {
+		return seccompOpt(), nil
+	}
+	body := strings.TrimPrefix(seccompOpt(), "seccomp=")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("seccomp profile for podman: %w", err)
+	}
+	path := filepath.Join(dir, "seccomp.json")
+	tmp, err := os.CreateTemp(dir, ".seccomp-*.json")
+	if err != nil {
+		return "", fmt.Errorf("seccomp profile for podman: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // after the rename this removes nothing
+	if _, err := tmp.WriteString(body); err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return "", fmt.Errorf("seccomp profile for podman: %w", err)
+	}
+	return "seccomp=" + path, nil
+}
+
+// isPodman reports whether the engine is Podman's Docker-compatible API.
+func isPodman(v types.Version) bool {
+	for _, c := range v.Components {
+		if strings.Contains(strings.ToLower(c.Name), "podman") {
+			return true
+		}
+	}
+	return strings.Contains(strings.ToLower(v.Platform.Name), "podman")
+}

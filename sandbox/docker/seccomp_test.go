@@ -3,11 +3,14 @@ package docker
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/docker/docker/api/types"
 	"github.com/moby/profiles/seccomp"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
@@ -140,5 +143,33 @@ func TestContainerSpecSeccomp(t *testing.T) {
 	_, host := testRunner(t, t.TempDir()).containerSpec(nil)
 	if !slices.Contains(host.SecurityOpt, seccompOpt()) || !slices.Contains(host.SecurityOpt, "no-new-privileges") {
 		t.Errorf("security options %.200q", host.SecurityOpt)
+	}
+}
+
+func TestSeccompForEngine(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	docker := types.Version{Version: "20.10.24", Components: []types.ComponentVersion{{Name: "Engine"}}}
+	if opt, err := seccompFor(docker, dir); err != nil || opt != seccompOpt() {
+		t.Errorf("docker: option %.60q, %v; want the inline profile", opt, err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("docker: state dir touched (%v)", err)
+	}
+	podman := types.Version{Version: "5.4.0", Components: []types.ComponentVersion{{Name: "Podman Engine"}}}
+	opt, err := seccompFor(podman, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, ok := strings.CutPrefix(opt, "seccomp=")
+	if !ok || path != filepath.Join(dir, "seccomp.json") {
+		t.Fatalf("podman: option %q, want a file in %s", opt, dir)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || string(b) != strings.TrimPrefix(seccompOpt(), "seccomp=") {
+		t.Errorf("podman: profile file differs from the inline profile (%v)", err)
+	}
+	// Written again (a second runner) it stays whole.
+	if opt2, err := seccompFor(podman, dir); err != nil || opt2 != opt {
+		t.Errorf("podman again: %q, %v", opt2, err)
 	}
 }
