@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net"
+	"path/filepath"
 	"time"
 )
 
@@ -27,6 +28,14 @@ type MCP struct {
 	// ApprovalTimeout bounds how long an elicitation waits for the human;
 	// no answer in time counts as deny.
 	ApprovalTimeout time.Duration `mapstructure:"approval_timeout" yaml:"approval_timeout"`
+	// ApprovalTTY, when set, is the absolute path of a terminal device (e.g.
+	// /dev/pts/3: run `tty` in the operator's terminal) where `agentbox mcp`
+	// asks a person when the client cannot elicit: allow once, always allow
+	// the offered prefix, or deny; one question at a time across sessions,
+	// bounded by approval_timeout. `agentbox mcp` refuses to start if it is
+	// not a terminal; if it cannot be opened when a call needs approval,
+	// non_interactive decides. Empty: off.
+	ApprovalTTY string `mapstructure:"approval_tty" yaml:"approval_tty"`
 	// HistoryTool exposes the optional History tool (recent calls and the
 	// paths they changed).
 	HistoryTool bool `mapstructure:"history_tool" yaml:"history_tool"`
@@ -56,6 +65,11 @@ func (c *MCP) validate() error {
 	case "deny", "allow":
 	default:
 		return fmt.Errorf("mcp.non_interactive %q: want deny or allow", c.NonInteractive)
+	}
+	if c.ApprovalTTY != "" {
+		if !filepath.IsAbs(c.ApprovalTTY) || filepath.Clean(c.ApprovalTTY) != c.ApprovalTTY {
+			return fmt.Errorf("mcp.approval_tty %q: want the clean absolute path of a terminal device (run `tty` in that terminal)", c.ApprovalTTY)
+		}
 	}
 	if c.HTTPAddr != "" {
 		if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {

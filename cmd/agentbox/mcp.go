@@ -63,6 +63,14 @@ its own working directory, read tracker, grants and background jobs.`,
 
 func serveMCP(ctx context.Context, cfg *config.Config, log *slog.Logger, httpAddr string) error {
 	var srv *mcpserver.Server
+	// A configured approval terminal must be one, checked before starting.
+	var approvalTTY *mcpserver.TTYChannel
+	if cfg.MCP.ApprovalTTY != "" {
+		var err error
+		if approvalTTY, err = mcpserver.OpenTTYChannel(cfg.MCP.ApprovalTTY); err != nil {
+			return err
+		}
+	}
 	// The pipeline is shared by every session; approvals are routed to
 	// the session that made the call.
 	approver := tools.ApproverFunc(func(ctx context.Context, req tools.ApprovalRequest) (tools.Approval, error) {
@@ -125,6 +133,7 @@ func serveMCP(ctx context.Context, cfg *config.Config, log *slog.Logger, httpAdd
 		Elicit:              cfg.MCP.Elicit,
 		AllowNonInteractive: cfg.MCP.NonInteractive == "allow",
 		ApprovalTimeout:     cfg.MCP.ApprovalTimeout,
+		ApprovalTTY:         approvalTTY,
 		ProgressInterval:    cfg.MCP.ProgressInterval,
 		Instructions: "agentbox runs these tools contained (a throwaway, network-less container that sees only the workspace), " +
 			"judged (every shell command is classified; dangerous ones need approval) and reversible (every change is journaled and can be undone).",

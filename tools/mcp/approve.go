@@ -36,6 +36,7 @@ type Approver struct {
 	elicit         bool
 	nonInteractive bool // allow when nobody can be asked
 	timeout        time.Duration
+	tty            *TTYChannel // asked when the client cannot elicit; nil: off
 }
 
 // NewApprover returns the approver for session. elicit turns elicitation
@@ -43,6 +44,14 @@ type Approver struct {
 // deny, the safe default); timeout bounds the wait for the human.
 func NewApprover(session *sdk.ServerSession, elicit, allowNonInteractive bool, timeout time.Duration) *Approver {
 	return &Approver{session: session, elicit: elicit, nonInteractive: allowNonInteractive, timeout: timeout}
+}
+
+// WithTTY makes the approver ask on the terminal of c (mcp.approval_tty)
+// when the client cannot elicit, before falling back to the
+// non-interactive decision. A nil c turns it off. It returns a.
+func (a *Approver) WithTTY(c *TTYChannel) *Approver {
+	a.tty = c
+	return a
 }
 
 // CanElicit reports whether the client declared form elicitation.
@@ -65,7 +74,7 @@ func (a *Approver) Approve(ctx context.Context, req tools.ApprovalRequest) (tool
 		return tools.Approval{}, err
 	}
 	if !a.CanElicit() {
-		return a.fallback(req, "The MCP client cannot ask its user (it does not support elicitation)"), nil
+		return a.noElicitation(ctx, req, "The MCP client cannot ask its user (it does not support elicitation)")
 	}
 	ectx, cancel := context.WithTimeoutCause(ctx, a.timeout, errApprovalTimeout)
 	defer cancel()
@@ -78,9 +87,32 @@ func (a *Approver) Approve(ctx context.Context, req tools.ApprovalRequest) (tool
 			return tools.Approval{Allow: false, By: "mcp-elicitation", Message: fmt.Sprintf(
 				"Nobody answered the approval request within %s, so the call was refused. Ask the user to approve it, or choose a read-only alternative.", a.timeout)}, nil
 		}
-		return a.fallback(req, "Asking the user through the MCP client failed"), nil
+		return a.noElicitation(ctx, req, "Asking the user through the MCP client failed")
 	}
 	return decide(req, res), nil
+}
+
+// noElicitation asks on the approval terminal when one is configured, and
+// otherwise (or when it cannot be opened) applies the non-interactive
+// decision.
+func (a *Approver) noElicitation(ctx context.Context, req tools.ApprovalRequest, why string) (tools.Approval, error) {
+	if a.tty == nil {
+		return a.fallback(req, why), nil
+	}
+	tctx, cancel := context.WithTimeoutCause(ctx, a.timeout, errApprovalTimeout)
+	defer cancel()
+	ap, err := a.tty.Ask(tctx, req)
+	if err == nil {
+		return ap, nil
+	}
+	if ctx.Err() != nil {
+		return tools.Approval{}, ctx.Err()
+	}
+	if errors.Is(context.Cause(tctx), errApprovalTimeout) {
+		return tools.Approval{Allow: false, By: "tty", Message: fmt.Sprintf(
+			"Nobody answered on the approval terminal within %s, so the call was refused. Ask the user to approve it, or choose a read-only alternative.", a.timeout)}, nil
+	}
+	return a.fallback(req, why+", the approval terminal (mcp.approval_tty) could not be used"), nil
 }
 
 var errApprovalTimeout = errors.New("approval timed out")

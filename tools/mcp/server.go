@@ -70,6 +70,9 @@ type Options struct {
 	// AllowNonInteractive is the decision when nobody can be asked
 	// (false: deny).
 	AllowNonInteractive bool
+	// ApprovalTTY, when set, asks on that terminal when a client cannot
+	// elicit (mcp.approval_tty).
+	ApprovalTTY *TTYChannel
 	// ApprovalTimeout bounds one elicitation (default 5m).
 	ApprovalTimeout time.Duration
 	// ProgressInterval is the period of progress notifications for a call
@@ -178,7 +181,7 @@ func (s *Server) Approve(ctx context.Context, req tools.ApprovalRequest) (tools.
 	st, ok := s.byID[req.Session]
 	s.mu.Unlock()
 	if !ok {
-		a := &Approver{nonInteractive: s.opts.AllowNonInteractive, timeout: s.opts.ApprovalTimeout}
+		a := &Approver{nonInteractive: s.opts.AllowNonInteractive, timeout: s.opts.ApprovalTimeout, tty: s.opts.ApprovalTTY}
 		return a.Approve(ctx, req)
 	}
 	return st.approver.Approve(ctx, req)
@@ -219,7 +222,7 @@ func (s *Server) session(ctx context.Context, ss *sdk.ServerSession) (*session, 
 		ts = tools.NewSession(id, s.opts.Workspace)
 	}
 	st := &session{id: id, tools: ts,
-		approver: NewApprover(ss, s.opts.Elicit, s.opts.AllowNonInteractive, s.opts.ApprovalTimeout)}
+		approver: NewApprover(ss, s.opts.Elicit, s.opts.AllowNonInteractive, s.opts.ApprovalTimeout).WithTTY(s.opts.ApprovalTTY)}
 	s.sessions[ss] = st
 	s.byID[id] = st
 	s.log.Info("session opened", "session", id)
