@@ -152,7 +152,7 @@ func seccompFor(v types.Version, dir string) (string, error) {
 		return "", fmt.Errorf("seccomp profile for podman: %w", err)
 	}
 	defer os.Remove(tmp.Name()) // after the rename this removes nothing
-	if _, err := tmp.WriteString(body); err == nil {
+	if _, err = tmp.WriteString(body); err == nil {
 		err = tmp.Sync()
 	}
 	if cerr := tmp.Close(); err == nil {
