@@ -49,6 +49,18 @@ var classifyTests = []struct {
 	{"sed -n '/a/,/b/{/c/!p}' f", ro},
 	{"sed -n '/a/{w x\n}' f", dg},
 	{"sed '1{e id\n}' f", dg},
+	// GNU sed ends a label at ';': what follows is a command (found in review).
+	{"sed ':a;e echo PWNED' y", dg},
+	{"sed 'ba;:a;w x' y", dg},
+	{"sed -e ba -e ':a;w x' y", dg},
+	{"sed 'ba;:a;s/x/id/e' y", dg},
+	{"sed ':a;N;$!ba;s/\n/ /g' f", ro},
+	// gawk joins -e text with -f/-E program files: scanning goes on after -e.
+	{"awk -e 'BEGIN{}' -f p.awk", dg},
+	{"awk -e 1 --file=p.awk", dg},
+	{"gawk -e 1 -E p.awk", dg},
+	{"awk -e 1 -v x=1 -f p.awk", dg},
+	{"awk -e '{print $1}' file.txt", ro},
 	{"awk -F: '{print $1}' /etc/passwd", ro},
 	{"tar tvf x.tar", ro},
 	{"tar -tf x.tar.gz", ro},

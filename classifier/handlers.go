@@ -594,7 +594,11 @@ func hTar(a *analyzer, c *call) {
 // hAwk: an awk program is read-only unless it can run commands or write
 // files (system, pipes, redirections, getline from a command).
 func hAwk(a *analyzer, c *call) {
+	// prog is the index of the program text (0: the program came from
+	// -e, the operands are files); sourced is set by -e, after which
+	// option scanning goes on, since gawk joins -e text with -f files.
 	prog := -1
+	sourced := false
 	for i := 1; i < len(c.args); i++ {
 		f := c.args[i]
 		v := f.val
@@ -607,8 +611,10 @@ func hAwk(a *analyzer, c *call) {
 		}
 		switch {
 		case v == "--":
-			if i+1 < len(c.args) {
+			if i+1 < len(c.args) && !sourced {
 				prog = i + 1
+			} else {
+				prog = 0
 			}
 			i = len(c.args)
 		case v == "-F" || v == "-v":
@@ -619,14 +625,18 @@ func hAwk(a *analyzer, c *call) {
 				a.awkProgram(c, i+1)
 			}
 			i++
-			prog = 0
+			sourced = true
 		case v == "--sandbox" || v == "-S" || v == "--posix" || v == "-P" || v == "--traditional" ||
 			v == "-c" || v == "--characters-as-bytes" || v == "-b" || v == "-N" || v == "-s" || v == "--no-optimize":
 		case strings.HasPrefix(v, "-"):
 			a.flag(c, i, Dangerous, "awk.option", "awk option "+v+" reads a program file, loads an extension or writes a file")
 			return
 		default:
-			prog = i
+			if sourced {
+				prog = 0 // operands: input files and assignments
+			} else {
+				prog = i
+			}
 		}
 		if prog > 0 {
 			a.awkProgram(c, prog)

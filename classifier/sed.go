@@ -289,8 +289,11 @@ func (p *sedParser) command() bool {
 			p.i++
 		}
 	case 'b', 't', 'T', ':':
+		// GNU sed ends a label at ';' too (`:a;w x` defines a and then
+		// writes x); other seds keep the ';' in the label. Reading the rest
+		// as commands is right for GNU and only stricter elsewhere.
 		p.skipSpace()
-		p.toEOL(ch != ':')
+		p.toEOL(true)
 	case 'a', 'i', 'c':
 		p.toEOL(false)
 	case 'r', 'R':
