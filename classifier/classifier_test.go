@@ -54,7 +54,7 @@ var classifyTests = []struct {
 	{"sed 'ba;:a;w x' y", dg},
 	{"sed -e ba -e ':a;w x' y", dg},
 	{"sed 'ba;:a;s/x/id/e' y", dg},
-	{"sed ':a;N;$!ba;s/\n/ /g' f", ro},
+	{`sed ':a;N;$!ba;s/\n/ /g' f`, ro},
 	// gawk joins -e text with -f/-E program files: scanning goes on after -e.
 	{"awk -e 'BEGIN{}' -f p.awk", dg},
 	{"awk -e 1 --file=p.awk", dg},
