@@ -322,5 +322,21 @@ func mkfifoIn(root *os.Root, name string, mode uint32) error {
 	if err := unix.Mkfifoat(int(d.Fd()), base, mode&0o7777); err != nil {
 		return err
 	}
-	return unix.Fchmodat(int(d.Fd()), base, mode&0o7777, 0)
+	// Set the exact mode (the umask trimmed it) through an fd opened
+	// without following links: a name swapped for a symlink by a
+	// concurrent writer must not redirect the chmod outside the root.
+	// O_NONBLOCK keeps opening a FIFO for reading from waiting for a writer.
+	fd, err := unix.Openat(int(d.Fd()), base, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFIFO {
+		return fmt.Errorf("restoring FIFO %s: replaced while being created", name)
+	}
+	return unix.Fchmod(fd, mode&0o7777)
 }
