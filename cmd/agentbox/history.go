@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -85,7 +86,8 @@ func printEntry(w io.Writer, e snapshot.Entry) {
 	}
 	fmt.Fprintf(w, "%s  %s  %-10s %s  %s%s\n", e.ID, e.Time.Local().Format("2006-01-02 15:04:05"), e.Tool, sess, summary, extra)
 	for _, c := range e.Changes {
-		fmt.Fprintf(w, "    %s %s\n", opLetters[c.Op], fmt.Sprintf("%q", c.Path)[1:len(fmt.Sprintf("%q", c.Path))-1])
+		q := strconv.Quote(c.Path)
+		fmt.Fprintf(w, "    %s %s\n", opLetters[c.Op], q[1:len(q)-1])
 	}
 }
 
