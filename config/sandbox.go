@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+
+	"github.com/bmatcuk/doublestar/v4"
 	"path"
 	"strings"
 	"time"
@@ -42,9 +44,22 @@ type Sandbox struct {
 	// EnvPassthrough names host variables copied into the scrubbed
 	// environment when set (PATH and HOME are never copied).
 	EnvPassthrough []string `mapstructure:"env_passthrough" yaml:"env_passthrough"`
-	// ProtectedPaths, relative to the workspace, are mounted read-only
-	// inside the container.
+	// ProtectedPaths are workspace paths a host program may execute or
+	// load without a person deliberately running project code (editor,
+	// direnv, agent and package-manager configs; git metadata is always
+	// protected on top). gitignore-style: a name without a slash matches at
+	// any depth, one with a slash from the workspace root; globs allowed.
+	// Those that exist at the workspace root when a container starts are
+	// mounted read-only in it; a change to any of them (created, modified,
+	// deleted, at any depth) is reverted before the call returns unless
+	// approved; Write/Edit of one asks. A project config may only add.
 	ProtectedPaths []string `mapstructure:"protected_paths" yaml:"protected_paths"`
+	// AllowRootWorkspace lets commands run as uid 0 (without capabilities)
+	// when the workspace is owned by root. Off by default: agentbox then
+	// refuses root-owned workspaces, since a uid-0 process is what turns
+	// any reachable root-owned socket or file into host root. User config
+	// only.
+	AllowRootWorkspace bool `mapstructure:"allow_root_workspace" yaml:"allow_root_workspace"`
 	// InitBinary is the static agentbox binary mounted as the container's
 	// init; empty means the running executable.
 	InitBinary string `mapstructure:"init_binary" yaml:"init_binary"`
@@ -65,7 +80,7 @@ func defaultSandbox() Sandbox {
 		FileSizeMB:     1024,
 		NProc:          4096,
 		EnvPassthrough: []string{},
-		ProtectedPaths: []string{".git/hooks", ".git/config"},
+		ProtectedPaths: append([]string(nil), DefaultProtectedPaths...),
 	}
 }
 
@@ -108,6 +123,9 @@ func (c *Sandbox) validate() error {
 		clean := path.Clean(p)
 		if p == "" || path.IsAbs(p) || clean == "." || clean == ".." || strings.HasPrefix(clean, "../") || strings.ContainsRune(p, 0) {
 			return fmt.Errorf("sandbox.protected_paths: %q must be a relative path inside the workspace", p)
+		}
+		if !doublestar.ValidatePattern(p) {
+			return fmt.Errorf("sandbox.protected_paths: %q is not a valid pattern", p)
 		}
 	}
 	if c.InitBinary != "" && !path.IsAbs(c.InitBinary) {

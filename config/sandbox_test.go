@@ -14,7 +14,7 @@ func TestSandboxDefaultsValid(t *testing.T) {
 	if err := s.validate(); err != nil {
 		t.Fatal(err)
 	}
-	if s.DefaultTimeout != 2*time.Minute || s.MaxTimeout != 10*time.Minute || len(s.ProtectedPaths) != 2 {
+	if s.DefaultTimeout != 2*time.Minute || s.MaxTimeout != 10*time.Minute || len(s.ProtectedPaths) != len(DefaultProtectedPaths) {
 		t.Errorf("defaults %+v", s)
 	}
 }

@@ -96,6 +96,10 @@ type Spec struct {
 	// OutputCap is the number of bytes kept per stream (head and tail);
 	// 0 means the backend's configured cap.
 	OutputCap int
+	// ReadOnly mounts the workspace read-only: the kernel refuses every
+	// write to it (EROFS). Set for calls that were allowed because they
+	// were judged read-only, so that a wrong judgement changes nothing.
+	ReadOnly bool
 	// OnOutput, when set, receives every chunk of output as it arrives,
 	// uncapped, from a single goroutine. It must not block for long and
 	// must not retain p.

@@ -40,6 +40,7 @@ func toSpec(req ExecRequest) sandbox.Spec {
 		Stdin:     req.Stdin,
 		Timeout:   req.Timeout,
 		OutputCap: req.OutputLimit,
+		ReadOnly:  req.ReadOnly,
 	}
 	if req.OnOutput != nil {
 		on := req.OnOutput

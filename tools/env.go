@@ -49,6 +49,10 @@ type Env struct {
 	Progress func(Chunk)
 	// Now is the clock.
 	Now func() time.Time
+	// ReadOnly is set when the call takes no snapshot (judged read-only):
+	// Sandbox and Jobs then run every command with the workspace mounted
+	// read-only.
+	ReadOnly bool
 	// Hidden reports whether a deny rule covers path for this tool (for
 	// example Read(./secrets/**) for Grep). Tools that walk directories
 	// (Glob, Grep, LS) must skip such paths; the pipeline only checks the
@@ -90,6 +94,26 @@ type ExecRequest struct {
 	OutputLimit int
 	// OnOutput receives output as it arrives; may be nil.
 	OnOutput func(Chunk)
+	// ReadOnly runs the command with the workspace mounted read-only.
+	ReadOnly bool
+}
+
+// readOnlySandbox runs every command of a read-only call with the
+// workspace mounted read-only.
+type readOnlySandbox struct{ Sandbox }
+
+func (s readOnlySandbox) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) {
+	req.ReadOnly = true
+	return s.Sandbox.Exec(ctx, req)
+}
+
+// readOnlyJobs starts the background commands of a read-only call with
+// the workspace mounted read-only.
+type readOnlyJobs struct{ Jobs }
+
+func (j readOnlyJobs) Start(ctx context.Context, req ExecRequest) (string, error) {
+	req.ReadOnly = true
+	return j.Jobs.Start(ctx, req)
 }
 
 // ExecResult is how a command ended.

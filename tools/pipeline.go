@@ -263,7 +263,7 @@ func (p *Pipeline) execute(ctx context.Context, c *Call) Result {
 }
 
 func (p *Pipeline) newEnv(c *Call) *Env {
-	return &Env{
+	env := &Env{
 		CallID:       c.ID,
 		Workspace:    p.opts.Workspace,
 		Root:         p.opts.Root,
@@ -281,6 +281,19 @@ func (p *Pipeline) newEnv(c *Call) *Env {
 		Now:          p.opts.Now,
 		Hidden:       p.hidden(c),
 	}
+	if c.Tool != nil && ScopeOf(c).Kind == ScopeNone {
+		// Nothing is snapshotted for this call, so nothing it runs may
+		// write: the sandbox mounts the workspace read-only (EROFS on any
+		// write a wrong read-only judgement lets through).
+		env.ReadOnly = true
+		if env.Sandbox != nil {
+			env.Sandbox = readOnlySandbox{env.Sandbox}
+		}
+		if env.Jobs != nil {
+			env.Jobs = readOnlyJobs{env.Jobs}
+		}
+	}
+	return env
 }
 
 // hidden is Env.Hidden for a call: deny rules with a path specifier that

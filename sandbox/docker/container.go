@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -35,18 +37,19 @@ type warm struct {
 	frames io.Reader // init's stdout, demultiplexed
 	fp     string    // protected-paths fingerprint at creation
 	bash   bool
+	ro     bool // the workspace is mounted read-only
 }
 
 // containerSpec builds the hardened create request. Everything that
 // varies per command travels in the request frame instead, so the same
 // spec serves every warm container of a workspace.
-func (r *Runner) containerSpec(mounts []mount.Mount) (*container.Config, *container.HostConfig) {
+func (r *Runner) containerSpec(mounts []mount.Mount, expect []initproc.ExpectedMount) (*container.Config, *container.HostConfig) {
 	c := r.cfg
 	cfg := &container.Config{
 		Image:           r.image,
 		User:            r.user,
 		Entrypoint:      []string{InitPath, "init"},
-		Cmd:             []string{},
+		Cmd:             []string{"--expect", initproc.EncodeExpect(expect)},
 		Env:             []string{"PATH=" + r.path, "HOME=" + sandbox.Home},
 		WorkingDir:      "/",
 		AttachStdin:     true,
@@ -88,14 +91,31 @@ func (r *Runner) containerSpec(mounts []mount.Mount) (*container.Config, *contai
 var seq atomic.Uint64
 
 // start creates, attaches and starts one container and waits for its init
-// to say Ready. On failure the container is removed.
-func (r *Runner) start(ctx context.Context) (w *warm, err error) {
-	mounts, fp, err := r.mounts()
+// to say Ready. On failure the container is removed. ro mounts the
+// workspace read-only.
+//
+// Bind sources are opened and checked once, pinned where this process
+// may mount (pin.go) and unpinned as soon as the container has started;
+// init then verifies what got mounted against the same table before it
+// says Ready.
+func (r *Runner) start(ctx context.Context, ro bool) (w *warm, err error) {
+	srcs, err := r.sources(ro)
+	defer closeSources(srcs)
 	if err != nil {
 		return nil, err
 	}
-	name := fmt.Sprintf("agentbox-%s-%d", r.id[:8], seq.Add(1))
-	cfg, host := r.containerSpec(mounts)
+	fp := ""
+	if !ro {
+		fp = fingerprintOf(srcs)
+	}
+	n := seq.Add(1)
+	pins, err := pin(filepath.Join(r.pinBase, fmt.Sprintf("%d-%s-%d", os.Getpid(), r.pidStart, n)), srcs, r.log.Warn)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+	}
+	defer pins.release()
+	name := fmt.Sprintf("agentbox-%s-%d", r.id[:8], n)
+	cfg, host := r.containerSpec(dockerMounts(srcs), expected(srcs))
 	created, err := r.cli.ContainerCreate(ctx, cfg, host, nil, nil, name)
 	if err != nil {
 		return nil, fmt.Errorf("%w: creating container: %v", sandbox.ErrUnavailable, err)
@@ -118,6 +138,10 @@ func (r *Runner) start(ctx context.Context) (w *warm, err error) {
 	if err := r.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
 		return nil, fmt.Errorf("%w: starting container: %v", sandbox.ErrUnavailable, err)
 	}
+	// The runtime has made the container's mounts: its copies do not
+	// need the pins any more.
+	pins.release()
+	pins = nil
 	frames := &demux{r: hj.Reader, diag: func(p []byte) {
 		r.log.Debug("init stderr", "container", shortID(id), "text", string(p))
 	}}
@@ -125,6 +149,10 @@ func (r *Runner) start(ctx context.Context) (w *warm, err error) {
 	stop := context.AfterFunc(ctx, func() { hj.Conn.SetReadDeadline(time.Unix(1, 0)) })
 	t, p, err := initproc.ReadFrame(frames)
 	stop()
+	if err == nil && t == initproc.Fatal {
+		r.log.Warn("container refused by its init", "container", shortID(id), "read_only", ro, "reason", string(p))
+		return nil, fmt.Errorf("%w: container refused by its init: %s", sandbox.ErrUnsafeWorkspace, p)
+	}
 	if err != nil || t != initproc.Ready {
 		if err == nil {
 			err = fmt.Errorf("unexpected frame %q", t)
@@ -139,11 +167,8 @@ func (r *Runner) start(ctx context.Context) (w *warm, err error) {
 	if err := json.Unmarshal(p, &ri); err != nil || ri.Proto != initproc.Proto {
 		return nil, fmt.Errorf("%w: container init speaks another protocol (%s); rebuild agentbox", sandbox.ErrUnavailable, p)
 	}
-	return &warm{id: id, conn: hj.Conn, hj: hj, frames: frames, fp: fp, bash: ri.Bash}, nil
+	return &warm{id: id, conn: hj.Conn, hj: hj, frames: frames, fp: fp, bash: ri.Bash, ro: ro}, nil
 }
-
-// closeWrite ends the container's stdin: init needs nothing more.
-func (w *warm) closeWrite() error { return w.hj.CloseWrite() }
 
 // remove kills and removes a container in the background.
 func (r *Runner) remove(id string) {

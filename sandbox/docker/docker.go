@@ -76,20 +76,22 @@ type Runner struct {
 	id         string
 	hostname   string
 	pidStart   string
-	seccomp    string // the "seccomp=..." security option (seccompFor)
+	seccomp    string   // the "seccomp=..." security option (seccompFor)
+	wsFD       *os.File // O_PATH descriptor of the workspace, held for the Runner's life
+	pinBase    string   // root-only directory of bind-source pins (pin.go)
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
 
-	ready    chan *warm
-	tokens   chan struct{}
+	// pools holds warm containers of both flavours: pools[0] mounts the
+	// workspace read-write (with protected paths read-only), pools[1]
+	// read-only (Spec.ReadOnly). Each refills on its own.
+	pools    [2]*pool
 	fails    atomic.Int32
 	removing atomic.Int32 // background removals in flight
 
-	refillMu       sync.Mutex
-	pendingRefills int
-	fillers        sync.WaitGroup
-	bg             sync.WaitGroup // background removals
+	fillers sync.WaitGroup
+	bg      sync.WaitGroup // background removals
 
 	mu      sync.Mutex
 	closed  bool
@@ -152,7 +154,24 @@ func New(ctx context.Context, cli *client.Client, cfg *config.Config, log *slog.
 	if !ok {
 		return nil, fmt.Errorf("%w: workspace owner unknown", sandbox.ErrUnsafeWorkspace)
 	}
+	if st.Uid == 0 && !cfg.Sandbox.AllowRootWorkspace {
+		return nil, fmt.Errorf("%w: the workspace %s is owned by root, and agentbox never runs commands as uid 0 by default "+
+			"(a root process is what turns any reachable root-owned socket or file into host root); "+
+			"give the workspace to an unprivileged user (chown -R USER: %s) or, knowing the risk, set sandbox.allow_root_workspace: true in your user config",
+			sandbox.ErrUnsafeWorkspace, ws, ws)
+	}
 	initPath, err := initBinary(cfg.Sandbox.InitBinary)
+	if err != nil {
+		return nil, err
+	}
+	if sandbox.Within(initPath, ws) {
+		// An agent could rewrite or swap a binary inside the workspace:
+		// mount a private copy instead.
+		if initPath, err = copyInit(initPath, filepath.Join(cfg.WorkspaceStateDir(), "init")); err != nil {
+			return nil, err
+		}
+	}
+	wsFD, err := openWorkspace(ws)
 	if err != nil {
 		return nil, err
 	}
@@ -181,23 +200,28 @@ func New(ctx context.Context, cli *client.Client, cfg *config.Config, log *slog.
 		uid: int(st.Uid), gid: int(st.Gid), user: fmt.Sprintf("%d:%d", st.Uid, st.Gid),
 		initPath: initPath, hostMounts: hm, path: path, id: hex.EncodeToString(idb[:]), hostname: host,
 		pidStart: procStart(os.Getpid()), running: map[string]*warm{}, seccomp: secOpt,
+		wsFD: wsFD, pinBase: filepath.Join(cfg.WorkspaceStateDir(), "pins"),
 	}
-	if _, _, err := r.fingerprint(); err != nil {
+	if _, err := r.fingerprint(); err != nil {
+		wsFD.Close()
 		return nil, err
 	}
+	sweepPins(r.pinBase)
 	if err := r.Reap(ctx); err != nil {
 		log.Warn("removing containers of dead executors", "err", err)
 	}
 	r.ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	n := cfg.Sandbox.PoolSize
-	r.ready = make(chan *warm, max(n, 1))
-	r.tokens = make(chan struct{}, max(n, 1))
-	for range n {
-		r.tokens <- struct{}{}
-	}
-	if n > 0 {
-		r.fillers.Add(1)
-		go r.fill()
+	for i := range r.pools {
+		p := &pool{ro: i == 1, ready: make(chan *warm, max(n, 1)), tokens: make(chan struct{}, max(n, 1))}
+		for range n {
+			p.tokens <- struct{}{}
+		}
+		r.pools[i] = p
+		if n > 0 {
+			r.fillers.Add(1)
+			go r.fill(p)
+		}
 	}
 	return r, nil
 }
@@ -340,15 +364,8 @@ func (r *Runner) Close(ctx context.Context) error {
 	r.cancel()
 	r.fillers.Wait()
 	r.runs.Wait()
-	for {
-		select {
-		case w := <-r.ready:
-			w.conn.Close()
-			r.remove(w.id)
-			continue
-		default:
-		}
-		break
+	for _, p := range r.pools {
+		r.drain(p)
 	}
 	done := make(chan struct{})
 	go func() { r.bg.Wait(); close(done) }()
@@ -369,6 +386,9 @@ func (r *Runner) Close(ctx context.Context) error {
 	}
 	if r.ownClient {
 		err = errors.Join(err, r.cli.Close())
+	}
+	if r.wsFD != nil {
+		r.wsFD.Close()
 	}
 	return err
 }

@@ -9,9 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 
-	"github.com/docker/docker/api/types/mount"
 
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/sandbox"
@@ -71,65 +71,109 @@ func testRunner(t *testing.T, ws string) *Runner {
 func TestProtectedPaths(t *testing.T) {
 	ws := t.TempDir()
 	r := testRunner(t, ws)
-	// No .git: nothing to protect, nothing created.
-	ms, fp1, err := r.mounts()
-	if err != nil || len(ms) != 2 {
+	mountsOf := func(ro bool) (map[string]bindSource, string, error) {
+		t.Helper()
+		srcs, err := r.sources(ro)
+		defer closeSources(srcs)
+		if err != nil {
+			return nil, "", err
+		}
+		m := map[string]bindSource{}
+		for _, s := range srcs {
+			if _, dup := m[s.target]; dup {
+				t.Fatalf("%s mounted twice", s.target)
+			}
+			m[s.target] = s
+		}
+		return m, fingerprintOf(srcs), nil
+	}
+	// No .git, no protected path: the workspace and init only.
+	ms, fp1, err := mountsOf(false)
+	if err != nil || len(ms) != 2 || ms[ws].ro || !ms[InitPath].ro {
 		t.Fatalf("mounts %v, %v", ms, err)
 	}
 	if _, err := os.Lstat(filepath.Join(ws, ".git")); err == nil {
 		t.Fatal(".git created")
 	}
-	// .git without hooks: a placeholder hooks dir (and config) are made
-	// and mounted read-only.
+	// .git without hooks: placeholders made; .git is its own (writable)
+	// mount point, its behaviour files read-only; protected root entries
+	// read-only; deeper matches are not mounted.
 	os.Mkdir(filepath.Join(ws, ".git"), 0o755)
+	os.Mkdir(filepath.Join(ws, ".git", "objects"), 0o755)
 	os.WriteFile(filepath.Join(ws, ".git", "config"), []byte("[core]\n"), 0o644)
-	ms, fp2, err := r.mounts()
+	os.WriteFile(filepath.Join(ws, ".envrc"), []byte("echo\n"), 0o644)
+	os.WriteFile(filepath.Join(ws, ".yarnrc.yml"), nil, 0o644)
+	os.MkdirAll(filepath.Join(ws, "sub", ".vscode"), 0o755)
+	ms, fp2, err := mountsOf(false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if fp1 == fp2 {
 		t.Error("fingerprint did not change")
 	}
-	ro := map[string]bool{}
-	for _, m := range ms {
-		if m.ReadOnly && m.Type == mount.TypeBind {
-			ro[m.Target] = true
-		}
-		if m.Target == ws && m.ReadOnly {
-			t.Error("workspace mounted read-only")
-		}
-	}
-	for _, p := range []string{filepath.Join(ws, ".git", "hooks"), filepath.Join(ws, ".git", "config"), InitPath} {
-		if !ro[p] {
+	j := func(p ...string) string { return filepath.Join(append([]string{ws}, p...)...) }
+	for _, p := range []string{j(".git", "hooks"), j(".git", "info"), j(".git", "config"), j(".envrc"), j(".yarnrc.yml"), InitPath} {
+		if b, ok := ms[p]; !ok || !b.ro {
 			t.Errorf("%s not mounted read-only: %+v", p, ms)
 		}
 	}
-	if fi, err := os.Stat(filepath.Join(ws, ".git", "hooks")); err != nil || !fi.IsDir() {
+	if b, ok := ms[j(".git")]; !ok || b.ro || !b.dir {
+		t.Errorf(".git is not a writable mount point: %+v", b)
+	}
+	if _, ok := ms[j("sub", ".vscode")]; ok {
+		t.Error("a nested match was mounted")
+	}
+	if _, ok := ms[j(".git", "objects")]; ok {
+		t.Error("objects mounted")
+	}
+	if fi, err := os.Stat(j(".git", "hooks")); err != nil || !fi.IsDir() {
 		t.Errorf("hooks placeholder: %v", err)
 	}
+	// The read-only flavour: the workspace read-only, nothing on top.
+	ms, _, err = mountsOf(true)
+	if err != nil || len(ms) != 2 || !ms[ws].ro {
+		t.Fatalf("read-only mounts %+v, %v", ms, err)
+	}
 	// A symlinked protected path is refused.
-	os.RemoveAll(filepath.Join(ws, ".git", "hooks"))
-	os.Symlink("/etc", filepath.Join(ws, ".git", "hooks"))
-	if _, _, err := r.mounts(); !errors.Is(err, sandbox.ErrUnsafeWorkspace) {
+	os.RemoveAll(j(".git", "hooks"))
+	os.Symlink("/etc", j(".git", "hooks"))
+	if _, _, err := mountsOf(false); !errors.Is(err, sandbox.ErrUnsafeWorkspace) {
 		t.Errorf("symlinked hooks: %v", err)
 	}
 	// A symlinked .git too.
-	os.RemoveAll(filepath.Join(ws, ".git"))
-	os.Symlink(t.TempDir(), filepath.Join(ws, ".git"))
-	if _, _, err := r.fingerprint(); !errors.Is(err, sandbox.ErrUnsafeWorkspace) {
+	os.RemoveAll(j(".git"))
+	os.Symlink(t.TempDir(), j(".git"))
+	if _, err := r.fingerprint(); !errors.Is(err, sandbox.ErrUnsafeWorkspace) {
 		t.Errorf("symlinked .git: %v", err)
 	}
-	// .git as a file (worktree): nothing to protect.
-	os.Remove(filepath.Join(ws, ".git"))
-	os.WriteFile(filepath.Join(ws, ".git"), []byte("gitdir: /elsewhere\n"), 0o644)
-	if ms, _, err := r.mounts(); err != nil || len(ms) != 2 {
+	// A FIFO at a protected path is refused.
+	os.Remove(j(".git"))
+	if err := syscall.Mkfifo(j(".envrc2"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(j(".envrc"))
+	os.Rename(j(".envrc2"), j(".envrc"))
+	if _, _, err := mountsOf(false); !errors.Is(err, sandbox.ErrUnsafeWorkspace) {
+		t.Errorf("FIFO .envrc: %v", err)
+	}
+	os.Remove(j(".envrc"))
+	// .git as a file (worktree, submodule): the pointer itself read-only.
+	os.WriteFile(j(".git"), []byte("gitdir: /elsewhere\n"), 0o644)
+	if ms, _, err := mountsOf(false); err != nil || !ms[j(".git")].ro || ms[j(".git")].dir {
 		t.Errorf(".git file: %v %v", ms, err)
+	}
+	// The workspace swapped for another directory after the Runner opened
+	// it: sources still name the original inode.
+	orig, _ := os.Stat(ws)
+	ms, _, _ = mountsOf(true)
+	if st := orig.Sys().(*syscall.Stat_t); ms[ws].ino != st.Ino {
+		t.Errorf("workspace inode %d, want %d", ms[ws].ino, st.Ino)
 	}
 }
 
 func TestContainerSpecHardening(t *testing.T) {
 	r := testRunner(t, t.TempDir())
-	cfg, host := r.containerSpec(nil)
+	cfg, host := r.containerSpec(nil, nil)
 	switch {
 	case !host.ReadonlyRootfs, host.NetworkMode != "none", !cfg.NetworkDisabled,
 		!slices.Equal(host.CapDrop, []string{"ALL"}), !slices.Contains(host.SecurityOpt, "no-new-privileges"),

@@ -2,23 +2,35 @@ package docker
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
 // maxParallelStarts bounds concurrent container starts of one pool.
 const maxParallelStarts = 2
 
-// fill keeps the pool full: each token is one container to start. Run
-// takes a warm container and gives a token back at once, so the refill
-// overlaps the command.
-func (r *Runner) fill() {
+// pool is the warm containers of one flavour (read-write or read-only
+// workspace). Both flavours are kept warm: the common read-only call and
+// the mutating call each find a started container waiting.
+type pool struct {
+	ro     bool
+	ready  chan *warm
+	tokens chan struct{} // each token is one container to start
+
+	refillMu       sync.Mutex
+	pendingRefills int
+}
+
+// fill keeps p full. Run takes a warm container and gives a token back at
+// once, so the refill overlaps the command.
+func (r *Runner) fill(p *pool) {
 	defer r.fillers.Done()
 	sem := make(chan struct{}, maxParallelStarts)
 	for {
 		select {
 		case <-r.ctx.Done():
 			return
-		case <-r.tokens:
+		case <-p.tokens:
 		}
 		select {
 		case <-r.ctx.Done():
@@ -30,7 +42,7 @@ func (r *Runner) fill() {
 			defer r.fillers.Done()
 			defer func() { <-sem }()
 			ctx, cancel := context.WithTimeout(r.ctx, readyTimeout)
-			w, err := r.start(ctx)
+			w, err := r.start(ctx, p.ro)
 			cancel()
 			if err != nil {
 				if r.ctx.Err() != nil {
@@ -38,20 +50,20 @@ func (r *Runner) fill() {
 				}
 				n := r.fails.Add(1)
 				delay := min(250*time.Millisecond<<min(n, 7), 30*time.Second)
-				r.log.Warn("starting a pool container", "err", err, "retry_in", delay)
+				r.log.Warn("starting a pool container", "read_only", p.ro, "err", err, "retry_in", delay)
 				select {
 				case <-time.After(delay):
 				case <-r.ctx.Done():
 					return
 				}
-				r.giveToken()
+				r.giveToken(p)
 				return
 			}
 			r.fails.Store(0)
 			select {
-			case r.ready <- w:
+			case p.ready <- w:
 				if r.ctx.Err() != nil { // raced with Close: it may have drained already
-					r.drain()
+					r.drain(p)
 				}
 			default: // pool already full (should not happen)
 				w.conn.Close()
@@ -65,39 +77,39 @@ func (r *Runner) fill() {
 // not compete for the CPU with a short command that just started.
 const refillDelay = 250 * time.Millisecond
 
-// refillSoon starts a refill after refillDelay or when the running
+// refillSoon starts a refill of p after refillDelay or when the running
 // command ends (Run calls r.refillNow), whichever comes first.
-func (r *Runner) refillSoon() {
-	r.refillMu.Lock()
-	r.pendingRefills++
-	r.refillMu.Unlock()
-	time.AfterFunc(refillDelay, r.refillNow)
+func (r *Runner) refillSoon(p *pool) {
+	p.refillMu.Lock()
+	p.pendingRefills++
+	p.refillMu.Unlock()
+	time.AfterFunc(refillDelay, func() { r.refillNow(p) })
 }
 
-// refillNow releases one pending refill, if any.
-func (r *Runner) refillNow() {
-	r.refillMu.Lock()
-	if r.pendingRefills == 0 {
-		r.refillMu.Unlock()
+// refillNow releases one pending refill of p, if any.
+func (r *Runner) refillNow(p *pool) {
+	p.refillMu.Lock()
+	if p.pendingRefills == 0 {
+		p.refillMu.Unlock()
 		return
 	}
-	r.pendingRefills--
-	r.refillMu.Unlock()
-	r.giveToken()
+	p.pendingRefills--
+	p.refillMu.Unlock()
+	r.giveToken(p)
 }
 
-func (r *Runner) giveToken() {
+func (r *Runner) giveToken(p *pool) {
 	select {
-	case r.tokens <- struct{}{}:
+	case p.tokens <- struct{}{}:
 	default:
 	}
 }
 
-// drain removes every warm container waiting in the pool.
-func (r *Runner) drain() {
+// drain removes every warm container waiting in p.
+func (r *Runner) drain(p *pool) {
 	for {
 		select {
-		case w := <-r.ready:
+		case w := <-p.ready:
 			w.conn.Close()
 			r.remove(w.id)
 		default:
@@ -106,17 +118,23 @@ func (r *Runner) drain() {
 	}
 }
 
-// Warm is the number of warm containers waiting in the pool.
-func (r *Runner) Warm() int { return len(r.ready) }
+// Warm is the number of warm containers waiting, both flavours together.
+func (r *Runner) Warm() int {
+	n := 0
+	for _, p := range r.pools {
+		n += len(p.ready)
+	}
+	return n
+}
 
-// WaitWarm waits until the pool holds n warm containers (at most the
-// configured pool size) and no container removal is in flight, or ctx
-// ends: the state of a pool between an agent's calls.
+// WaitWarm waits until each flavour's pool holds n warm containers (at
+// most the configured pool size) and no container removal is in flight,
+// or ctx ends: the state of a pool between an agent's calls.
 func (r *Runner) WaitWarm(ctx context.Context, n int) error {
 	n = min(n, r.cfg.PoolSize)
 	t := time.NewTicker(2 * time.Millisecond)
 	defer t.Stop()
-	for len(r.ready) < n || r.removing.Load() > 0 {
+	for len(r.pools[0].ready) < n || len(r.pools[1].ready) < n || r.removing.Load() > 0 {
 		select {
 		case <-ctx.Done():
 			return context.Cause(ctx)

@@ -3,137 +3,287 @@ package docker
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
+	"sort"
 	"strings"
-	"syscall"
 
 	"github.com/docker/docker/api/types/mount"
+	"golang.org/x/sys/unix"
 
-	"github.com/agentbox/agentbox/sandbox"
+	"github.com/agentbox/agentbox/config"
 )
 
-// protectedState describes one protected path as found in the workspace.
-type protectedState struct {
-	rel    string
-	exists bool
-	dev    uint64
-	ino    uint64
-}
+// Mounts of a container, and the protected paths in them.
+//
+// A writable container gets the workspace read-write with, on top:
+//   - .git (when it is a directory) bind-mounted read-write onto itself,
+//     so that it is a mount point: a command can neither rename nor
+//     replace it (EBUSY), only write its objects, refs and index;
+//   - every existing entry of config.GitBehaviourFiles in .git read-only
+//     (config, hooks, info, commondir, objects/info, modules, worktrees…),
+//     with hooks/ and info/ created empty first when missing;
+//   - every existing workspace-root match of sandbox.protected_paths
+//     read-only (.vscode, .envrc, .agentbox, …).
+//
+// Protected paths that do not exist, or that match deeper in the tree,
+// cannot be mounted without littering the workspace; the tool layer finds
+// changes to them in the call's changeset and reverts them.
+//
+// A read-only container (Spec.ReadOnly) gets the workspace read-only and
+// nothing on top: the kernel refuses every write (EROFS).
 
-// inspectProtected looks at one protected path without following any
-// symlink. A symlink anywhere on the way is refused: a bind mount would
-// follow it and could not stop the command from replacing it. A missing
-// intermediate directory means there is nothing to protect yet.
-func inspectProtected(root *os.Root, rel string) (protectedState, error) {
-	st := protectedState{rel: rel}
-	parts := strings.Split(path.Clean(rel), "/")
-	for i := range parts {
-		sub := strings.Join(parts[:i+1], "/")
-		fi, err := root.Lstat(sub)
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-			return st, nil
-		}
+// gitPlaceholders are created empty when missing so they can be mounted
+// read-only (a command could otherwise plant a hook or attributes).
+var gitPlaceholders = []string{"hooks", "info"}
+
+// sources opens every bind source of a new container (see pin.go). The
+// caller closes them with closeSources.
+func (r *Runner) sources(readOnly bool) (srcs []bindSource, err error) {
+	defer func() {
 		if err != nil {
-			return st, fmt.Errorf("%w: protected path %s: %v", sandbox.ErrUnsafeWorkspace, rel, err)
+			closeSources(srcs)
+			srcs = nil
 		}
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			return st, fmt.Errorf("%w: protected path %s: %s is a symlink; replace it with the real file or directory", sandbox.ErrUnsafeWorkspace, rel, sub)
+	}()
+	ws, err := r.dupWorkspace()
+	if err != nil {
+		return nil, err
+	}
+	srcs = append(srcs, bindSource{target: r.workspace, fd: ws, path: r.workspace, ro: readOnly})
+	if err := srcs[0].describe(); err != nil {
+		return srcs, errUnsafe("workspace: %v", err)
+	}
+	if !readOnly {
+		prot, err := r.protectedSources(int(ws.Fd()))
+		srcs = append(srcs, prot...)
+		if err != nil {
+			return srcs, err
 		}
-		if i < len(parts)-1 && !fi.IsDir() {
-			return st, nil // e.g. .git is a file (worktree, submodule): its gitdir is not in the workspace
+	}
+	initF, err := openHost(r.initPath)
+	if err != nil {
+		return srcs, fmt.Errorf("opening the init binary: %w", err)
+	}
+	srcs = append(srcs, bindSource{target: InitPath, fd: initF, path: r.initPath, ro: true})
+	for _, p := range r.hostMounts {
+		f, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return srcs, fmt.Errorf("opening host mount %s: %w", p, err)
 		}
-		if i == len(parts)-1 {
-			st.exists = true
-			if s, ok := fi.Sys().(*syscall.Stat_t); ok {
-				st.dev, st.ino = uint64(s.Dev), s.Ino
+		srcs = append(srcs, bindSource{target: p, fd: os.NewFile(uintptr(f), p), path: p, ro: true})
+	}
+	for i := range srcs[1:] {
+		b := &srcs[i+1]
+		if b.dev == 0 && b.ino == 0 {
+			if err := b.describe(); err != nil {
+				return srcs, errUnsafe("%v", err)
 			}
 		}
 	}
-	return st, nil
+	return srcs, nil
 }
 
-// fingerprint summarizes the protected paths; a warm container made for
-// another fingerprint has the wrong read-only mounts and is discarded.
-func (r *Runner) fingerprint() (string, []protectedState, error) {
-	root, err := os.OpenRoot(r.workspace)
-	if err != nil {
-		return "", nil, fmt.Errorf("%w: opening workspace: %v", sandbox.ErrUnsafeWorkspace, err)
+func closeSources(srcs []bindSource) {
+	for _, b := range srcs {
+		if b.fd != nil {
+			b.fd.Close()
+		}
 	}
-	defer root.Close()
-	var b strings.Builder
-	states := make([]protectedState, 0, len(r.cfg.ProtectedPaths))
-	for _, rel := range r.cfg.ProtectedPaths {
-		st, err := inspectProtected(root, rel)
+}
+
+// dupWorkspace returns a new O_PATH descriptor of the workspace directory
+// the Runner opened (the same inode even if the path was swapped since).
+func (r *Runner) dupWorkspace() (*os.File, error) {
+	if r.wsFD == nil {
+		f, err := openWorkspace(r.workspace)
 		if err != nil {
-			return "", nil, err
+			return nil, err
 		}
-		states = append(states, st)
-		fmt.Fprintf(&b, "%s:%t:%d:%d;", rel, st.exists, st.dev, st.ino)
+		r.wsFD = f
 	}
-	return b.String(), states, nil
+	fd, err := unix.FcntlInt(r.wsFD.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), r.workspace), nil
 }
 
-// ensurePlaceholders creates an empty directory for every protected path
-// that is missing while its parent directory exists (say .git/hooks in a
-// repository without hooks), so that it can be mounted read-only and the
-// command cannot create it.
-func (r *Runner) ensurePlaceholders(states []protectedState) (bool, error) {
-	root, err := os.OpenRoot(r.workspace)
+func openWorkspace(ws string) (*os.File, error) {
+	fd, err := unix.Open(ws, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return false, err
+		return nil, errUnsafe("opening workspace %s: %v", ws, err)
 	}
-	defer root.Close()
-	made := false
-	for _, st := range states {
-		if st.exists {
-			continue
-		}
-		parent := path.Dir(path.Clean(st.rel))
-		if fi, err := root.Lstat(parent); err != nil || !fi.IsDir() || fi.Mode()&fs.ModeSymlink != 0 {
-			continue
-		}
-		if err := root.Mkdir(path.Clean(st.rel), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			return made, fmt.Errorf("%w: protected path %s: creating placeholder: %v", sandbox.ErrUnsafeWorkspace, st.rel, err)
-		}
-		_ = root.Lchown(path.Clean(st.rel), r.uid, r.gid)
-		made = true
-	}
-	return made, nil
+	return os.NewFile(uintptr(fd), ws), nil
 }
 
-// mounts lists every mount of a new container and the fingerprint of the
-// protected paths it reflects.
-func (r *Runner) mounts() ([]mount.Mount, string, error) {
-	fp, states, err := r.fingerprint()
-	if err != nil {
-		return nil, "", err
+// protectedSources opens the protected paths to mount in a writable
+// container: .git and its behaviour files, and root-level matches of
+// sandbox.protected_paths.
+func (r *Runner) protectedSources(ws int) ([]bindSource, error) {
+	var out []bindSource
+	add := func(rel string, ro bool, f *os.File) error {
+		b := bindSource{target: filepath.Join(r.workspace, filepath.FromSlash(rel)), fd: f, ro: ro,
+			path: filepath.Join(r.workspace, filepath.FromSlash(rel))}
+		out = append(out, b)
+		if err := out[len(out)-1].describe(); err != nil {
+			return errUnsafe("protected path %s: %v; remove or replace it", rel, err)
+		}
+		return nil
 	}
-	if made, err := r.ensurePlaceholders(states); err != nil {
-		return nil, "", err
-	} else if made {
-		if fp, states, err = r.fingerprint(); err != nil {
-			return nil, "", err
+	open := func(rel string) (*os.File, bool, error) {
+		f, err := openBeneath(ws, rel)
+		switch {
+		case err == nil:
+			return f, true, nil
+		case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR):
+			return nil, false, nil
+		case errors.Is(err, unix.ELOOP):
+			return nil, false, errUnsafe("protected path %s is (or lies below) a symlink; replace it with the real file or directory", rel)
+		case errors.Is(err, unix.EXDEV):
+			return nil, false, errUnsafe("protected path %s lies on another mount inside the workspace", rel)
+		}
+		return nil, false, errUnsafe("protected path %s: %v", rel, err)
+	}
+
+	git, ok, err := open(".git")
+	if err != nil {
+		return out, err
+	}
+	if ok {
+		var st unix.Stat_t
+		if err := unix.Fstat(int(git.Fd()), &st); err != nil {
+			git.Close()
+			return out, err
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			// A gitdir pointer file: protected as a whole.
+			if err := add(".git", true, git); err != nil {
+				return out, err
+			}
+		} else {
+			if err := add(".git", false, git); err != nil {
+				return out, err
+			}
+			r.ensureGitPlaceholders(int(git.Fd()))
+			for _, name := range config.GitBehaviourFiles {
+				f, ok, err := open(".git/" + name)
+				if err != nil {
+					return out, err
+				}
+				if ok {
+					if err := add(".git/"+name, true, f); err != nil {
+						return out, err
+					}
+				}
+			}
 		}
 	}
-	ms := []mount.Mount{{
-		Type: mount.TypeBind, Source: r.workspace, Target: r.workspace,
-		BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate},
-	}}
-	for _, st := range states {
-		if !st.exists {
+	names, err := r.rootProtected(ws)
+	if err != nil {
+		return out, err
+	}
+	for _, rel := range names {
+		f, ok, err := open(rel)
+		if err != nil {
+			return out, err
+		}
+		if ok {
+			if err := add(rel, true, f); err != nil {
+				return out, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// rootProtected lists the workspace-relative paths of sandbox.
+// protected_paths to mount: patterns without glob characters as they
+// are, glob patterns matched against the workspace root's entries.
+func (r *Runner) rootProtected(ws int) ([]string, error) {
+	seen := map[string]bool{}
+	var globs []string
+	for _, p := range r.cfg.ProtectedPaths {
+		p = path.Clean(strings.TrimPrefix(p, "/"))
+		if p == ".git" || strings.HasPrefix(p, ".git/") {
+			continue // handled with .git
+		}
+		if strings.ContainsAny(p, "*?[\\") {
+			if !strings.Contains(p, "/") {
+				globs = append(globs, p)
+			}
 			continue
 		}
-		p := filepath.Join(r.workspace, filepath.FromSlash(path.Clean(st.rel)))
-		ms = append(ms, mount.Mount{Type: mount.TypeBind, Source: p, Target: p, ReadOnly: true,
+		seen[p] = true
+	}
+	if len(globs) > 0 {
+		fd, err := unix.Openat(ws, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, errUnsafe("reading the workspace: %v", err)
+		}
+		d := os.NewFile(uintptr(fd), r.workspace)
+		names, err := d.Readdirnames(-1)
+		d.Close()
+		if err != nil {
+			return nil, errUnsafe("reading the workspace: %v", err)
+		}
+		for _, n := range names {
+			for _, g := range globs {
+				if ok, _ := path.Match(g, n); ok && n != ".git" {
+					seen[n] = true
+				}
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for p := range seen {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// ensureGitPlaceholders creates .git/hooks and .git/info empty when
+// missing, owned by the workspace owner, through the .git descriptor
+// (never a path).
+func (r *Runner) ensureGitPlaceholders(git int) {
+	for _, name := range gitPlaceholders {
+		if err := unix.Mkdirat(git, name, 0o755); err != nil {
+			continue // exists (or cannot be made: then it is reverted if created)
+		}
+		_ = unix.Fchownat(git, name, r.uid, r.gid, unix.AT_SYMLINK_NOFOLLOW)
+	}
+}
+
+// fingerprintOf summarizes the protected sources of a writable container;
+// a warm container made for another fingerprint has stale read-only
+// mounts and is discarded at hand-over (a freshness check, not a
+// security one: init verifies what got mounted).
+func fingerprintOf(srcs []bindSource) string {
+	var b strings.Builder
+	for _, s := range srcs {
+		fmt.Fprintf(&b, "%s:%d:%d:%t;", s.target, s.dev, s.ino, s.ro)
+	}
+	return b.String()
+}
+
+// fingerprint is the current fingerprint of a writable container's mounts.
+func (r *Runner) fingerprint() (string, error) {
+	srcs, err := r.sources(false)
+	defer closeSources(srcs)
+	if err != nil {
+		return "", err
+	}
+	return fingerprintOf(srcs), nil
+}
+
+// dockerMounts turns opened (and maybe pinned) sources into Docker mounts.
+func dockerMounts(srcs []bindSource) []mount.Mount {
+	ms := make([]mount.Mount, 0, len(srcs))
+	for _, b := range srcs {
+		ms = append(ms, mount.Mount{Type: mount.TypeBind, Source: b.path, Target: b.target, ReadOnly: b.ro,
 			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}})
 	}
-	ms = append(ms, mount.Mount{Type: mount.TypeBind, Source: r.initPath, Target: InitPath, ReadOnly: true})
-	for _, p := range r.hostMounts {
-		ms = append(ms, mount.Mount{Type: mount.TypeBind, Source: p, Target: p, ReadOnly: true,
-			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}})
-	}
-	return ms, fp, nil
+	return ms
 }

@@ -72,13 +72,17 @@ const maxAttempts = 3
 // runOnce hands frame to one container and reads the run back. unused
 // reports that the container ended before acknowledging the request.
 func (r *Runner) runOnce(ctx context.Context, spec sandbox.Spec, limit int, frame []byte) (_ sandbox.Result, unused bool, _ error) {
-	w, err := r.handOver(ctx, frame)
+	p := r.pools[0]
+	if spec.ReadOnly {
+		p = r.pools[1]
+	}
+	w, err := r.handOver(ctx, frame, p)
 	if err != nil {
 		return sandbox.Result{}, false, err
 	}
 	start := time.Now()
 	defer func() {
-		r.refillNow()
+		r.refillNow(p)
 		w.conn.Close()
 		r.mu.Lock()
 		delete(r.running, w.id)
@@ -183,22 +187,27 @@ func (r *Runner) runOnce(ctx context.Context, spec sandbox.Spec, limit int, fram
 	return res, !started, fmt.Errorf("container %s ended without reporting a status: %w", shortID(w.id), readErr)
 }
 
-// handOver takes a warm container (or starts one when the pool is empty),
-// sends it the request and closes its stdin.
-func (r *Runner) handOver(ctx context.Context, frame []byte) (*warm, error) {
-	fp, _, err := r.fingerprint()
-	if err != nil {
-		return nil, err
+// handOver takes a warm container of p's flavour (or starts one when the
+// pool is empty) and sends it the request. The stream stays open: init
+// kills the command when it ends (the executor died or gave up).
+func (r *Runner) handOver(ctx context.Context, frame []byte, p *pool) (*warm, error) {
+	fp := ""
+	if !p.ro {
+		var err error
+		if fp, err = r.fingerprint(); err != nil {
+			return nil, err
+		}
 	}
 	for {
 		var w *warm
+		var err error
 		select {
-		case w = <-r.ready:
-			r.refillSoon()
+		case w = <-p.ready:
+			r.refillSoon(p)
 		default:
 		}
 		if w == nil {
-			if w, err = r.start(ctx); err != nil {
+			if w, err = r.start(ctx, p.ro); err != nil {
 				if ctx.Err() != nil {
 					return nil, fmt.Errorf("%w: %v", sandbox.ErrCanceled, context.Cause(ctx))
 				}
@@ -220,10 +229,7 @@ func (r *Runner) handOver(ctx context.Context, frame []byte) (*warm, error) {
 			return nil, sandbox.ErrClosed
 		}
 		w.conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
-		_, err := w.conn.Write(frame)
-		if err == nil {
-			err = w.closeWrite()
-		}
+		_, err = w.conn.Write(frame)
 		w.conn.SetWriteDeadline(time.Time{})
 		if err != nil {
 			// A dead warm container: nothing ran; try the next one.

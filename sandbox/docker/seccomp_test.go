@@ -140,7 +140,7 @@ func TestSeccompOption(t *testing.T) {
 }
 
 func TestContainerSpecSeccomp(t *testing.T) {
-	_, host := testRunner(t, t.TempDir()).containerSpec(nil)
+	_, host := testRunner(t, t.TempDir()).containerSpec(nil, nil)
 	if !slices.Contains(host.SecurityOpt, seccompOpt()) || !slices.Contains(host.SecurityOpt, "no-new-privileges") {
 		t.Errorf("security options %.200q", host.SecurityOpt)
 	}

@@ -71,10 +71,14 @@ func FuzzReadFrame(f *testing.F) {
 // TestMainProtocol drives Main the way the executor does, with a real
 // command on this machine.
 func TestMainProtocol(t *testing.T) {
-	var in bytes.Buffer
-	WriteFrame(&in, Request, []byte(`{"shell":"echo out; echo err >&2; cd /; exit 7","workdir":"/tmp","env":["PATH=/usr/bin:/bin"]}`))
+	var req bytes.Buffer
+	WriteFrame(&req, Request, []byte(`{"shell":"echo out; echo err >&2; cd /; exit 7","workdir":"/tmp","env":["PATH=/usr/bin:/bin"]}`))
+	// The executor keeps the stream open while the command runs.
+	open, hold := io.Pipe()
+	defer hold.Close()
+	in := io.MultiReader(&req, open)
 	var out, diag bytes.Buffer
-	if code := Main(&in, &out, &diag); code != 0 {
+	if code := Main(in, &out, &diag, nil); code != 0 {
 		t.Fatalf("Main = %d: %s", code, diag.String())
 	}
 	var got []string

@@ -33,7 +33,16 @@ const cwdFD = 3
 
 // Main runs the init protocol on in/out and returns the process exit
 // status. diag receives init's own diagnostics (the container's stderr).
-func Main(in io.Reader, out io.Writer, diag io.Writer) int {
+//
+// When expect is not nil, init first compares its mount table with it
+// (VerifyMounts) and, on any difference, sends a Fatal frame naming it
+// and exits without ever taking a request.
+//
+// After the request, init keeps reading in: its end (the executor closed
+// the stream, or died and the engine closed it) or any byte kills the
+// command's process group at once, and init's exit then takes everything
+// else in the container with it.
+func Main(in io.Reader, out io.Writer, diag io.Writer, expect []ExpectedMount) int {
 	// Not dumpable: the command (same uid) can neither ptrace init nor
 	// open /proc/1/fd to forge frames on init's stdout.
 	if os.Getpid() == 1 {
@@ -53,6 +62,13 @@ func Main(in io.Reader, out io.Writer, diag io.Writer) int {
 		}()
 	}
 	fw := &frameWriter{w: out}
+	if expect != nil {
+		if err := verifySelf(expect); err != nil {
+			fmt.Fprintln(diag, "agentbox init: refusing:", err)
+			fw.last(Fatal, []byte("mount verification: "+err.Error()))
+			return 1
+		}
+	}
 	_, bashErr := os.Stat("/bin/bash")
 	ready, _ := json.Marshal(ReadyInfo{PID: os.Getpid(), Bash: bashErr == nil, Proto: Proto})
 	if err := fw.write(Ready, ready); err != nil {
@@ -77,7 +93,7 @@ func Main(in io.Reader, out io.Writer, diag io.Writer) int {
 		fw.last(Fatal, []byte("decoding request: "+err.Error()))
 		return 1
 	}
-	st := run(req, fw, bashErr == nil)
+	st := run(req, fw, bashErr == nil, in)
 	st.InitMicros = time.Since(began).Microseconds()
 	b, _ := json.Marshal(st)
 	if err := fw.last(Exit, b); err != nil {
@@ -127,7 +143,7 @@ func lookPath(name string, env []string) string {
 	return name
 }
 
-func run(req Req, fw *frameWriter, bash bool) Status {
+func run(req Req, fw *frameWriter, bash bool, in io.Reader) Status {
 	cmd, shell := command(req, bash)
 	cmd.Env = req.Env
 	cmd.Dir = req.Workdir
@@ -191,6 +207,13 @@ func run(req Req, fw *frameWriter, bash bool) Status {
 	go pump(errR, Stderr)
 
 	pgid := cmd.Process.Pid
+	// The executor keeps the stream open while it waits; its end means
+	// nobody waits any more (killed, crashed): stop the command now.
+	go func() {
+		var b [1]byte
+		_, _ = in.Read(b[:])
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	}()
 	if req.TimeoutMS > 0 {
 		t := time.AfterFunc(time.Duration(req.TimeoutMS)*time.Millisecond+backstopGrace, func() {
 			_ = syscall.Kill(-pgid, syscall.SIGKILL)

@@ -1,0 +1,168 @@
+package config
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
+)
+
+// DefaultProtectedPaths are the workspace paths whose content makes a
+// program on the host run something the next time a person opens the
+// project, enters its directory or starts an agent in it — without the
+// person deliberately running project code. Git's own metadata is always
+// protected on top of this list (see Protection.Match).
+//
+// Why each is here:
+//   - .gitmodules: submodule URLs and paths git acts on in checkout/status.
+//   - .vscode .idea .fleet .zed .devcontainer: editor tasks, settings that
+//     name interpreters and tools, dev containers (run on open).
+//   - .envrc .mise.toml mise.toml .mise .tool-versions: direnv and mise
+//     run or load them when a shell enters the directory.
+//   - .npmrc .yarnrc .yarnrc.yml: package-manager settings naming scripts,
+//     shells and registries with tokens.
+//   - .bashrc .bash_profile .bash_login .bash_logout .profile .zshrc
+//     .zshenv .zprofile .zlogin .zlogout .gitconfig .inputrc: shell and git
+//     rc files (the workspace may be someone's home directory).
+//   - .exrc .nvimrc .nvim.lua .lazy.lua .dir-locals.el .dir-locals-2.el:
+//     vim/neovim exrc and Emacs directory-local code.
+//   - .claude .gemini .codex .cursor .continue .windsurf .mcp.json
+//     .aider.conf.yml .agentbox: agent and MCP configuration (hooks, MCP
+//     servers, commands an agent runs on start; agentbox's own policy).
+//   - .husky .githooks .pre-commit-config.yaml: hooks directories that a
+//     repository's core.hooksPath or pre-commit runs on host git commands.
+//   - .cargo/config.toml .cargo/config: rustc wrappers and runners that an
+//     editor's rust-analyzer runs on open.
+//   - .ripgreprc: options for rg, including --pre (a preprocessor program).
+var DefaultProtectedPaths = []string{
+	".gitmodules",
+	".vscode", ".idea", ".fleet", ".zed", ".devcontainer",
+	".envrc", ".mise.toml", "mise.toml", ".mise", ".tool-versions",
+	".npmrc", ".yarnrc", ".yarnrc.yml",
+	".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
+	".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout", ".gitconfig", ".inputrc",
+	".exrc", ".nvimrc", ".nvim.lua", ".lazy.lua", ".dir-locals.el", ".dir-locals-2.el",
+	".claude", ".gemini", ".codex", ".cursor", ".continue", ".windsurf", ".mcp.json",
+	".aider.conf.yml", ".agentbox",
+	".husky", ".githooks", ".pre-commit-config.yaml",
+	".cargo/config.toml", ".cargo/config",
+	".ripgreprc",
+}
+
+// GitBehaviourFiles are the entries of a git directory that decide what
+// git executes or where it reads such settings from: config, hooks,
+// includes, alternates and the pointers to other git directories.
+// Objects, refs, the index and logs are data and stay writable.
+var GitBehaviourFiles = []string{"config", "config.worktree", "commondir", "gitdir", "hooks", "info", "objects/info", "modules", "worktrees"}
+
+// Protection decides which workspace paths are protected. It is built
+// from sandbox.protected_paths; its zero value protects git metadata
+// only. Safe for concurrent use.
+type Protection struct {
+	patterns []string
+}
+
+// Protection returns the matcher for the section's protected paths.
+func (c *Sandbox) Protection() Protection {
+	return Protection{patterns: append([]string(nil), c.ProtectedPaths...)}
+}
+
+// Patterns returns the configured patterns.
+func (p Protection) Patterns() []string { return append([]string(nil), p.patterns...) }
+
+// Match reports whether the workspace-relative, slash-separated path rel
+// is protected and, if so, a sentence saying why. A pattern without a
+// slash matches that name at any depth; one with a slash matches relative
+// to the workspace root; both cover everything beneath a matched
+// directory; `*`, `?`, `[...]` and `**` work as in gitignore.
+//
+// Git metadata is always protected: in any directory named .git (and in
+// any directory isGitDir reports as a git directory, such as a bare
+// repository an agent made), the entries GitBehaviourFiles names, at any
+// depth under modules/ and worktrees/, and a .git entry itself when it
+// is a file (a gitdir pointer). isGitDir may be nil.
+func (p Protection) Match(rel string, isGitDir func(dir string) bool) (string, bool) {
+	rel = strings.TrimPrefix(path.Clean("/"+rel), "/")
+	if rel == "" {
+		return "", false
+	}
+	if why, ok := matchGit(rel, isGitDir); ok {
+		return why, true
+	}
+	for _, pat := range p.patterns {
+		if matchPattern(pat, rel) {
+			return fmt.Sprintf("%s is protected (sandbox.protected_paths: %s): a host program may run what it says", rel, pat), true
+		}
+	}
+	return "", false
+}
+
+// matchPattern applies one protected_paths pattern to rel.
+func matchPattern(pat, rel string) bool {
+	pat = strings.TrimSuffix(pat, "/")
+	anchored := strings.Contains(strings.TrimPrefix(pat, "/"), "/") || strings.HasPrefix(pat, "/")
+	pat = strings.TrimPrefix(pat, "/")
+	parts := strings.Split(rel, "/")
+	if anchored {
+		n := strings.Count(pat, "/") + 1
+		if strings.Contains(pat, "**") {
+			// Try every prefix of rel.
+			for i := 1; i <= len(parts); i++ {
+				if ok, _ := doublestar.Match(pat, strings.Join(parts[:i], "/")); ok {
+					return true
+				}
+			}
+			return false
+		}
+		if len(parts) < n {
+			return false
+		}
+		ok, _ := doublestar.Match(pat, strings.Join(parts[:n], "/"))
+		return ok
+	}
+	for _, part := range parts {
+		if ok, _ := path.Match(pat, part); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// matchGit is the built-in rule for git metadata.
+func matchGit(rel string, isGitDir func(string) bool) (string, bool) {
+	parts := strings.Split(rel, "/")
+	for i, part := range parts {
+		var gitDir string
+		switch {
+		case part == ".git":
+			if i == len(parts)-1 {
+				return rel + " is git metadata (a repository or a pointer to one)", true
+			}
+			gitDir = strings.Join(parts[:i+1], "/")
+		case isGitDir != nil && i < len(parts)-1 && isGitDir(strings.Join(parts[:i+1], "/")):
+			gitDir = strings.Join(parts[:i+1], "/")
+		default:
+			continue
+		}
+		if gitBehaviour(parts[i+1:]) {
+			return fmt.Sprintf("%s is git metadata that decides what git runs (%s)", rel, gitDir), true
+		}
+	}
+	return "", false
+}
+
+// gitBehaviour reports whether rest, the components below a git
+// directory, names one of GitBehaviourFiles or lies beneath one.
+func gitBehaviour(rest []string) bool {
+	if len(rest) == 0 {
+		return false
+	}
+	switch rest[0] {
+	case "config", "config.worktree", "commondir", "gitdir", "hooks", "info", "modules", "worktrees":
+		return true
+	case "objects":
+		return len(rest) > 1 && rest[1] == "info"
+	}
+	return false
+}

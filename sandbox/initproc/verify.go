@@ -1,0 +1,204 @@
+package initproc
+
+import (
+	"bufio"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// ExpectedMount is one bind mount the executor asked the engine for, as
+// init must find it: the mount point, and the device, inode and type of
+// the object the executor opened (and pinned) as its source.
+type ExpectedMount struct {
+	Target string `json:"t"`
+	Dev    uint64 `json:"d"`
+	Ino    uint64 `json:"i"`
+	Dir    bool   `json:"dir,omitempty"`
+	RO     bool   `json:"ro,omitempty"`
+}
+
+// ErrMounts: what got mounted is not what the executor expected.
+var ErrMounts = errors.New("unexpected mount table")
+
+// EncodeExpect encodes the expected table for init's --expect argument.
+func EncodeExpect(ms []ExpectedMount) string {
+	b, _ := json.Marshal(ms)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// DecodeExpect is EncodeExpect's inverse.
+func DecodeExpect(s string) ([]ExpectedMount, error) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return nil, fmt.Errorf("expected mounts: %w", err)
+	}
+	var ms []ExpectedMount
+	if err := json.Unmarshal(b, &ms); err != nil {
+		return nil, fmt.Errorf("expected mounts: %w", err)
+	}
+	return ms, nil
+}
+
+// MountEntry is one line of /proc/self/mountinfo.
+type MountEntry struct {
+	Target  string
+	Options []string // per-mount options (ro/rw, nosuid, …)
+	FSType  string
+	Source  string
+}
+
+// ParseMountinfo parses /proc/PID/mountinfo.
+func ParseMountinfo(r io.Reader) ([]MountEntry, error) {
+	var out []MountEntry
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		sep := -1
+		for i := 6; i < len(f); i++ {
+			if f[i] == "-" {
+				sep = i
+				break
+			}
+		}
+		if len(f) < 7 || sep < 0 || sep+2 >= len(f) {
+			return nil, fmt.Errorf("%w: malformed mountinfo line %q", ErrMounts, sc.Text())
+		}
+		out = append(out, MountEntry{
+			Target:  unescapeMount(f[4]),
+			Options: strings.Split(f[5], ","),
+			FSType:  f[sep+1],
+			Source:  unescapeMount(f[sep+2]),
+		})
+	}
+	return out, sc.Err()
+}
+
+// unescapeMount undoes the octal escapes (\040 for space, …) of mountinfo.
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// runtimeMount reports whether a mount the executor did not ask for is
+// one the container runtime always makes: the root, /proc, /dev and /sys
+// with their sub-mounts (masked and read-only paths), the engine's
+// /etc/hostname, /etc/hosts and /etc/resolv.conf, and the /tmp tmpfs.
+func runtimeMount(m MountEntry) bool {
+	t := m.Target
+	switch t {
+	case "/", "/etc/hostname", "/etc/hosts", "/etc/resolv.conf":
+		return true
+	case "/tmp":
+		return m.FSType == "tmpfs"
+	}
+	for _, p := range []string{"/proc", "/dev", "/sys"} {
+		if t == p || strings.HasPrefix(t, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// VerifyMounts compares the mount table (mountinfo, parsed) and the
+// objects at the mount points with want. It fails on any mount that is
+// neither expected nor made by the runtime, an expected mount missing or
+// mounted twice, a device/inode/type other than expected, a read-only
+// mount that is writable, and any socket at any mount point. lstat is
+// injected for tests (unix.Lstat in init).
+func VerifyMounts(table []MountEntry, want []ExpectedMount, lstat func(string, *unix.Stat_t) error) error {
+	exp := make(map[string]ExpectedMount, len(want))
+	for _, w := range want {
+		exp[w.Target] = w
+	}
+	count := map[string]int{}
+	for _, m := range table {
+		var st unix.Stat_t
+		if err := lstat(m.Target, &st); err == nil && st.Mode&unix.S_IFMT == unix.S_IFSOCK {
+			return fmt.Errorf("%w: a socket is mounted at %s", ErrMounts, m.Target)
+		}
+		w, ok := exp[m.Target]
+		if !ok {
+			if runtimeMount(m) {
+				continue
+			}
+			return fmt.Errorf("%w: %s (%s from %s) was not asked for", ErrMounts, m.Target, m.FSType, m.Source)
+		}
+		count[m.Target]++
+		if w.RO && !hasOption(m.Options, "ro") {
+			return fmt.Errorf("%w: %s should be read-only but is mounted %s", ErrMounts, m.Target, strings.Join(m.Options, ","))
+		}
+	}
+	for _, w := range want {
+		switch count[w.Target] {
+		case 0:
+			return fmt.Errorf("%w: %s is not mounted", ErrMounts, w.Target)
+		case 1:
+		default:
+			return fmt.Errorf("%w: %s is mounted %d times", ErrMounts, w.Target, count[w.Target])
+		}
+		var st unix.Stat_t
+		if err := lstat(w.Target, &st); err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrMounts, w.Target, err)
+		}
+		typ := st.Mode & unix.S_IFMT
+		if (w.Dir && typ != unix.S_IFDIR) || (!w.Dir && typ != unix.S_IFREG) {
+			return fmt.Errorf("%w: %s is not the %s that was checked (mode %o)", ErrMounts, w.Target, kind(w.Dir), st.Mode)
+		}
+		if uint64(st.Dev) != w.Dev || st.Ino != w.Ino {
+			return fmt.Errorf("%w: %s is device %d inode %d, not the checked device %d inode %d", ErrMounts, w.Target, st.Dev, st.Ino, w.Dev, w.Ino)
+		}
+	}
+	return nil
+}
+
+func kind(dir bool) string {
+	if dir {
+		return "directory"
+	}
+	return "file"
+}
+
+func hasOption(opts []string, o string) bool {
+	for _, x := range opts {
+		if x == o {
+			return true
+		}
+	}
+	return false
+}
+
+// verifySelf checks this process's own mount table against want.
+func verifySelf(want []ExpectedMount) error {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrMounts, err)
+	}
+	defer f.Close()
+	table, err := ParseMountinfo(f)
+	if err != nil {
+		return err
+	}
+	return VerifyMounts(table, want, unix.Lstat)
+}

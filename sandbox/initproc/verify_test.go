@@ -1,0 +1,157 @@
+package initproc
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+const sampleMountinfo = `600 500 0:50 / / ro,relatime master:1 - overlay overlay rw,lowerdir=x
+601 600 0:52 / /proc rw,nosuid,nodev,noexec,relatime - proc proc rw
+602 600 0:53 / /dev rw,nosuid - tmpfs tmpfs rw,size=65536k,mode=755
+603 602 0:54 / /dev/pts rw,nosuid,noexec,relatime - devpts devpts rw
+604 600 0:55 / /sys ro,nosuid,nodev,noexec,relatime - sysfs sysfs ro
+605 600 0:56 / /tmp rw,nosuid,nodev - tmpfs tmpfs rw,size=524288k
+606 600 8:1 /work/ws /work/my\040ws rw,relatime - ext4 /dev/vda rw
+607 606 8:1 /work/ws/.git /work/my\040ws/.git rw,relatime - ext4 /dev/vda rw
+608 607 8:1 /work/ws/.git/config /work/my\040ws/.git/config ro,relatime - ext4 /dev/vda rw
+609 600 8:1 /usr/bin/agentbox /.agentbox/init ro,relatime - ext4 /dev/vda rw
+610 600 8:1 /var/lib/docker/containers/x/hosts /etc/hosts rw,relatime - ext4 /dev/vda rw
+611 601 0:6 /null /proc/kcore rw,nosuid - devtmpfs udev rw
+`
+
+func TestVerifyMounts(t *testing.T) {
+	want := []ExpectedMount{
+		{Target: "/work/my ws", Dev: 1, Ino: 10, Dir: true},
+		{Target: "/work/my ws/.git", Dev: 1, Ino: 11, Dir: true},
+		{Target: "/work/my ws/.git/config", Dev: 1, Ino: 12, RO: true},
+		{Target: "/.agentbox/init", Dev: 1, Ino: 13, RO: true},
+	}
+	objects := map[string]unix.Stat_t{
+		"/work/my ws":             {Dev: 1, Ino: 10, Mode: unix.S_IFDIR},
+		"/work/my ws/.git":        {Dev: 1, Ino: 11, Mode: unix.S_IFDIR},
+		"/work/my ws/.git/config": {Dev: 1, Ino: 12, Mode: unix.S_IFREG},
+		"/.agentbox/init":         {Dev: 1, Ino: 13, Mode: unix.S_IFREG},
+	}
+	lstatWith := func(over map[string]unix.Stat_t) func(string, *unix.Stat_t) error {
+		return func(p string, st *unix.Stat_t) error {
+			if o, ok := over[p]; ok {
+				*st = o
+				return nil
+			}
+			if o, ok := objects[p]; ok {
+				*st = o
+				return nil
+			}
+			*st = unix.Stat_t{Mode: unix.S_IFDIR}
+			return nil
+		}
+	}
+	tests := []struct {
+		name  string
+		info  string
+		over  map[string]unix.Stat_t
+		want  []ExpectedMount
+		error string
+	}{
+		{name: "as expected", info: sampleMountinfo},
+		{name: "config swapped for a host file", info: sampleMountinfo,
+			over: map[string]unix.Stat_t{"/work/my ws/.git/config": {Dev: 1, Ino: 99, Mode: unix.S_IFREG}}, error: "inode 99"},
+		{name: "config swapped for a socket", info: sampleMountinfo,
+			over: map[string]unix.Stat_t{"/work/my ws/.git/config": {Dev: 1, Ino: 12, Mode: unix.S_IFSOCK}}, error: "socket"},
+		{name: "directory where a file was checked", info: sampleMountinfo,
+			over: map[string]unix.Stat_t{"/.agentbox/init": {Dev: 1, Ino: 13, Mode: unix.S_IFDIR}}, error: "not the file"},
+		{name: "another device", info: sampleMountinfo,
+			over: map[string]unix.Stat_t{"/work/my ws": {Dev: 2, Ino: 10, Mode: unix.S_IFDIR}}, error: "device 2"},
+		{name: "unexpected bind", info: sampleMountinfo + "612 600 0:30 /run/docker.sock /work/my\\040ws/x rw - tmpfs tmpfs rw\n", error: "was not asked for"},
+		{name: "socket at a runtime mount", info: sampleMountinfo,
+			over: map[string]unix.Stat_t{"/etc/hosts": {Mode: unix.S_IFSOCK}}, error: "socket"},
+		{name: "read-only mount made writable", info: strings.Replace(sampleMountinfo, "/.agentbox/init ro,", "/.agentbox/init rw,", 1), error: "read-only"},
+		{name: "expected mount missing", info: strings.Replace(sampleMountinfo, "608 607", "#", 1)[:0] + strings.Join(dropLine(sampleMountinfo, "608 "), ""), error: "not mounted"},
+		{name: "mounted twice", info: sampleMountinfo + "613 608 8:1 /etc /work/my\\040ws/.git/config ro - ext4 /dev/vda rw\n", error: "2 times"},
+		{name: "tmpfs /tmp of another type", info: strings.Replace(sampleMountinfo, "- tmpfs tmpfs rw,size=524288k", "- ext4 /dev/vda rw", 1), error: "not asked for"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			table, err := ParseMountinfo(strings.NewReader(tt.info))
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := want
+			if tt.want != nil {
+				w = tt.want
+			}
+			err = VerifyMounts(table, w, lstatWith(tt.over))
+			switch {
+			case tt.error == "" && err != nil:
+				t.Fatalf("unexpected refusal: %v", err)
+			case tt.error != "" && (err == nil || !strings.Contains(err.Error(), tt.error) || !errors.Is(err, ErrMounts)):
+				t.Fatalf("got %v, want an error containing %q", err, tt.error)
+			}
+		})
+	}
+}
+
+func dropLine(s, prefix string) []string {
+	var out []string
+	for _, l := range strings.SplitAfter(s, "\n") {
+		if !strings.HasPrefix(l, prefix) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func TestExpectRoundTrip(t *testing.T) {
+	in := []ExpectedMount{{Target: "/w s", Dev: 3, Ino: 4, Dir: true, RO: true}}
+	out, err := DecodeExpect(EncodeExpect(in))
+	if err != nil || len(out) != 1 || out[0] != in[0] {
+		t.Fatalf("%v %v", out, err)
+	}
+	if _, err := DecodeExpect("!!"); err == nil {
+		t.Fatal("bad encoding accepted")
+	}
+}
+
+// TestMainRefusesUnexpectedMounts: with an expectation this process's
+// real mount table cannot meet, init sends Fatal and never takes a
+// request.
+func TestMainRefusesUnexpectedMounts(t *testing.T) {
+	var req, out, diag bytes.Buffer
+	WriteFrame(&req, Request, []byte(`{"argv":["true"]}`))
+	code := Main(&req, &out, &diag, []ExpectedMount{{Target: "/nonexistent-agentbox-mount", Dev: 1, Ino: 1}})
+	if code == 0 {
+		t.Fatal("init accepted a mount table it did not expect")
+	}
+	typ, p, err := ReadFrame(&out)
+	if err != nil || typ != Fatal || !strings.Contains(string(p), "mount verification") {
+		t.Fatalf("first frame %q %q %v", typ, p, err)
+	}
+}
+
+// TestMainKillsWhenStreamEnds: the executor's stream ending (it died)
+// kills the command at once.
+func TestMainKillsWhenStreamEnds(t *testing.T) {
+	var req bytes.Buffer
+	WriteFrame(&req, Request, []byte(`{"shell":"sleep 30","workdir":"/tmp","env":["PATH=/usr/bin:/bin"]}`))
+	open, hold := io.Pipe()
+	in := io.MultiReader(&req, open)
+	var out, diag bytes.Buffer
+	done := make(chan int)
+	go func() { done <- Main(in, &out, &diag, nil) }()
+	time.Sleep(200 * time.Millisecond)
+	hold.Close()
+	select {
+	case <-done:
+	case <-time.After(3 * time.Second):
+		t.Fatal("the command outlived its executor's stream by 3 s")
+	}
+	if !strings.Contains(out.String(), "SIGKILL") {
+		t.Errorf("exit frame does not report the kill: %q", out.String())
+	}
+}
