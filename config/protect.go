@@ -77,11 +77,12 @@ func (p Protection) Patterns() []string { return append([]string(nil), p.pattern
 // to the workspace root; both cover everything beneath a matched
 // directory; `*`, `?`, `[...]` and `**` work as in gitignore.
 //
-// Git metadata is always protected: in any directory named .git (and in
-// any directory isGitDir reports as a git directory, such as a bare
-// repository an agent made), the entries GitBehaviourFiles names, at any
-// depth under modules/ and worktrees/, and a .git entry itself when it
-// is a file (a gitdir pointer). isGitDir may be nil.
+// Git metadata is always protected: in any directory named .git the
+// entries GitBehaviourFiles names (everything under modules/ and
+// worktrees/); a .git entry itself (a new repository, a gitdir pointer
+// file); and in any other directory isGitDir reports as git-like (it has
+// a HEAD, objects or refs entry: a bare repository an agent may be
+// assembling) those entries too. isGitDir may be nil.
 func (p Protection) Match(rel string, isGitDir func(dir string) bool) (string, bool) {
 	rel = strings.TrimPrefix(path.Clean("/"+rel), "/")
 	if rel == "" {
@@ -133,20 +134,25 @@ func matchPattern(pat, rel string) bool {
 func matchGit(rel string, isGitDir func(string) bool) (string, bool) {
 	parts := strings.Split(rel, "/")
 	for i, part := range parts {
-		var gitDir string
-		switch {
-		case part == ".git":
-			if i == len(parts)-1 {
-				return rel + " is git metadata (a repository or a pointer to one)", true
+		if part == ".git" && i == len(parts)-1 {
+			return rel + " is git metadata (a repository or a pointer to one)", true
+		}
+		rest := parts[i+1:]
+		dir := strings.Join(parts[:i+1], "/")
+		if part == ".git" {
+			if gitBehaviour(rest) {
+				return fmt.Sprintf("%s is git metadata that decides what git runs (%s)", rel, dir), true
 			}
-			gitDir = strings.Join(parts[:i+1], "/")
-		case isGitDir != nil && i < len(parts)-1 && isGitDir(strings.Join(parts[:i+1], "/")):
-			gitDir = strings.Join(parts[:i+1], "/")
-		default:
 			continue
 		}
-		if gitBehaviour(parts[i+1:]) {
-			return fmt.Sprintf("%s is git metadata that decides what git runs (%s)", rel, gitDir), true
+		// Any other directory that looks like a git directory (a bare
+		// repository git would use when someone runs it there): its
+		// behaviour files and the entries that make it a repository
+		// (HEAD, objects, refs), so that one cannot be assembled piece
+		// by piece either.
+		if len(rest) > 0 && (gitBehaviour(rest) || rest[0] == "HEAD" || rest[0] == "objects" || rest[0] == "refs") &&
+			isGitDir != nil && isGitDir(dir) {
+			return fmt.Sprintf("%s makes or changes a git repository in %s that git would use there", rel, dir), true
 		}
 	}
 	return "", false

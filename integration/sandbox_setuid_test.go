@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/images"
 	"github.com/agentbox/agentbox/sandbox"
 )
@@ -87,7 +88,7 @@ func modeOf(t *testing.T, p string) fs.FileMode {
 func TestSandboxSetuidBusybox(t *testing.T) {
 	ws := rootWorkspace(t)
 	before := tree(t, ws)
-	r, _ := newRunner(t, ws, nil)
+	r, _ := newRunner(t, ws, func(c *config.Config) { c.Sandbox.AllowRootWorkspace = true })
 	res, err := runIn(t, r, sandbox.Spec{Shell: `id -u
 printf 'hi\n' > plain; echo "create=$?"
 chmod 0755 plain; echo "c755=$?"
@@ -225,6 +226,7 @@ chown 0:0 host-suid-c; echo "chown=$?"
 	}
 	cfg := testConfig(t, ws)
 	cfg.Sandbox.Image = images.Host
+	cfg.Sandbox.AllowRootWorkspace = true
 	r := openRunner(t, cfg)
 	res, err := runIn(t, r, sandbox.Spec{Shell: script, Timeout: 2 * time.Minute})
 	must(t, err)

@@ -23,6 +23,7 @@ type Call struct {
 	before map[string]*Node // file scope: their pre-images (nil = absent)
 	unlock func()
 	done   bool
+	keep   KeepFunc // SetKeep
 }
 
 // pendingRec is the durable record of work in progress; recovery reads it
@@ -222,12 +223,12 @@ func (c *Call) Finish(ctx context.Context) (Entry, error) {
 	}
 	c.done = true
 	defer c.unlock()
-	return c.s.finishCall(ctx, &c.rec, c.pre, false)
+	return c.s.finishCall(ctx, &c.rec, c.pre, false, c.keep)
 }
 
 // finishCall computes and commits a call's changeset. pre is the whole
 // manifest before the call (nil: load the saved one).
-func (s *Store) finishCall(ctx context.Context, rec *pendingRec, pre *index, interrupted bool) (Entry, error) {
+func (s *Store) finishCall(ctx context.Context, rec *pendingRec, pre *index, interrupted bool, keep KeepFunc) (Entry, error) {
 	e := Entry{ID: rec.ID, Time: rec.Time, CallInfo: rec.info(), Kind: KindCall, Interrupted: interrupted}
 	var post *index
 	if rec.Whole {
@@ -272,6 +273,10 @@ func (s *Store) finishCall(ctx context.Context, rec *pendingRec, pre *index, int
 				}
 			}
 		}
+	}
+	var gerr error
+	if e.Changes, e.Reverted, gerr = s.guard(ctx, rec.ID, e.Changes, keep, post); gerr != nil {
+		e.RevertError = gerr.Error()
 	}
 	if err := s.commitEntry(e); err != nil {
 		return Entry{}, err
@@ -343,7 +348,7 @@ func (s *Store) recover(ctx context.Context) error {
 		}
 		if rec.Detached && rec.Phase == phaseRunning {
 			s.opts.log.Info("snapshot: completing detached call whose process died", "call", id)
-			if _, err := s.finishDetached(ctx, &rec, nil, true); err != nil {
+			if _, err := s.finishDetached(ctx, &rec, nil, true, nil); err != nil {
 				if ctx.Err() != nil {
 					return fmt.Errorf("snapshot: recovering call %s: %w", id, err)
 				}
@@ -364,7 +369,7 @@ func (s *Store) recover(ctx context.Context) error {
 		s.opts.log.Info("snapshot: completing interrupted call", "call", id, "kind", rec.Kind)
 		switch rec.Kind {
 		case KindCall:
-			_, err = s.finishCall(ctx, &rec, nil, true)
+			_, err = s.finishCall(ctx, &rec, nil, true, nil)
 		case KindUndo, KindRollback:
 			_, err = s.applyAndCommit(ctx, &rec, true)
 		default:

@@ -9,11 +9,38 @@ import (
 // OpenConfig opens the store of cfg's workspace with the options of its
 // snapshot section (excludes, compression); opts are applied after them.
 func OpenConfig(ctx context.Context, cfg *config.Config, opts ...Option) (*Store, error) {
-	base := []Option{WithExclude(cfg.Snapshot.Exclude...), WithCompression(cfg.Snapshot.Compress)}
+	base := []Option{WithExclude(cfg.Snapshot.Exclude...), WithCompression(cfg.Snapshot.Compress),
+		WithProtection(ProtectConfig(cfg))}
 	return Open(ctx, cfg.WorkspaceStateDir(), cfg.Workspace, append(base, opts...)...)
 }
 
 // Policy is the gc retention of cfg's snapshot section.
 func Policy(cfg *config.Config) GCPolicy {
 	return GCPolicy{KeepCalls: cfg.Snapshot.KeepCalls, MaxAge: cfg.Snapshot.MaxAge, MaxBytes: cfg.Snapshot.MaxBytes}
+}
+
+// ProtectConfig is the protection of cfg's sandbox section
+// (config.Protection) over cfg's workspace. The git-directory test looks
+// at the workspace itself, beneath it and without following symlinks.
+func ProtectConfig(cfg *config.Config) func() ProtectFunc {
+	prot := cfg.Sandbox.Protection()
+	ws := cfg.Workspace
+	return func() ProtectFunc {
+		memo := map[string]bool{}
+		isGitDir := func(dir string) bool {
+			if v, ok := memo[dir]; ok {
+				return v
+			}
+			v := false
+			for _, name := range []string{"HEAD", "objects", "refs"} {
+				if _, err := lstatBeneathPath(ws, dir+"/"+name); err == nil {
+					v = true
+					break
+				}
+			}
+			memo[dir] = v
+			return v
+		}
+		return func(rel string) (string, bool) { return prot.Match(rel, isGitDir) }
+	}
 }

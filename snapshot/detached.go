@@ -49,6 +49,7 @@ type Detached struct {
 	pre  *index
 	live *os.File
 	done bool
+	keep KeepFunc // SetKeep
 }
 
 // ErrFinished is returned by a second Finish or Abort of a Detached.
@@ -143,7 +144,7 @@ func (d *Detached) Finish(ctx context.Context) (Entry, error) {
 		return Entry{}, err
 	}
 	defer unlock()
-	e, err := d.s.finishDetached(ctx, &d.rec, d.pre, false)
+	e, err := d.s.finishDetached(ctx, &d.rec, d.pre, false, d.keep)
 	if err != nil {
 		return Entry{}, err
 	}
@@ -194,7 +195,7 @@ func (s *Store) detachedLive(id string) bool {
 
 // finishDetached journals a detached call under the store lock. pre is
 // its pre-scan manifest (nil: load it from the record's blob).
-func (s *Store) finishDetached(ctx context.Context, rec *pendingRec, pre *index, interrupted bool) (Entry, error) {
+func (s *Store) finishDetached(ctx context.Context, rec *pendingRec, pre *index, interrupted bool, keep KeepFunc) (Entry, error) {
 	if pre == nil {
 		data, err := s.readBlob(rec.Manifest)
 		if err != nil {
@@ -278,6 +279,11 @@ func (s *Store) finishDetached(ctx context.Context, rec *pendingRec, pre *index,
 				e.Changes = append(e.Changes, ch)
 			}
 		}
+	}
+	sort.Slice(e.Changes, func(i, j int) bool { return e.Changes[i].Path < e.Changes[j].Path })
+	var gerr error
+	if e.Changes, e.Reverted, gerr = s.guard(ctx, id, e.Changes, keep, post); gerr != nil {
+		e.RevertError = gerr.Error()
 	}
 	// The entry's ID is recorded before the commit so that recovery never
 	// journals the call twice.

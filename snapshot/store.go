@@ -43,6 +43,7 @@ type options struct {
 	workers  int
 	compress bool
 	hooks    func(point string) // test hook: called at named points
+	protect  func() ProtectFunc // WithProtection
 	lockPoll time.Duration
 }
 

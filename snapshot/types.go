@@ -149,6 +149,12 @@ type Entry struct {
 	Overlapped []string `json:"overlapped,omitempty"`
 	// Changes are sorted by path.
 	Changes []Change `json:"changes"`
+	// Reverted lists the call's changes to protected paths that were
+	// reverted before it was journaled (see WithProtection).
+	Reverted []Protected `json:"reverted,omitempty"`
+	// RevertError says which changes to protected paths could not be
+	// reverted (they are in Changes).
+	RevertError string `json:"revert_error,omitempty"`
 }
 
 // Scope says what a call may change.

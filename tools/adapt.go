@@ -155,6 +155,9 @@ func (s SnapshotStore) Begin(ctx context.Context, info SnapshotInfo, scope Scope
 	if err != nil {
 		return nil, err
 	}
+	if info.Keep != nil {
+		call.SetKeep(keepFunc(info.Keep))
+	}
 	return snapCall{call}, nil
 }
 
@@ -163,6 +166,9 @@ func (s SnapshotStore) BeginDetached(ctx context.Context, info SnapshotInfo) (Sn
 	d, err := s.Store.BeginDetached(ctx, snapshot.CallInfo{Session: info.Session, Tool: info.Tool, Summary: info.Summary})
 	if err != nil {
 		return nil, err
+	}
+	if info.Keep != nil {
+		d.SetKeep(keepFunc(info.Keep))
 	}
 	return snapDetached{d}, nil
 }
@@ -180,11 +186,24 @@ func (s snapDetached) Finish(ctx context.Context) (JournalEntry, error) {
 func (s snapDetached) Abort(ctx context.Context) error { return s.d.Abort(ctx) }
 
 func journalEntry(e snapshot.Entry) JournalEntry {
-	out := JournalEntry{ID: e.ID, Changes: make([]Change, 0, len(e.Changes))}
+	out := JournalEntry{ID: e.ID, Changes: make([]Change, 0, len(e.Changes)), RevertError: e.RevertError}
 	for _, c := range e.Changes {
 		out.Changes = append(out.Changes, Change{Path: c.Path, Op: string(c.Op)})
 	}
+	for _, r := range e.Reverted {
+		out.Reverted = append(out.Reverted, ProtectedChange{Path: r.Path, Op: string(r.Op), Reason: r.Reason})
+	}
 	return out
+}
+
+func keepFunc(keep func(context.Context, []ProtectedChange) []string) snapshot.KeepFunc {
+	return func(ctx context.Context, ps []snapshot.Protected) []string {
+		in := make([]ProtectedChange, 0, len(ps))
+		for _, p := range ps {
+			in = append(in, ProtectedChange{Path: p.Path, Op: string(p.Op), Reason: p.Reason})
+		}
+		return keep(ctx, in)
+	}
 }
 
 type snapCall struct{ c *snapshot.Call }

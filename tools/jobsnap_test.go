@@ -79,7 +79,7 @@ func TestSnapshotStageDetached(t *testing.T) {
 				store = ds
 			}
 			c := &Call{ID: "c1", Session: NewSession("s", "/ws"), Name: "BG", Tool: bg, Params: &tc.params}
-			h := SnapshotStage(store)(func(ctx context.Context, c *Call) Result {
+			h := SnapshotStage(store, nil)(func(ctx context.Context, c *Call) Result {
 				env := &Env{Jobs: tc.jobs, Detached: c.Detached}
 				res, err := bg.Run(ctx, env, c.Params)
 				if err != nil {

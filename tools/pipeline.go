@@ -57,6 +57,10 @@ type Call struct {
 	// Progress receives streamed output; may be nil.
 	Progress func(Chunk)
 	Started  time.Time
+	// ProtectedApproved lists the protected paths of a file-scoped call
+	// that a person or an explicit allow rule approved (ProtectStage):
+	// their changes are kept after the call.
+	ProtectedApproved []string
 }
 
 // Decision is how the permission stages decided.
@@ -72,6 +76,19 @@ type Decision struct {
 type JournalEntry struct {
 	ID      string   `json:"id"`
 	Changes []Change `json:"changes"`
+	// Reverted are the call's changes to protected paths that were
+	// reverted before it was journaled; RevertError names those that
+	// could not be (they are in Changes).
+	Reverted    []ProtectedChange `json:"reverted,omitempty"`
+	RevertError string            `json:"revert_error,omitempty"`
+}
+
+// ProtectedChange is a change to a protected path, with why it is
+// protected.
+type ProtectedChange struct {
+	Path   string `json:"path"`
+	Op     string `json:"op"`
+	Reason string `json:"reason"`
 }
 
 // Change is one changed path (relative to the workspace).
@@ -124,6 +141,10 @@ type Options struct {
 	Audit     AuditLog
 
 	Limits Limits
+	// Protected reports whether a workspace-relative path is protected
+	// and why (config.Protection); nil protects nothing here (the
+	// snapshot store still reverts what its own protection covers).
+	Protected func(rel string) (reason string, protected bool)
 	// MaxInputBytes bounds a call's JSON input (default 32 MiB).
 	MaxInputBytes int
 	// Parallelism bounds concurrent calls in a batch (default 10).
@@ -144,6 +165,10 @@ type Snapshotter interface {
 // SnapshotInfo describes the call being journaled.
 type SnapshotInfo struct {
 	CallID, Session, Tool, Summary string
+	// Keep is asked, after the call ran, which of its changes to
+	// protected paths to keep; the rest are reverted before the entry is
+	// journaled. Nil reverts them all.
+	Keep func(ctx context.Context, changes []ProtectedChange) (keep []string)
 }
 
 // SnapshotCall is one begun snapshot.
@@ -207,9 +232,10 @@ func NewPipeline(reg *Registry, opts Options) *Pipeline {
 		ClassifyStage(opts.Classify),
 		Rules(opts.Rules, pc),
 		ModeStage(opts.Mode, opts.Workspace, opts.Grants),
+		ProtectStage(opts.Protected, opts.Workspace, opts.Mode),
 		ApprovalStage(opts.Approver, opts.Grants, opts.Now),
 		ReadBeforeWrite(p.newEnv),
-		SnapshotStage(opts.Snapshots),
+		SnapshotStage(opts.Snapshots, opts.Approver),
 	)
 	return p
 }

@@ -3,6 +3,8 @@ package tools
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 )
 
 // SnapshotStage snapshots what a mutating call can touch before it runs
@@ -17,7 +19,12 @@ import (
 // snapshot to its job (Env.AttachJobSnapshot) the job's end journals it.
 // If the tool attached nothing (the job did not start) it is finished or
 // aborted here like any call.
-func SnapshotStage(store Snapshotter) Stage {
+//
+// Changes to protected paths found in the changeset are reverted before
+// the entry is journaled unless the call was approved for them or ap, asked
+// after the run, says to keep them; the result tells the model and the
+// operator what was reverted and why.
+func SnapshotStage(store Snapshotter, ap Approver) Stage {
 	return func(next Handler) Handler {
 		return func(ctx context.Context, c *Call) Result {
 			sc := ScopeOf(c)
@@ -25,7 +32,7 @@ func SnapshotStage(store Snapshotter) Stage {
 			if sc.Kind == ScopeNone || store == nil {
 				return next(ctx, c)
 			}
-			info := SnapshotInfo{CallID: c.ID, Session: c.Session.ID, Tool: c.Tool.Name(), Summary: Summarize(c)}
+			info := SnapshotInfo{CallID: c.ID, Session: c.Session.ID, Tool: c.Tool.Name(), Summary: Summarize(c), Keep: keepFor(c, ap)}
 			var snap SnapshotCall
 			var err error
 			ds, detached := store.(DetachedSnapshotter)
@@ -70,6 +77,7 @@ func SnapshotStage(store Snapshotter) Stage {
 			if entry.ID != "" {
 				res.SetMeta("journal_id", entry.ID)
 			}
+			reportReverted(&res, entry)
 			changes := entry.Changes
 			if changes == nil {
 				changes = []Change{}
@@ -99,4 +107,23 @@ func refusedBeforeActing(k ErrorKind) bool {
 		return true
 	}
 	return false
+}
+
+// reportReverted tells the model (and through the meta, the operator)
+// which changes to protected paths were reverted.
+func reportReverted(res *Result, e JournalEntry) {
+	if len(e.Reverted) > 0 {
+		res.SetMeta("reverted", e.Reverted)
+		var b strings.Builder
+		b.WriteString("\n\nagentbox reverted this call's changes to protected paths (a host program would run or load them without anyone deciding to run project code):")
+		for _, r := range e.Reverted {
+			fmt.Fprintf(&b, "\n- %s (%s): %s", r.Path, r.Op, r.Reason)
+		}
+		b.WriteString("\nDo not retry; if the change is needed, ask the user to make it or to approve it.")
+		res.Content += b.String()
+	}
+	if e.RevertError != "" {
+		res.SetMeta("revert_error", e.RevertError)
+		res.Content += "\n\nWARNING: " + e.RevertError + ". The operator must review them (agentbox history, agentbox undo)."
+	}
 }

@@ -102,6 +102,7 @@ func (r *Runner) start(ctx context.Context, ro bool) (w *warm, err error) {
 	srcs, err := r.sources(ro)
 	defer closeSources(srcs)
 	if err != nil {
+		r.log.Warn("refusing to start a container", "read_only", ro, "err", err)
 		return nil, err
 	}
 	fp := ""
@@ -109,11 +110,13 @@ func (r *Runner) start(ctx context.Context, ro bool) (w *warm, err error) {
 		fp = fingerprintOf(srcs)
 	}
 	n := seq.Add(1)
-	pins, err := pin(filepath.Join(r.pinBase, fmt.Sprintf("%d-%s-%d", os.Getpid(), r.pidStart, n)), srcs, r.log.Warn)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+	var pinned *pins
+	if !r.noPins {
+		if pinned, err = pin(filepath.Join(r.pinBase, fmt.Sprintf("%d-%s-%d", os.Getpid(), r.pidStart, n)), srcs, r.log.Warn); err != nil {
+			return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+		}
 	}
-	defer pins.release()
+	defer func() { pinned.release() }()
 	name := fmt.Sprintf("agentbox-%s-%d", r.id[:8], n)
 	cfg, host := r.containerSpec(dockerMounts(srcs), expected(srcs))
 	created, err := r.cli.ContainerCreate(ctx, cfg, host, nil, nil, name)
@@ -140,8 +143,8 @@ func (r *Runner) start(ctx context.Context, ro bool) (w *warm, err error) {
 	}
 	// The runtime has made the container's mounts: its copies do not
 	// need the pins any more.
-	pins.release()
-	pins = nil
+	pinned.release()
+	pinned = nil
 	frames := &demux{r: hj.Reader, diag: func(p []byte) {
 		r.log.Debug("init stderr", "container", shortID(id), "text", string(p))
 	}}

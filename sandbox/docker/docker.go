@@ -79,6 +79,7 @@ type Runner struct {
 	seccomp    string   // the "seccomp=..." security option (seccompFor)
 	wsFD       *os.File // O_PATH descriptor of the workspace, held for the Runner's life
 	pinBase    string   // root-only directory of bind-source pins (pin.go)
+	noPins     bool     // WithoutPins
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -107,7 +108,14 @@ type Option func(*options)
 type options struct {
 	hostMounts    []string
 	hostMountsSet bool
+	noPins        bool
 }
+
+// WithoutPins hands Docker the workspace paths of bind sources instead of
+// pinned mounts, as agentbox must when it lacks the privilege to mount
+// (pin.go): init's check of what got mounted is then the only guard. For
+// tests of that guard, and for operators who cannot pin.
+func WithoutPins() Option { return func(o *options) { o.noPins = true } }
 
 // WithHostMounts sets the host paths bind-mounted read-only at the same
 // path in every container (by default those of the host image when the
@@ -200,7 +208,7 @@ func New(ctx context.Context, cli *client.Client, cfg *config.Config, log *slog.
 		uid: int(st.Uid), gid: int(st.Gid), user: fmt.Sprintf("%d:%d", st.Uid, st.Gid),
 		initPath: initPath, hostMounts: hm, path: path, id: hex.EncodeToString(idb[:]), hostname: host,
 		pidStart: procStart(os.Getpid()), running: map[string]*warm{}, seccomp: secOpt,
-		wsFD: wsFD, pinBase: filepath.Join(cfg.WorkspaceStateDir(), "pins"),
+		wsFD: wsFD, pinBase: filepath.Join(cfg.WorkspaceStateDir(), "pins"), noPins: o.noPins,
 	}
 	if _, err := r.fingerprint(); err != nil {
 		wsFD.Close()

@@ -123,6 +123,7 @@ func openWorkspace(ws string) (*os.File, error) {
 // sandbox.protected_paths.
 func (r *Runner) protectedSources(ws int) ([]bindSource, error) {
 	var out []bindSource
+	var openIn func(dir int, name, rel string) (*os.File, bool, error)
 	add := func(rel string, ro bool, f *os.File) error {
 		b := bindSource{target: filepath.Join(r.workspace, filepath.FromSlash(rel)), fd: f, ro: ro,
 			path: filepath.Join(r.workspace, filepath.FromSlash(rel))}
@@ -132,8 +133,9 @@ func (r *Runner) protectedSources(ws int) ([]bindSource, error) {
 		}
 		return nil
 	}
-	open := func(rel string) (*os.File, bool, error) {
-		f, err := openBeneath(ws, rel)
+	open := func(rel string) (*os.File, bool, error) { return openIn(ws, rel, rel) }
+	openIn = func(dir int, name, rel string) (*os.File, bool, error) {
+		f, err := openBeneath(dir, name)
 		switch {
 		case err == nil:
 			return f, true, nil
@@ -167,8 +169,10 @@ func (r *Runner) protectedSources(ws int) ([]bindSource, error) {
 				return out, err
 			}
 			r.ensureGitPlaceholders(int(git.Fd()))
+			// Opened relative to the .git just opened, so that .git and
+			// its entries are one directory, whatever is renamed meanwhile.
 			for _, name := range config.GitBehaviourFiles {
-				f, ok, err := open(".git/" + name)
+				f, ok, err := openIn(int(git.Fd()), name, ".git/"+name)
 				if err != nil {
 					return out, err
 				}

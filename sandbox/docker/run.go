@@ -195,6 +195,7 @@ func (r *Runner) handOver(ctx context.Context, frame []byte, p *pool) (*warm, er
 	if !p.ro {
 		var err error
 		if fp, err = r.fingerprint(); err != nil {
+			r.log.Warn("refusing to hand over a command", "err", err)
 			return nil, err
 		}
 	}

@@ -1,0 +1,197 @@
+package snapshot
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Protected paths.
+//
+// Some workspace paths make a program on the host run something the next
+// time a person opens the project (.git/config, .vscode/, .envrc, …).
+// A store opened WithProtection checks every call's changeset before it
+// is journaled: each change to a protected path (created, modified,
+// deleted, type or mode changed, at any depth) is reverted at once, under
+// the store lock, unless the call's Keep function (Call.SetKeep) says a
+// person approved keeping it. Reverted changes are not in the entry's
+// Changes; they are listed in Reverted. A change to a directory that was
+// created or replaced takes everything the call changed beneath it along.
+//
+// The window in which such a change exists on disk is the rest of the
+// command's run plus the post-scan: it ends before the call returns.
+// Recovery after a crash applies the same rule, without asking.
+
+// ProtectFunc reports whether a workspace-relative path is protected and
+// why (a sentence for people). It must be safe for concurrent use.
+type ProtectFunc func(rel string) (reason string, protected bool)
+
+// Protected is one change to a protected path.
+type Protected struct {
+	Change
+	Reason string
+}
+
+// KeepFunc is asked, for a call, which changes to protected paths a person
+// approved keeping. It returns the paths to keep; everything else is
+// reverted. ctx carries the caller's deadline.
+type KeepFunc func(ctx context.Context, changes []Protected) (keep []string)
+
+// WithProtection makes the store revert changes to protected paths before
+// journaling them (see Protected). newFn makes the matcher for one call
+// (it may cache what it looks up on disk for that call).
+func WithProtection(newFn func() ProtectFunc) Option { return func(o *options) { o.protect = newFn } }
+
+// SetKeep sets the function asked which protected changes to keep; without
+// one every protected change is reverted.
+func (c *Call) SetKeep(fn KeepFunc) { c.keep = fn }
+
+// SetKeep sets the function asked which protected changes to keep; without
+// one every protected change is reverted.
+func (d *Detached) SetKeep(fn KeepFunc) {
+	d.mu.Lock()
+	d.keep = fn
+	d.mu.Unlock()
+}
+
+// guard splits changes into those to journal and those to revert, reverts
+// the latter and updates post (the manifest after the call) for them. It
+// returns the changes to journal, the reverted ones, and an error when a
+// revert failed (the changes it could not revert stay in the journal).
+func (s *Store) guard(ctx context.Context, id string, changes []Change, keep KeepFunc, post *index) ([]Change, []Protected, error) {
+	if s.opts.protect == nil || len(changes) == 0 {
+		return changes, nil, nil
+	}
+	var hits []Protected
+	protect := s.opts.protect()
+	for _, ch := range changes {
+		if why, ok := protect(ch.Path); ok {
+			hits = append(hits, Protected{Change: ch, Reason: why})
+		}
+	}
+	if len(hits) == 0 {
+		return changes, nil, nil
+	}
+	kept := map[string]bool{}
+	if keep != nil {
+		for _, p := range keep(ctx, hits) {
+			kept[p] = true
+		}
+	}
+	revert := map[string]string{}
+	var roots []string // created or replaced: everything beneath goes too
+	for _, h := range hits {
+		if kept[h.Path] {
+			continue
+		}
+		revert[h.Path] = h.Reason
+		if h.Old == nil || h.Op == OpTypeChanged {
+			roots = append(roots, h.Path+"/")
+		}
+	}
+	if len(revert) == 0 {
+		return changes, nil, nil
+	}
+	for _, ch := range changes {
+		for _, r := range roots {
+			if strings.HasPrefix(ch.Path, r) {
+				if _, ok := revert[ch.Path]; !ok {
+					revert[ch.Path] = "beneath " + strings.TrimSuffix(r, "/") + ", which was reverted"
+				}
+			}
+		}
+	}
+	var journal []Change
+	var reverted []Protected
+	var items []planItem
+	for _, ch := range changes {
+		why, ok := revert[ch.Path]
+		if !ok {
+			journal = append(journal, ch)
+			continue
+		}
+		reverted = append(reverted, Protected{Change: ch, Reason: why})
+		items = append(items, planItem{Path: ch.Path, Target: ch.Old})
+	}
+	// Deepest first for removals is the restore's business; keep a stable
+	// order for the journal.
+	sort.Slice(items, func(i, j int) bool { return items[i].Path < items[j].Path })
+	written, err := s.apply(ctx, id+"-guard", items, true)
+	rootfd, ferr := s.openRoot()
+	if ferr == nil {
+		defer closeFD(rootfd)
+	}
+	var failed []Change
+	for _, r := range reverted {
+		after, known := written[r.Path]
+		if !known && ferr == nil {
+			var serr error
+			if after, serr = s.statPath(rootfd, r.Path, nil); serr != nil {
+				after = nil
+			}
+		}
+		if !sameContent(nodeOf(after), r.Old) {
+			failed = append(failed, r.Change)
+		}
+		if post != nil {
+			if after == nil {
+				delete(post.entries, r.Path)
+			} else {
+				post.entries[r.Path] = after
+			}
+		}
+	}
+	if len(failed) > 0 {
+		// What could not be reverted is journaled, so that people see it
+		// and can undo it.
+		journal = append(journal, failed...)
+		sort.Slice(journal, func(i, j int) bool { return journal[i].Path < journal[j].Path })
+		var ok []Protected
+		bad := map[string]bool{}
+		for _, f := range failed {
+			bad[f.Path] = true
+		}
+		for _, r := range reverted {
+			if !bad[r.Path] {
+				ok = append(ok, r)
+			}
+		}
+		reverted = ok
+		if err == nil {
+			err = errRevert(failed)
+		}
+	}
+	return journal, reverted, err
+}
+
+func closeFD(fd int) { _ = unix.Close(fd) }
+
+// errRevert describes changes to protected paths that could not be reverted.
+func errRevert(failed []Change) error {
+	paths := make([]string, 0, len(failed))
+	for _, f := range failed {
+		paths = append(paths, quotePath(f.Path))
+	}
+	return fmt.Errorf("snapshot: changes to protected paths could not be reverted: %s", strings.Join(paths, ", "))
+}
+
+// lstatBeneathPath reports whether rel exists beneath ws, without
+// following symlinks on the way.
+func lstatBeneathPath(ws, rel string) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	fd, err := unix.Openat2(unix.AT_FDCWD, ws, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_DIRECTORY})
+	if err != nil {
+		return st, err
+	}
+	defer unix.Close(fd)
+	f, err := unix.Openat2(fd, rel, &unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS})
+	if err != nil {
+		return st, err
+	}
+	defer unix.Close(f)
+	return st, unix.Fstat(f, &st)
+}

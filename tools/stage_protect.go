@@ -1,0 +1,132 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentbox/agentbox/tools/permission"
+)
+
+// ProtectStage makes a file-changing call (Write, Edit, MultiEdit: any
+// tool that is not read-only and names paths) on a protected path ask, in
+// every mode — bypassPermissions included — unless an explicit allow rule
+// matched the call; in dontAsk mode it is refused. A protected path is
+// one a host program may run or load (config.Protection); the question
+// says why. The path is checked as written and as it resolves beneath the
+// workspace (a symlink into .git is no way around it). The approved paths
+// are recorded on the call so that the snapshot stage keeps their changes.
+func ProtectStage(protected func(rel string) (string, bool), workspace string, mode permission.Mode) Stage {
+	return func(next Handler) Handler {
+		return func(ctx context.Context, c *Call) Result {
+			if protected == nil || c.Decision.Action == permission.Deny || c.Tool.ReadOnly(c.Params) {
+				return next(ctx, c)
+			}
+			if _, isCmd := CommandOf(c.Params); isCmd {
+				return next(ctx, c) // shell commands: the changeset check (SnapshotStage)
+			}
+			var hits, rels, reasons []string
+			for _, p := range PathsOf(c.Params) {
+				forms := relForms(workspace, p)
+				for _, rel := range forms {
+					if why, ok := protected(rel); ok {
+						hits = append(hits, p)
+						rels = append(rels, forms...)
+						reasons = append(reasons, why)
+						break
+					}
+				}
+			}
+			if len(hits) == 0 {
+				return next(ctx, c)
+			}
+			// Kept after the call only if it runs, i.e. if allowed below.
+			c.ProtectedApproved = rels
+			if c.Match.Action == permission.Allow && c.Match.Rule != nil {
+				return next(ctx, c)
+			}
+			reason := strings.Join(reasons, "; ")
+			if mode == permission.ModeDontAsk {
+				c.Decision = Decision{Action: permission.Deny, By: "protected", Reason: reason}
+				return Fail(ErrPermissionDenied, "agentbox refused this %s call: %s. Changing it needs a person's approval, and mode dontAsk never asks; an operator can allow it with a rule such as %s(%s).",
+					c.Tool.Name(), reason, c.Tool.Name(), ruleFor(workspace, hits[0]))
+			}
+			c.Decision = Decision{Action: permission.Ask, By: "protected", Reason: reason + " — a person must approve this change"}
+			return next(ctx, c)
+		}
+	}
+}
+
+// relForms is the workspace-relative form of p as written and as it
+// resolves (symlinks followed while they stay inside the workspace; a
+// missing tail resolves through its nearest existing parent).
+func relForms(workspace, p string) []string {
+	var out []string
+	if rel, err := filepath.Rel(workspace, p); err == nil && filepath.IsLocal(rel) {
+		out = append(out, filepath.ToSlash(rel))
+	}
+	dir, tail := p, ""
+	for dir != workspace && dir != "/" && dir != "." {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			if rel, err := filepath.Rel(workspace, filepath.Join(real, tail)); err == nil && filepath.IsLocal(rel) {
+				out = append(out, filepath.ToSlash(rel))
+			}
+			break
+		}
+		tail = filepath.Join(filepath.Base(dir), tail)
+		dir = filepath.Dir(dir)
+	}
+	return out
+}
+
+func ruleFor(workspace, p string) string {
+	if rel, err := filepath.Rel(workspace, p); err == nil && filepath.IsLocal(rel) {
+		return "./" + filepath.ToSlash(rel)
+	}
+	return p
+}
+
+// keepFor is the snapshot Keep function of a call: changes to the
+// workspace-relative paths the call was approved for (ProtectStage) are
+// kept; for anything else a
+// person is asked whether to keep the change; without an answer (or with
+// the non-interactive approver) everything is reverted.
+func keepFor(c *Call, ap Approver) func(ctx context.Context, changes []ProtectedChange) []string {
+	return func(ctx context.Context, changes []ProtectedChange) []string {
+		approved := map[string]bool{}
+		for _, p := range c.ProtectedApproved {
+			approved[p] = true
+		}
+		var keep []string
+		var ask []ProtectedChange
+		for _, ch := range changes {
+			if approved[ch.Path] {
+				keep = append(keep, ch.Path)
+				continue
+			}
+			ask = append(ask, ch)
+		}
+		if len(ask) == 0 || ap == nil {
+			return keep
+		}
+		var paths, why []string
+		for _, ch := range ask {
+			paths = append(paths, fmt.Sprintf("%s (%s)", ch.Path, ch.Op))
+			why = append(why, ch.Reason)
+		}
+		req := ApprovalRequest{
+			CallID: c.ID, Session: c.Session.ID, Tool: c.Tool.Name(), Input: c.Input,
+			Summary: "keep this call's changes to protected paths: " + strings.Join(paths, ", "),
+			Reason:  strings.Join(why, "; ") + ". Unless you allow it, agentbox reverts these changes now",
+		}
+		ans, err := ap.Approve(ctx, req)
+		if err != nil || !ans.Allow {
+			return keep
+		}
+		for _, ch := range ask {
+			keep = append(keep, ch.Path)
+		}
+		return keep
+	}
+}
