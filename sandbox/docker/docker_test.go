@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"testing"
 
-
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/sandbox"
 )
