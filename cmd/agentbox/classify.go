@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/agentbox/agentbox/classifier"
+	"github.com/agentbox/agentbox/tools/termtext"
 	"github.com/spf13/cobra"
 )
 
@@ -63,7 +64,7 @@ The exit status is 0 whatever the class.`,
 			w := a.stdout()
 			fmt.Fprintln(w, v.Class)
 			for _, r := range v.Reasons {
-				fmt.Fprintf(w, "  %s at offset %d: %s\n      %q\n", r.Rule, r.Offset, r.Message, r.Text)
+				fmt.Fprintf(w, "  %s at offset %d: %s\n      \"%s\"\n", termtext.Line(r.Rule), r.Offset, termtext.Line(r.Message), termtext.Line(r.Text))
 			}
 			return nil
 		},
