@@ -53,7 +53,7 @@ func TestResolveBeneath(t *testing.T) {
 		{"new.go", "new.go", false},
 		{"lib", "src", false},
 		{"lib/a.go", "src/a.go", false},
-		{"lib/new.go", "src/new.go", false},        // a new file resolves through its parent
+		{"lib/new.go", "src/new.go", false},           // a new file resolves through its parent
 		{"lib/newdir/x.go", "src/newdir/x.go", false}, // so does a new directory
 		{"abs/a.go", "src/a.go", false},
 		{"chain/a.go", "src/a.go", false},
