@@ -10,7 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // within reports whether the clean absolute path p is dir or below it.
@@ -147,9 +148,28 @@ func ResolveBeneath(root *os.Root, base, p string) (string, error) {
 	if !within(p, base) {
 		return "", fmt.Errorf("%s is not below %s: %w", p, base, ErrLeavesRoot)
 	}
+	top, err := root.Open(".")
+	if err != nil {
+		return "", fmt.Errorf("resolving %s: %w", p, err)
+	}
+	defer top.Close()
+	// dirs[i] is the open directory done[:i] (dirs[0] is base): each step
+	// is one fstatat or readlinkat of a single name in an open directory,
+	// none follows a symlink, and '..' pops instead of asking the kernel.
+	dirs := []int{int(top.Fd())}
+	var done []string
+	defer func() {
+		for _, fd := range dirs[1:] {
+			unix.Close(fd)
+		}
+	}()
+	pop := func() {
+		unix.Close(dirs[len(dirs)-1])
+		dirs = dirs[:len(dirs)-1]
+		done = done[:len(done)-1]
+	}
 	rest, _ := filepath.Rel(base, p)
 	todo := splitPath(rest)
-	var done []string // resolved components, relative to base
 	links := 0
 	for len(todo) > 0 {
 		name := todo[0]
@@ -161,13 +181,13 @@ func ResolveBeneath(root *os.Root, base, p string) (string, error) {
 			if len(done) == 0 {
 				return "", fmt.Errorf("%s: a symlink's '..' %w", p, ErrLeavesRoot)
 			}
-			done = done[:len(done)-1]
+			pop()
 			continue
 		}
-		cur := filepath.Join(append(done, name)...)
-		fi, err := root.Lstat(cur)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		dir := dirs[len(dirs)-1]
+		var st unix.Stat_t
+		if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
 				// Nothing exists below here: the rest is as written.
 				real := filepath.Join(append(append([]string{base}, done...), append([]string{name}, todo...)...)...)
 				if !within(real, base) {
@@ -177,34 +197,63 @@ func ResolveBeneath(root *os.Root, base, p string) (string, error) {
 			}
 			return "", fmt.Errorf("resolving %s: %w", p, err)
 		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFLNK:
+		case unix.S_IFDIR:
+			fd, err := unix.Openat(dir, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return "", fmt.Errorf("resolving %s: %w", p, err)
+			}
+			dirs = append(dirs, fd)
 			done = append(done, name)
 			continue
+		default:
+			// A file: anything below it does not exist.
+			return filepath.Join(append(append([]string{base}, done...), append([]string{name}, todo...)...)...), nil
 		}
 		if links++; links > maxSymlinks {
 			return "", fmt.Errorf("resolving %s: too many levels of symbolic links", p)
 		}
-		target, err := root.Readlink(cur)
+		target, err := readlinkat(dir, name)
 		if err != nil {
 			return "", fmt.Errorf("resolving %s: %w", p, err)
 		}
 		if filepath.IsAbs(target) {
 			t := filepath.Clean(target)
 			if !within(t, base) {
-				link := filepath.Join(base, cur)
+				link := filepath.Join(append(append([]string{base}, done...), name)...)
 				if link == p {
 					return "", fmt.Errorf("the symlink %s points to %s, which %w", link, target, ErrLeavesRoot)
 				}
 				return "", fmt.Errorf("%s: the symlink %s points to %s, which %w", p, link, target, ErrLeavesRoot)
 			}
+			for len(done) > 0 {
+				pop()
+			}
 			r, _ := filepath.Rel(base, t)
-			done = nil
 			todo = append(splitPath(r), todo...)
 			continue
 		}
 		todo = append(splitPath(target), todo...)
 	}
 	return filepath.Join(append([]string{base}, done...)...), nil
+}
+
+// readlinkat reads the symlink name in the directory open at dirfd.
+func readlinkat(dirfd int, name string) (string, error) {
+	for size := 256; ; size *= 2 {
+		buf := make([]byte, size)
+		n, err := unix.Readlinkat(dirfd, name, buf)
+		if err != nil {
+			return "", err
+		}
+		if n < size {
+			return string(buf[:n]), nil
+		}
+		if size > 1<<16 {
+			return "", unix.ENAMETOOLONG
+		}
+	}
 }
 
 func splitPath(p string) []string {
