@@ -45,7 +45,7 @@ the chain. --json prints the records as a JSON array.`,
 				if recs == nil {
 					recs = []audit.Record{}
 				}
-				enc := json.NewEncoder(a.stdout())
+				enc := json.NewEncoder(jsonWriter{a.stdout()})
 				enc.SetIndent("", "  ")
 				return enc.Encode(recs)
 			}
@@ -100,7 +100,7 @@ the chain. --json prints the records as a JSON array.`,
 				if verr != nil {
 					out["error"] = verr.Error()
 				}
-				json.NewEncoder(a.stdout()).Encode(out)
+				json.NewEncoder(jsonWriter{a.stdout()}).Encode(out)
 				if verr != nil {
 					return exitCode(1)
 				}

@@ -59,7 +59,7 @@ The exit status is 0 whatever the class.`,
 			command := strings.Join(args, " ")
 			v := classifier.Classify(command, opt)
 			if a.jsonOut {
-				return json.NewEncoder(a.stdout()).Encode(result(command, v))
+				return json.NewEncoder(jsonWriter{a.stdout()}).Encode(result(command, v))
 			}
 			w := a.stdout()
 			fmt.Fprintln(w, v.Class)
@@ -82,7 +82,7 @@ func result(command string, v classifier.Verdict) classifyResult {
 func classifyJSONL(in io.Reader, out io.Writer, opt classifier.Option) error {
 	r := bufio.NewReader(in)
 	bw := bufio.NewWriter(out)
-	enc := json.NewEncoder(bw)
+	enc := json.NewEncoder(jsonWriter{bw})
 	for n := 1; ; n++ {
 		line, err := r.ReadString('\n')
 		if err != nil && !errors.Is(err, io.EOF) {

@@ -59,7 +59,7 @@ fails (warnings do not fail).`,
 				}
 			}
 			if a.jsonOut {
-				enc := json.NewEncoder(a.stdout())
+				enc := json.NewEncoder(jsonWriter{a.stdout()})
 				enc.SetIndent("", "  ")
 				if err := enc.Encode(map[string]any{"ok": !failed, "checks": checks}); err != nil {
 					return err

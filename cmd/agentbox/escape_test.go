@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,6 +79,37 @@ func TestSnapshotCommandsEscape(t *testing.T) {
 				t.Errorf("output holds %U raw:\n%q", r, out)
 			}
 		})
+	}
+}
+
+// history --json keeps the exact values while no raw control or bidi
+// character reaches the terminal.
+func TestHistoryJSONEscapes(t *testing.T) {
+	ws, st := snapshotFixture(t)
+	ctx := context.Background()
+	summary := "Bash: x\x1b[2J\u009b2J\u202eexe\x7f"
+	c, err := st.Begin(ctx, snapshot.CallInfo{Session: "s", Tool: "Bash", Summary: summary}, snapshot.Whole())
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(ws, "f\u202e.txt"), []byte("x"), 0o644)
+	if _, err := c.Finish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	out, _, err := runCLI(t, "--workspace", ws, "history", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := terminalSafe(out, false); !ok {
+		t.Errorf("holds %U raw: %q", r, out)
+	}
+	var got []historyEntry
+	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 1 {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if got[0].Summary != summary || got[0].Changes[0].Path != "f\u202e.txt" {
+		t.Errorf("values changed: %+v", got[0])
 	}
 }
 

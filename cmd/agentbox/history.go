@@ -53,9 +53,22 @@ func toHistory(e snapshot.Entry) historyEntry {
 }
 
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	enc := json.NewEncoder(jsonWriter{w})
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// jsonWriter passes each JSON document written to it through
+// termtext.JSON, so that JSON printed on a terminal carries no raw control
+// or bidi character (the values decode the same). json.Encoder writes a
+// document with a single Write.
+type jsonWriter struct{ w io.Writer }
+
+func (j jsonWriter) Write(p []byte) (int, error) {
+	if _, err := j.w.Write(termtext.JSON(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 var opLetters = map[snapshot.Op]string{

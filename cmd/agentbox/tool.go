@@ -130,7 +130,7 @@ func printToolResult(a *app, resp tools.Response) error {
 		if len(resp.Images) > 0 {
 			out.Meta["images"] = len(resp.Images)
 		}
-		enc := json.NewEncoder(a.stdout())
+		enc := json.NewEncoder(jsonWriter{a.stdout()})
 		enc.SetEscapeHTML(false)
 		if err := enc.Encode(out); err != nil {
 			return err

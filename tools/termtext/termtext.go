@@ -11,6 +11,7 @@ package termtext
 import (
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -104,4 +105,39 @@ func writeHex(b *strings.Builder, prefix string, v uint32, digits int) {
 	for i := digits - 1; i >= 0; i-- {
 		b.WriteByte(hex[(v>>(4*uint(i)))&0xf])
 	}
+}
+
+// JSON returns encoded JSON (as encoding/json writes it: C0 controls
+// already escaped, invalid UTF-8 already replaced) with every other
+// character Escape would escape written as a \uXXXX escape instead. The
+// document decodes to exactly the same values, and a terminal it is
+// printed on sees no DEL, C1 control or bidi override.
+func JSON(b []byte) []byte {
+	s := string(b)
+	if firstUnsafe(s, false) < 0 {
+		return b
+	}
+	out := make([]byte, 0, len(b)+32)
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			out = append(out, `\ufffd`...)
+		case !unsafeRune(r, false):
+			out = append(out, s[i:i+size]...)
+		case r > 0xffff:
+			r1, r2 := utf16.EncodeRune(r)
+			out = appendU(appendU(out, r1), r2)
+		default:
+			out = appendU(out, r)
+		}
+		i += size
+	}
+	return out
+}
+
+func appendU(out []byte, r rune) []byte {
+	var b strings.Builder
+	writeHex(&b, `\u`, uint32(r), 4)
+	return append(out, b.String()...)
 }

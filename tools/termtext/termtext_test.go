@@ -1,9 +1,11 @@
 package termtext
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -73,4 +75,27 @@ func FuzzLine(f *testing.F) {
 func ExampleLine() {
 	fmt.Println(Line("rm -rf ~\x1b[1A\x1b[2Kls\n\u202e"))
 	// Output: rm -rf ~\x1b[1A\x1b[2Kls\n\u202e
+}
+
+func TestJSON(t *testing.T) {
+	tests := []string{"plain", "a\u009bb", "\x7f", "\u202eexe", "tag\U000e0041", "\x1b[2J", "é世🙂", "a\nb\tc"}
+	for _, s := range tests {
+		enc, err := json.MarshalIndent(map[string]any{"s": s, "list": []string{s}}, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := JSON(enc)
+		var back map[string]any
+		if err := json.Unmarshal(got, &back); err != nil {
+			t.Fatalf("%q: %s does not decode: %v", s, got, err)
+		}
+		if back["s"] != s {
+			t.Errorf("%q came back as %q", s, back["s"])
+		}
+		for _, r := range string(got) {
+			if r < 0x20 && r != '\n' || r >= 0x7f && r < 0xa0 || unicode.Is(unicode.Cf, r) {
+				t.Errorf("%q: output holds %U raw: %s", s, r, got)
+			}
+		}
+	}
 }
