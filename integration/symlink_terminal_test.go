@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sys/unix"
 )
 
@@ -246,5 +247,55 @@ func TestTerminalEscapesCommandText(t *testing.T) {
 	}
 	if r := rawControl(out); r >= 0 {
 		t.Errorf("history printed %U raw:\n%q", r, out)
+	}
+}
+
+// TestMCPApprovalTTYEscapesCommandText: `agentbox mcp` asking on
+// mcp.approval_tty (a real pty) shows a command's escape sequences
+// escaped, for a client that cannot elicit.
+func TestMCPApprovalTTYEscapesCommandText(t *testing.T) {
+	p := newTermPTY(t)
+	e := newMCPEnv(t, "  approval_tty: "+p.slave.Name()+"\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.Command(agentbox, e.args("mcp")...)
+	cmd.Env = append(os.Environ(), "DOCKER_HOST="+cli.DaemonHost())
+	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "escape-test", Version: "1"}, nil)
+	sess, err := client.Connect(ctx, &mcpsdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	command := "echo pwned > out.txt; echo \x1b[1A\x1b[2K; printf '\x1b]52;c;ZXZpbA==\x07'; echo \u009b2J \u202eexe.sh"
+	type answer struct {
+		res *mcpsdk.CallToolResult
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		res, err := sess.CallTool(ctx, &mcpsdk.CallToolParams{Name: "Bash", Arguments: map[string]any{"command": command}})
+		done <- answer{res, err}
+	}()
+	shown := p.waitFor(t, "[y]es / [N]o")
+	if _, err := p.master.WriteString("n\n"); err != nil {
+		t.Fatal(err)
+	}
+	a := <-done
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	if !a.res.IsError {
+		t.Errorf("a denied call succeeded: %+v", a.res)
+	}
+	for _, want := range []string{"agentbox mcp: session", `echo \x1b[1A\x1b[2K`, `\x1b]52;c;ZXZpbA==\x07`, `\u009b2J`, `\u202eexe.sh`} {
+		if !strings.Contains(shown, want) {
+			t.Errorf("the prompt lacks %q:\n%q", want, shown)
+		}
+	}
+	if r := rawControl(shown); r >= 0 {
+		t.Errorf("the prompt sent %U raw to the terminal:\n%q", r, shown)
+	}
+	if _, err := os.Stat(filepath.Join(e.ws, "out.txt")); err == nil {
+		t.Error("the denied command ran")
 	}
 }
