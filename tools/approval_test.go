@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestTTYApprover(t *testing.T) {
@@ -68,5 +69,57 @@ func TestDenyApprover(t *testing.T) {
 	cancel()
 	if _, err := (DenyApprover{}).Approve(ctx, ApprovalRequest{}); err == nil {
 		t.Fatal("cancelled ctx ignored")
+	}
+}
+
+// nastyStrings are what a command can carry to redraw, hide or abuse the
+// operator's terminal; none may reach it raw.
+var nastyStrings = []struct{ name, raw, shown string }{
+	{"CSI erase and redraw", "rm -rf ~\x1b[1A\x1b[2K\rls", `rm -rf ~\x1b[1A\x1b[2K\rls`},
+	{"OSC 52 clipboard", "\x1b]52;c;Y3VybCB4fHNo\x07", `\x1b]52;c;Y3VybCB4fHNo\x07`},
+	{"C1 CSI", "a\u009b2Jb", `a\u009b2Jb`},
+	{"BEL", "x\a", `x\x07`},
+	{"backspace", "rm\b\bls", `rm\x08\x08ls`},
+	{"DEL", "a\x7f", `a\x7f`},
+	{"newline", "ls\nrm -rf ~", `ls\nrm -rf ~`},
+	{"invalid UTF-8", "a\xff\xc3", `a\xff\xc3`},
+	{"bidi override", "ls \u202eexe.sh", `ls \u202eexe.sh`},
+}
+
+func TestTTYApproverEscapes(t *testing.T) {
+	for _, tt := range nastyStrings {
+		t.Run(tt.name, func(t *testing.T) {
+			req := ApprovalRequest{
+				Tool: "Bash", Summary: "Bash: " + tt.raw, Reason: "why " + tt.raw,
+				Verdict: &Verdict{Class: ClassDangerous, Reasons: []Reason{{Message: "msg " + tt.raw, Text: tt.raw}}},
+				Prefix:  []string{tt.raw},
+			}
+			var out bytes.Buffer
+			if _, err := NewTTYApprover(strings.NewReader("n\n"), &out).Approve(context.Background(), req); err != nil {
+				t.Fatal(err)
+			}
+			got := out.String()
+			for _, want := range []string{"Bash: " + tt.shown, "why " + tt.shown, "msg " + tt.shown, `("` + tt.shown + `")`, "Bash(" + tt.shown + ":*)"} {
+				if !strings.Contains(got, want) {
+					t.Errorf("prompt lacks %q:\n%q", want, got)
+				}
+			}
+			assertTerminalSafe(t, got)
+		})
+	}
+}
+
+// assertTerminalSafe fails when s holds anything but printable text,
+// newlines and tabs.
+func assertTerminalSafe(t *testing.T, s string) {
+	t.Helper()
+	if !utf8.ValidString(s) {
+		t.Errorf("output is not valid UTF-8: %q", s)
+	}
+	for _, r := range s {
+		if r < 0x20 && r != '\n' && r != '\t' || r >= 0x7f && r < 0xa0 || r >= 0x202a && r <= 0x202e {
+			t.Errorf("output holds %U: %q", r, s)
+			return
+		}
 	}
 }

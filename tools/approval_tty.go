@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"sync"
+
+	"github.com/agentbox/agentbox/tools/termtext"
 )
 
 // TTYApprover asks a person on a terminal. Questions are asked one at a
@@ -36,12 +38,14 @@ func (a *TTYApprover) Approve(ctx context.Context, req ApprovalRequest) (Approva
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nagentbox: approve this call?\n  %s\n  why: %s\n", req.Summary, req.Reason)
+	// Everything shown comes from the call: escape it, so that a command
+	// cannot redraw its own question (termtext.Line).
+	fmt.Fprintf(&b, "\nagentbox: approve this call?\n  %s\n  why: %s\n", termtext.Line(req.Summary), termtext.Line(req.Reason))
 	if v := req.Verdict; v != nil {
 		for _, r := range v.Reasons {
-			fmt.Fprintf(&b, "  - %s", r.Message)
+			fmt.Fprintf(&b, "  - %s", termtext.Line(r.Message))
 			if r.Text != "" {
-				fmt.Fprintf(&b, " (%q)", r.Text)
+				fmt.Fprintf(&b, " (\"%s\")", termtext.Line(r.Text))
 			}
 			b.WriteString("\n")
 		}
@@ -52,6 +56,7 @@ func (a *TTYApprover) Approve(ctx context.Context, req ApprovalRequest) (Approva
 		if len(req.Prefix) > 0 {
 			what = req.Tool + "(" + strings.Join(req.Prefix, " ") + ":*)"
 		}
+		what = termtext.Line(what)
 		always = fmt.Sprintf(", [s]ession-always / [p]roject-always allow %s", what)
 	}
 	fmt.Fprintf(&b, "[y]es / [N]o%s: ", always)

@@ -3,11 +3,15 @@ package tools
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // within reports whether the clean absolute path p is dir or below it.
@@ -122,4 +126,170 @@ func (e *Env) Stamp(path string) (ReadStamp, error) {
 		st.Hash = hex.EncodeToString(h.Sum(nil))
 	}
 	return st, nil
+}
+
+// ErrLeavesRoot is wrapped by ResolveBeneath when a symlink (or a '..' in
+// one) leads out of the directory paths are resolved beneath.
+var ErrLeavesRoot = errors.New("leads out of the workspace")
+
+// maxSymlinks bounds the symlinks one resolution follows, as the kernel
+// does (ELOOP).
+const maxSymlinks = 40
+
+// ResolveBeneath returns where the absolute, clean path p (base or below
+// it) really leads: each component's symlink is resolved through root
+// (base opened as an os.Root), one component at a time, never leaving
+// base. The first component that does not exist ends the resolution: it
+// and the rest are taken as written, so a new file resolves through its
+// parent and a dangling symlink through its target. A symlink whose
+// target leads out of base, or too many symlinks, is an error (wrapping
+// ErrLeavesRoot for the former). It reads only metadata.
+func ResolveBeneath(root *os.Root, base, p string) (string, error) {
+	if !within(p, base) {
+		return "", fmt.Errorf("%s is not below %s: %w", p, base, ErrLeavesRoot)
+	}
+	top, err := root.Open(".")
+	if err != nil {
+		return "", fmt.Errorf("resolving %s: %w", p, err)
+	}
+	defer top.Close()
+	// dirs[i] is the open directory done[:i] (dirs[0] is base): each step
+	// is one fstatat or readlinkat of a single name in an open directory,
+	// none follows a symlink, and '..' pops instead of asking the kernel.
+	dirs := []int{int(top.Fd())}
+	var done []string
+	defer func() {
+		for _, fd := range dirs[1:] {
+			unix.Close(fd)
+		}
+	}()
+	pop := func() {
+		unix.Close(dirs[len(dirs)-1])
+		dirs = dirs[:len(dirs)-1]
+		done = done[:len(done)-1]
+	}
+	rest, _ := filepath.Rel(base, p)
+	todo := splitPath(rest)
+	links := 0
+	for len(todo) > 0 {
+		name := todo[0]
+		todo = todo[1:]
+		switch name {
+		case ".":
+			continue
+		case "..":
+			if len(done) == 0 {
+				return "", fmt.Errorf("%s: a symlink's '..' %w", p, ErrLeavesRoot)
+			}
+			pop()
+			continue
+		}
+		dir := dirs[len(dirs)-1]
+		var st unix.Stat_t
+		if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+				// Nothing exists below here: the rest is as written.
+				real := filepath.Join(append(append([]string{base}, done...), append([]string{name}, todo...)...)...)
+				if !within(real, base) {
+					return "", fmt.Errorf("%s: a symlink's '..' %w", p, ErrLeavesRoot)
+				}
+				return real, nil
+			}
+			return "", fmt.Errorf("resolving %s: %w", p, err)
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFLNK:
+		case unix.S_IFDIR:
+			fd, err := unix.Openat(dir, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return "", fmt.Errorf("resolving %s: %w", p, err)
+			}
+			dirs = append(dirs, fd)
+			done = append(done, name)
+			continue
+		default:
+			// A file: anything below it does not exist.
+			return filepath.Join(append(append([]string{base}, done...), append([]string{name}, todo...)...)...), nil
+		}
+		if links++; links > maxSymlinks {
+			return "", fmt.Errorf("resolving %s: too many levels of symbolic links", p)
+		}
+		target, err := readlinkat(dir, name)
+		if err != nil {
+			return "", fmt.Errorf("resolving %s: %w", p, err)
+		}
+		if filepath.IsAbs(target) {
+			t := filepath.Clean(target)
+			if !within(t, base) {
+				link := filepath.Join(append(append([]string{base}, done...), name)...)
+				if link == p {
+					return "", fmt.Errorf("the symlink %s points to %s, which %w", link, target, ErrLeavesRoot)
+				}
+				return "", fmt.Errorf("%s: the symlink %s points to %s, which %w", p, link, target, ErrLeavesRoot)
+			}
+			for len(done) > 0 {
+				pop()
+			}
+			r, _ := filepath.Rel(base, t)
+			todo = append(splitPath(r), todo...)
+			continue
+		}
+		todo = append(splitPath(target), todo...)
+	}
+	return filepath.Join(append([]string{base}, done...)...), nil
+}
+
+// readlinkat reads the symlink name in the directory open at dirfd.
+func readlinkat(dirfd int, name string) (string, error) {
+	for size := 256; ; size *= 2 {
+		buf := make([]byte, size)
+		n, err := unix.Readlinkat(dirfd, name, buf)
+		if err != nil {
+			return "", err
+		}
+		if n < size {
+			return string(buf[:n]), nil
+		}
+		if size > 1<<16 {
+			return "", unix.ENAMETOOLONG
+		}
+	}
+}
+
+func splitPath(p string) []string {
+	var out []string
+	for _, s := range strings.Split(p, "/") {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// RealPath resolves the absolute path p beneath the workspace, or beneath
+// the read-only directory that holds it (see ResolveBeneath). A path in
+// neither is returned as it is.
+func (e *Env) RealPath(p string) (string, error) {
+	return realPath(e.Workspace, e.Root, e.ReadOnlyDirs, e.ReadRoots, p)
+}
+
+func realPath(ws string, wsRoot *os.Root, roDirs []string, roRoots map[string]*os.Root, p string) (string, error) {
+	p = filepath.Clean(p)
+	if wsRoot != nil && within(p, ws) {
+		real, err := ResolveBeneath(wsRoot, ws, p)
+		if errors.Is(err, ErrLeavesRoot) {
+			return "", Errorf(ErrPermissionDenied, "%v; agentbox does not follow symlinks out of the workspace", err)
+		}
+		return real, err
+	}
+	for _, d := range roDirs {
+		if r := roRoots[d]; r != nil && within(p, d) {
+			real, err := ResolveBeneath(r, d, p)
+			if errors.Is(err, ErrLeavesRoot) {
+				return "", Errorf(ErrPermissionDenied, "%s: a symlink leads out of the read-only directory %s", p, d)
+			}
+			return real, err
+		}
+	}
+	return p, nil
 }

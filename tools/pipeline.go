@@ -6,6 +6,8 @@ import (
 	"encoding/base32"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -220,7 +222,7 @@ func NewPipeline(reg *Registry, opts Options) *Pipeline {
 		opts.Limits.MaxTimeout = 10 * time.Minute
 	}
 	p := &Pipeline{reg: reg, opts: opts}
-	pc := permission.Context{Workspace: opts.Workspace, Home: opts.Home}
+	pc := permission.Context{Workspace: opts.Workspace, Home: opts.Home, Resolve: p.resolve}
 	p.handler = Chain(p.execute,
 		AuditStage(opts.Audit, opts.Now, opts.Logger),
 		Recover(opts.Logger),
@@ -320,6 +322,21 @@ func (p *Pipeline) newEnv(c *Call) *Env {
 		}
 	}
 	return env
+}
+
+// resolve is permission.Context.Resolve: path's real location beneath
+// the workspace (or its read-only directory), for rule matching. Its
+// errors are model-facing sentences.
+func (p *Pipeline) resolve(path string) (string, error) {
+	real, err := realPath(p.opts.Workspace, p.opts.Root, p.opts.ReadOnlyDirs, p.opts.ReadRoots, path)
+	if err != nil {
+		var te *ToolError
+		if errors.As(err, &te) {
+			return "", errors.New(te.Message)
+		}
+		return "", fmt.Errorf("%s cannot be resolved safely (%v), so no permission rule can be checked against it", path, err)
+	}
+	return real, nil
 }
 
 // hidden is Env.Hidden for a call: deny rules with a path specifier that

@@ -278,7 +278,7 @@ func TestPipeline(t *testing.T) {
 				t.Fatalf("content %q", r.Content)
 			}
 		}},
-		{name: "symlink escape via root", setup: func(h *harness) { os.Symlink("/etc/passwd", filepath.Join(h.ws, "link")) }, tool: "Read", input: `{"file_path":"link"}`, errKind: ErrNotFound},
+		{name: "symlink escape via root", setup: func(h *harness) { os.Symlink("/etc/passwd", filepath.Join(h.ws, "link")) }, tool: "Read", input: `{"file_path":"link"}`, errKind: ErrPermissionDenied, content: "leads out of the workspace"},
 		{name: "read-only bash", tool: "Bash", input: `{"command":"ls -la"}`, content: "ran ls -la", check: func(t *testing.T, h *harness, r Response) {
 			if len(h.snap.begun) != 0 {
 				t.Fatal("read-only command was snapshotted")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/tools/audit"
+	"github.com/agentbox/agentbox/tools/termtext"
 	"github.com/agentbox/agentbox/tools/workspace"
 	"github.com/spf13/cobra"
 )
@@ -44,7 +45,7 @@ the chain. --json prints the records as a JSON array.`,
 				if recs == nil {
 					recs = []audit.Record{}
 				}
-				enc := json.NewEncoder(a.stdout())
+				enc := json.NewEncoder(jsonWriter{a.stdout()})
 				enc.SetIndent("", "  ")
 				return enc.Encode(recs)
 			}
@@ -73,7 +74,8 @@ the chain. --json prints the records as a JSON array.`,
 				if j == "" {
 					j = "-"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.Time.Local().Format(time.DateTime), r.Session, r.CallID, r.Tool, dec, exit, r.DurationMS, j, result)
+				l := termtext.Line // every field but the numbers comes from the log
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.Time.Local().Format(time.DateTime), l(r.Session), l(r.CallID), l(r.Tool), l(dec), exit, r.DurationMS, l(j), l(result))
 			}
 			return tw.Flush()
 		},
@@ -98,17 +100,17 @@ the chain. --json prints the records as a JSON array.`,
 				if verr != nil {
 					out["error"] = verr.Error()
 				}
-				json.NewEncoder(a.stdout()).Encode(out)
+				json.NewEncoder(jsonWriter{a.stdout()}).Encode(out)
 				if verr != nil {
 					return exitCode(1)
 				}
 				return nil
 			}
 			if verr != nil {
-				fmt.Fprintf(a.stderr(), "agentbox: audit log %s: %v (%d records verified before it)\n", log.Path(), verr, n)
+				fmt.Fprintf(a.stderr(), "agentbox: audit log %s: %s (%d records verified before it)\n", termtext.Line(log.Path()), termtext.Line(verr.Error()), n)
 				return exitCode(1)
 			}
-			fmt.Fprintf(a.stdout(), "ok: %d records, hash chain intact (%s)\n", n, log.Path())
+			fmt.Fprintf(a.stdout(), "ok: %d records, hash chain intact (%s)\n", n, termtext.Line(log.Path()))
 			return nil
 		},
 	})

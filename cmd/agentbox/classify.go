@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/agentbox/agentbox/classifier"
+	"github.com/agentbox/agentbox/tools/termtext"
 	"github.com/spf13/cobra"
 )
 
@@ -58,12 +59,12 @@ The exit status is 0 whatever the class.`,
 			command := strings.Join(args, " ")
 			v := classifier.Classify(command, opt)
 			if a.jsonOut {
-				return json.NewEncoder(a.stdout()).Encode(result(command, v))
+				return json.NewEncoder(jsonWriter{a.stdout()}).Encode(result(command, v))
 			}
 			w := a.stdout()
 			fmt.Fprintln(w, v.Class)
 			for _, r := range v.Reasons {
-				fmt.Fprintf(w, "  %s at offset %d: %s\n      %q\n", r.Rule, r.Offset, r.Message, r.Text)
+				fmt.Fprintf(w, "  %s at offset %d: %s\n      \"%s\"\n", termtext.Line(r.Rule), r.Offset, termtext.Line(r.Message), termtext.Line(r.Text))
 			}
 			return nil
 		},
@@ -81,7 +82,7 @@ func result(command string, v classifier.Verdict) classifyResult {
 func classifyJSONL(in io.Reader, out io.Writer, opt classifier.Option) error {
 	r := bufio.NewReader(in)
 	bw := bufio.NewWriter(out)
-	enc := json.NewEncoder(bw)
+	enc := json.NewEncoder(jsonWriter{bw})
 	for n := 1; ; n++ {
 		line, err := r.ReadString('\n')
 		if err != nil && !errors.Is(err, io.EOF) {

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/agentbox/agentbox/tools/termtext"
 )
 
 // ANSI escapes used to colour unified diffs for people. Model-facing text
@@ -182,4 +184,36 @@ func rangeCount(r string, sign byte) (int, bool) {
 	}
 	n, err := strconv.Atoi(count)
 	return n, err == nil && n >= 0
+}
+
+// escapeWriter passes text through termtext.Escape line by line before it
+// reaches w, so that control bytes in a diff's content or headers show
+// visibly instead of acting on the terminal. A line is held until its
+// newline arrives (escaping needs whole UTF-8 sequences) or Close.
+type escapeWriter struct {
+	w   io.Writer
+	buf []byte
+}
+
+func (e *escapeWriter) Write(p []byte) (int, error) {
+	e.buf = append(e.buf, p...)
+	i := bytes.LastIndexByte(e.buf, '\n')
+	if i < 0 {
+		return len(p), nil
+	}
+	if _, err := io.WriteString(e.w, termtext.Escape(string(e.buf[:i+1]))); err != nil {
+		return 0, err
+	}
+	e.buf = append(e.buf[:0], e.buf[i+1:]...)
+	return len(p), nil
+}
+
+// Close writes a last line that had no newline.
+func (e *escapeWriter) Close() error {
+	if len(e.buf) == 0 {
+		return nil
+	}
+	_, err := io.WriteString(e.w, termtext.Escape(string(e.buf)))
+	e.buf = nil
+	return err
 }

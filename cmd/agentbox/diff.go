@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 	"strings"
 
@@ -26,15 +27,25 @@ func newDiffCmd(a *app) *cobra.Command {
 			}
 			defer st.Close()
 			if !a.jsonOut {
-				if !colour {
-					return st.Diff(cmd.Context(), args[0], a.stdout())
+				// File content and paths are escaped first; only the
+				// colour this command adds reaches the terminal raw.
+				var out io.Writer = a.stdout()
+				var cw *diffColorizer
+				if colour {
+					cw = newDiffColorizer(out)
+					out = cw
 				}
-				cw := newDiffColorizer(a.stdout())
-				if err := st.Diff(cmd.Context(), args[0], cw); err != nil {
-					cw.Close()
-					return err
+				ew := &escapeWriter{w: out}
+				err := st.Diff(cmd.Context(), args[0], ew)
+				if cerr := ew.Close(); err == nil {
+					err = cerr
 				}
-				return cw.Close()
+				if cw != nil {
+					if cerr := cw.Close(); err == nil {
+						err = cerr
+					}
+				}
+				return err
 			}
 			e, err := st.Get(cmd.Context(), args[0])
 			if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/sandbox/engine"
 	mcpserver "github.com/agentbox/agentbox/tools/mcp"
+	"github.com/agentbox/agentbox/tools/termtext"
 )
 
 func init() { register(newDoctorCmd) }
@@ -58,7 +59,7 @@ fails (warnings do not fail).`,
 				}
 			}
 			if a.jsonOut {
-				enc := json.NewEncoder(a.stdout())
+				enc := json.NewEncoder(jsonWriter{a.stdout()})
 				enc.SetIndent("", "  ")
 				if err := enc.Encode(map[string]any{"ok": !failed, "checks": checks}); err != nil {
 					return err
@@ -66,9 +67,10 @@ fails (warnings do not fail).`,
 			} else {
 				tw := tabwriter.NewWriter(a.stdout(), 0, 4, 2, ' ', 0)
 				for _, c := range checks {
-					fmt.Fprintf(tw, "%s\t%s\t%s\n", strings.ToUpper(c.Status), c.Name, c.Detail)
+					// Details quote paths, engine answers and errors.
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", strings.ToUpper(c.Status), termtext.Line(c.Name), termtext.Line(c.Detail))
 					if c.Fix != "" && c.Status != statusOK {
-						fmt.Fprintf(tw, "\t\tfix: %s\n", c.Fix)
+						fmt.Fprintf(tw, "\t\tfix: %s\n", termtext.Line(c.Fix))
 					}
 				}
 				tw.Flush()

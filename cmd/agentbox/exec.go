@@ -169,7 +169,7 @@ func printExecJSON(a *app, res sandbox.Result, err error) error {
 	if err != nil {
 		j.Error = err.Error()
 	}
-	enc := json.NewEncoder(a.stdout())
+	enc := json.NewEncoder(jsonWriter{a.stdout()})
 	enc.SetIndent("", "  ")
 	return enc.Encode(j)
 }

@@ -6,11 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentbox/agentbox/snapshot"
+	"github.com/agentbox/agentbox/tools/termtext"
 	"github.com/spf13/cobra"
 )
 
@@ -52,9 +53,22 @@ func toHistory(e snapshot.Entry) historyEntry {
 }
 
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	enc := json.NewEncoder(jsonWriter{w})
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// jsonWriter passes each JSON document written to it through
+// termtext.JSON, so that JSON printed on a terminal carries no raw control
+// or bidi character (the values decode the same). json.Encoder writes a
+// document with a single Write.
+type jsonWriter struct{ w io.Writer }
+
+func (j jsonWriter) Write(p []byte) (int, error) {
+	if _, err := j.w.Write(termtext.JSON(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 var opLetters = map[snapshot.Op]string{
@@ -64,10 +78,17 @@ var opLetters = map[snapshot.Op]string{
 
 // printEntry writes one entry for a person.
 func printEntry(w io.Writer, e snapshot.Entry) {
+	// Summaries and paths come from the agent: cut, then escape, so that
+	// nothing in them reaches the terminal raw.
 	summary := strings.ReplaceAll(e.Summary, "\n", " ")
 	if len(summary) > 72 {
-		summary = summary[:69] + "..."
+		cut := 69
+		for cut > 0 && !utf8.RuneStart(summary[cut]) {
+			cut--
+		}
+		summary = summary[:cut] + "..."
 	}
+	summary = termtext.Line(summary)
 	extra := ""
 	switch {
 	case e.Reverts != "":
@@ -84,10 +105,9 @@ func printEntry(w io.Writer, e snapshot.Entry) {
 	if sess == "" {
 		sess = "-"
 	}
-	fmt.Fprintf(w, "%s  %s  %-10s %s  %s%s\n", e.ID, e.Time.Local().Format("2006-01-02 15:04:05"), e.Tool, sess, summary, extra)
+	fmt.Fprintf(w, "%s  %s  %-10s %s  %s%s\n", termtext.Line(e.ID), e.Time.Local().Format("2006-01-02 15:04:05"), termtext.Line(e.Tool), termtext.Line(sess), summary, termtext.Line(extra))
 	for _, c := range e.Changes {
-		q := strconv.Quote(c.Path)
-		fmt.Fprintf(w, "    %s %s\n", opLetters[c.Op], q[1:len(q)-1])
+		fmt.Fprintf(w, "    %s %s\n", opLetters[c.Op], termtext.Line(c.Path))
 	}
 }
 
@@ -136,6 +156,6 @@ func reportConflict(a *app, err error) error {
 	if a.jsonOut {
 		writeJSON(a.stdout(), map[string]any{"ok": false, "error": map[string]string{"kind": "conflict", "message": "paths changed since the call; use --force to undo anyway"}, "conflicts": ce.Conflicts})
 	}
-	fmt.Fprintln(a.stderr(), "agentbox:", ce.Error())
+	fmt.Fprintln(a.stderr(), "agentbox:", termtext.Escape(ce.Error()))
 	return exitCode(1)
 }

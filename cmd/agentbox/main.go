@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/agentbox/agentbox/tools/termtext"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -24,7 +26,7 @@ func main() {
 	if errors.As(err, &ec) {
 		os.Exit(int(ec))
 	}
-	fmt.Fprintln(os.Stderr, "agentbox:", err)
+	fmt.Fprintln(os.Stderr, "agentbox:", termtext.Escape(err.Error()))
 	os.Exit(1)
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/tools"
 	"github.com/agentbox/agentbox/tools/builtin"
+	"github.com/agentbox/agentbox/tools/termtext"
 	"github.com/agentbox/agentbox/tools/workspace"
 	"github.com/spf13/cobra"
 )
@@ -129,7 +130,7 @@ func printToolResult(a *app, resp tools.Response) error {
 		if len(resp.Images) > 0 {
 			out.Meta["images"] = len(resp.Images)
 		}
-		enc := json.NewEncoder(a.stdout())
+		enc := json.NewEncoder(jsonWriter{a.stdout()})
 		enc.SetEscapeHTML(false)
 		if err := enc.Encode(out); err != nil {
 			return err
@@ -140,13 +141,18 @@ func printToolResult(a *app, resp tools.Response) error {
 		return nil
 	}
 	if resp.Content != "" && (resp.Err == nil || resp.Content != resp.Err.Message) {
-		fmt.Fprint(a.stdout(), resp.Content)
+		content := resp.Content
+		if f, ok := a.stdout().(*os.File); ok && isTerminal(f) {
+			// A person reads it: what the tool returned is untrusted.
+			content = termtext.Escape(content)
+		}
+		fmt.Fprint(a.stdout(), content)
 		if !strings.HasSuffix(resp.Content, "\n") {
 			fmt.Fprintln(a.stdout())
 		}
 	}
 	if resp.Err != nil {
-		fmt.Fprintf(a.stderr(), "agentbox: %s: %s\n", resp.Err.Kind, resp.Err.Message)
+		fmt.Fprintf(a.stderr(), "agentbox: %s: %s\n", termtext.Line(string(resp.Err.Kind)), termtext.Escape(resp.Err.Message))
 		return exitCode(1)
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/agentbox/agentbox/snapshot"
+	"github.com/agentbox/agentbox/tools/termtext"
 	"github.com/spf13/cobra"
 )
 
@@ -48,9 +49,9 @@ func reportRestore(a *app, e snapshot.Entry, what string) error {
 	if a.jsonOut {
 		return writeJSON(a.stdout(), toHistory(e))
 	}
-	fmt.Fprintf(a.stdout(), "%s as %s: %d path(s) restored\n", what, e.ID, len(e.Changes))
+	fmt.Fprintf(a.stdout(), "%s as %s: %d path(s) restored\n", termtext.Line(what), termtext.Line(e.ID), len(e.Changes))
 	for _, c := range e.Changes {
-		fmt.Fprintf(a.stdout(), "    %s %q\n", opLetters[c.Op], c.Path)
+		fmt.Fprintf(a.stdout(), "    %s %s\n", opLetters[c.Op], termtext.Line(c.Path))
 	}
 	return nil
 }

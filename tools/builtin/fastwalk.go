@@ -41,10 +41,11 @@ func (e fileEntry) rel() string {
 // O_NOFOLLOW, so they cannot lead outside either. VCS directories are
 // skipped; gitignore applies .gitignore files; skipDir, when set, can prune
 // more (it gets the directory's path relative to root). worker is the
-// index of the calling worker, for per-worker buffers. Errors reading a
-// directory skip it, like rg. The only error returned is ctx's or the
-// start directory's.
-func parallelWalk(ctx context.Context, root *os.Root, start string, workers int, gitignore bool,
+// index of the calling worker, for per-worker buffers. Entries a deny
+// rule covers (hide, which may be nil) are never visited, and denied
+// directories never walked. Errors reading a directory skip it, like rg.
+// The only error returned is ctx's or the start directory's.
+func parallelWalk(ctx context.Context, root *os.Root, start string, workers int, gitignore bool, hide *denyFilter,
 	skipDir func(rel string) bool, visit func(worker int, e fileEntry)) error {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -104,6 +105,11 @@ func parallelWalk(ctx context.Context, root *os.Root, start string, workers int,
 			}
 			if ign.ignored(rel, isDir) {
 				return
+			}
+			if hide != nil {
+				if typ == unix.DT_LNK && hide.hidesLink(relTo(start, rel)) || hide.hides(relTo(start, rel)) {
+					return
+				}
 			}
 			if isDir {
 				if skipDir != nil && skipDir(rel) {

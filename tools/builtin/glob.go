@@ -98,7 +98,14 @@ func runGlob(ctx context.Context, env *tools.Env, p *GlobParams) (tools.Result, 
 	if !fi.IsDir() {
 		return tools.Fail(tools.ErrValidation, "%s is not a directory; pass a directory as path", dir), nil
 	}
-	found, err := globRun(ctx, root, filepath.ToSlash(rel), pat, 0)
+	hide, err := newDenyFilter(env, dir)
+	if err != nil {
+		return tools.Result{}, err
+	}
+	if hide.hides(".") {
+		return tools.Fail(tools.ErrPermissionDenied, "%s is covered by a deny rule; it was not searched", dir), nil
+	}
+	found, err := globRun(ctx, root, filepath.ToSlash(rel), pat, 0, hide)
 	if err != nil {
 		return tools.Result{}, err
 	}
@@ -111,7 +118,7 @@ func runGlob(ctx context.Context, env *tools.Env, p *GlobParams) (tools.Result, 
 
 // globRun returns the files below start (relative to root) whose path
 // relative to start matches pat, newest first (ties by path).
-func globRun(ctx context.Context, root *os.Root, start, pat string, workers int) ([]globMatchFile, error) {
+func globRun(ctx context.Context, root *os.Root, start, pat string, workers int, hide *denyFilter) ([]globMatchFile, error) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
@@ -122,7 +129,7 @@ func globRun(ctx context.Context, root *os.Root, start, pat string, workers int)
 		skipDir = func(rel string) bool { return strings.Count(relTo(start, rel), "/")+1 >= k }
 	}
 	per := make([][]globMatchFile, workers)
-	err := parallelWalk(ctx, root, start, workers, true, skipDir, func(w int, e fileEntry) {
+	err := parallelWalk(ctx, root, start, workers, true, hide, skipDir, func(w int, e fileEntry) {
 		if e.typ == unix.DT_DIR {
 			return
 		}

@@ -133,6 +133,12 @@ func runGrep(ctx context.Context, env *tools.Env, p *GrepParams) (tools.Result, 
 	if !fi.IsDir() && !fi.Mode().IsRegular() {
 		return tools.Result{}, failureToToolError(checkRegular(fi, p.Path))
 	}
+	if spec.hide, err = newDenyFilter(env, p.Path); err != nil {
+		return tools.Result{}, err
+	}
+	if spec.hide.hides(".") {
+		return tools.Fail(tools.ErrPermissionDenied, "%s is covered by a deny rule; it was not searched", p.Path), nil
+	}
 	results, err := grepRun(ctx, root, filepath.ToSlash(rel), spec)
 	if err != nil {
 		return tools.Result{}, err

@@ -44,6 +44,7 @@ type grepSpec struct {
 	exclude       []string // doublestar globs; a file matching one is left out
 	typeGlobs     []string // base-name globs from `type`
 	workers       int
+	hide          *denyFilter // what deny rules hide (nil: nothing)
 }
 
 // compileGrepPattern builds the regexp for pattern: RE2 syntax, ^ and $ at
@@ -177,7 +178,7 @@ func grepRun(ctx context.Context, root *os.Root, start string, spec *grepSpec) (
 	}
 	perWorker := make([][]grepFile, workers)
 	bufs := make([][]byte, workers)
-	err = parallelWalk(ctx, root, start, workers, true, nil, func(w int, e fileEntry) {
+	err = parallelWalk(ctx, root, start, workers, true, spec.hide, nil, func(w int, e fileEntry) {
 		if e.typ != unix.DT_REG {
 			return
 		}

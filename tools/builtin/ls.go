@@ -79,7 +79,14 @@ func runLS(ctx context.Context, env *tools.Env, p *LSParams) (tools.Result, erro
 	if !fi.IsDir() {
 		return tools.Fail(tools.ErrValidation, "%s is not a directory; use Read to read a file", p.Path), nil
 	}
-	entries, complete, err := lsRun(ctx, root, filepath.ToSlash(rel), p.Ignore)
+	hide, err := newDenyFilter(env, p.Path)
+	if err != nil {
+		return tools.Result{}, err
+	}
+	if hide.hides(".") {
+		return tools.Fail(tools.ErrPermissionDenied, "%s is covered by a deny rule; it was not listed", p.Path), nil
+	}
+	entries, complete, err := lsRun(ctx, root, filepath.ToSlash(rel), p.Ignore, hide)
 	if err != nil {
 		return tools.Result{}, err
 	}
@@ -92,7 +99,7 @@ func runLS(ctx context.Context, env *tools.Env, p *LSParams) (tools.Result, erro
 
 // lsRun gathers the entries below start. complete is false when the walk
 // stopped at maxLSCollect entries.
-func lsRun(ctx context.Context, root *os.Root, start string, ignore []string) ([]lsEntry, bool, error) {
+func lsRun(ctx context.Context, root *os.Root, start string, ignore []string, hide *denyFilter) ([]lsEntry, bool, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	workers := runtime.GOMAXPROCS(0)
@@ -107,7 +114,7 @@ func lsRun(ctx context.Context, root *os.Root, start string, ignore []string) ([
 		}
 		return false
 	}
-	err := parallelWalk(ctx, root, start, workers, true, ignored, func(w int, e fileEntry) {
+	err := parallelWalk(ctx, root, start, workers, true, hide, ignored, func(w int, e fileEntry) {
 		rel := e.rel()
 		if e.typ != unix.DT_DIR && ignored(rel) {
 			return

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentbox/agentbox/tools"
+	"github.com/agentbox/agentbox/tools/termtext"
 )
 
 // ErrNotTerminal is returned by OpenTTYChannel for a path that is not a
@@ -109,7 +110,7 @@ func (c *TTYChannel) Ask(ctx context.Context, req tools.ApprovalRequest) (tools.
 	if req.Verdict != nil {
 		class = string(req.Verdict.Class)
 	}
-	if _, err := fmt.Fprintf(t, "\nagentbox mcp: session %s wants to run %s (class %s)\n", req.Session, req.Tool, class); err != nil {
+	if _, err := fmt.Fprintf(t, "\nagentbox mcp: session %s wants to run %s (class %s)\n", termtext.Line(req.Session), termtext.Line(req.Tool), termtext.Line(class)); err != nil {
 		return tools.Approval{}, fmt.Errorf("%w: %w", errTTYUnavailable, err)
 	}
 	ap, err := tools.NewTTYApprover(t, t).Approve(ctx, req)

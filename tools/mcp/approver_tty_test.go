@@ -266,3 +266,38 @@ func TestOpenTTYChannelRejectsNonTerminal(t *testing.T) {
 		}
 	}
 }
+
+// A command's escape sequences reach the approval terminal escaped: it
+// cannot redraw its question, hide the reasons or write the clipboard.
+func TestTTYChannelEscapes(t *testing.T) {
+	raw := "rm -rf ~ \x1b[1A\x1b[2K\rBash: ls\x1b]52;c;eA==\x07\u009b2J\u202e"
+	shown := `rm -rf ~ \x1b[1A\x1b[2K\rBash: ls\x1b]52;c;eA==\x07\u009b2J\u202e`
+	p := newPTY(t)
+	c, err := OpenTTYChannel(p.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := (&Approver{timeout: time.Minute}).WithTTY(c)
+	req := ttyRequest([]string{"rm"})
+	req.Session = "s\x1b[2J"
+	req.Summary = "Bash: " + raw
+	req.Verdict.Reasons[0].Text = raw
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.Approve(context.Background(), req)
+		done <- err
+	}()
+	out := p.waitFor("[y]es / [N]o", 1)
+	p.answer("n\n")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Bash: " + shown, `("` + shown + `")`, `session s\x1b[2J `} {
+		if !strings.Contains(out, want) {
+			t.Errorf("terminal lacks %q:\n%q", want, out)
+		}
+	}
+	if strings.ContainsAny(out, "\x1b\a\u009b\u202e") {
+		t.Errorf("terminal got a raw control character: %q", out)
+	}
+}

@@ -66,20 +66,40 @@ type Rules struct {
 type Match struct {
 	Action Action // "" when no rule matched
 	Rule   *Rule
+	// Note says how the rule came to match when it matched a path's
+	// resolution rather than the path as written ("lib/x resolves to
+	// src/x"); or, for a deny without a rule, why the call is refused.
+	Note string
 }
 
 // Evaluate applies deny, then ask, then allow. A deny or ask rule matches
 // when it matches any part of the call (any command, any path); allow
 // needs every command (every path) to be covered by some allow rule.
+// With ctx.Resolve, a path counts twice, as written and as resolved: a
+// deny or ask of either applies, and an allow must cover both. A path
+// that cannot be resolved (a symlink out of the workspace) is denied.
 func (rs Rules) Evaluate(ctx Context, c Call) Match {
+	paths, notes, err := ctx.pathsOf(c)
+	if err != nil {
+		return Match{Action: Deny, Note: err.Error()}
+	}
+	c.Paths = paths
+	note := func(r *Rule) string {
+		for _, p := range c.Paths {
+			if n, ok := notes[p]; ok && r.Spec != "" && r.MatchPath(ctx, p) {
+				return n
+			}
+		}
+		return ""
+	}
 	for i := range rs.Deny {
 		if rs.Deny[i].matchesAny(ctx, c) {
-			return Match{Action: Deny, Rule: &rs.Deny[i]}
+			return Match{Action: Deny, Rule: &rs.Deny[i], Note: note(&rs.Deny[i])}
 		}
 	}
 	for i := range rs.Ask {
 		if rs.Ask[i].matchesAny(ctx, c) {
-			return Match{Action: Ask, Rule: &rs.Ask[i]}
+			return Match{Action: Ask, Rule: &rs.Ask[i], Note: note(&rs.Ask[i])}
 		}
 	}
 	if r := rs.allowAll(ctx, c); r != nil {
@@ -198,7 +218,10 @@ func Decide(in Input) Outcome {
 		}
 	}
 	if in.Match.Action == Deny {
-		return Outcome{Action: Deny, By: "rule", Reason: fmt.Sprintf("denied by the permission rule %s", ruleName(in.Match.Rule))}
+		if in.Match.Rule == nil && in.Match.Note != "" {
+			return Outcome{Action: Deny, By: "rule", Reason: in.Match.Note}
+		}
+		return Outcome{Action: Deny, By: "rule", Reason: fmt.Sprintf("denied by the permission rule %s%s", ruleName(in.Match.Rule), noteOf(in.Match))}
 	}
 	if mode == ModePlan && !in.ReadOnly {
 		return Outcome{Action: Deny, By: "mode", Reason: "plan mode allows read-only calls only"}
@@ -214,7 +237,7 @@ func Decide(in Input) Outcome {
 		if mode == ModeBypass {
 			return Outcome{Action: Allow, By: "mode", Reason: "bypassPermissions mode"}
 		}
-		return ask(Outcome{Action: Ask, By: "rule", Reason: fmt.Sprintf("the permission rule %s asks for approval", ruleName(in.Match.Rule))})
+		return ask(Outcome{Action: Ask, By: "rule", Reason: fmt.Sprintf("the permission rule %s asks for approval%s", ruleName(in.Match.Rule), noteOf(in.Match))})
 	}
 	if in.Match.Action == Allow {
 		return Outcome{Action: Allow, By: "rule", Reason: fmt.Sprintf("allowed by the permission rule %s", ruleName(in.Match.Rule))}
@@ -249,6 +272,14 @@ func Decide(in Input) Outcome {
 		}
 	}
 	return ask(Outcome{Action: Ask, By: "mode", Reason: "this kind of call needs approval"})
+}
+
+// noteOf is the match's note as a parenthesis, or "".
+func noteOf(m Match) string {
+	if m.Note == "" {
+		return ""
+	}
+	return " (" + m.Note + ")"
 }
 
 func ruleName(r *Rule) string {

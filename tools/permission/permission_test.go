@@ -2,6 +2,7 @@ package permission
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -214,5 +215,77 @@ func TestParseMode(t *testing.T) {
 	}
 	if !(Strictness(ModePlan) > Strictness(ModeDefault) && Strictness(ModeDefault) > Strictness(ModeBypass)) {
 		t.Error("strictness order wrong")
+	}
+}
+
+// fakeFS resolves paths like a workspace with symlinks lib -> src,
+// conf -> .agentbox, hooks -> .git/hooks, shh -> secrets and out -> /etc.
+func fakeFS(p string) (string, error) {
+	links := map[string]string{"/ws/lib": "/ws/src", "/ws/conf": "/ws/.agentbox", "/ws/hooks": "/ws/.git/hooks", "/ws/shh": "/ws/secrets"}
+	for from, to := range links {
+		if p == from || strings.HasPrefix(p, from+"/") {
+			return to + strings.TrimPrefix(p, from), nil
+		}
+	}
+	if p == "/ws/out" || strings.HasPrefix(p, "/ws/out/") {
+		return "", errors.New("the symlink /ws/out points to /etc, which leads out of the workspace")
+	}
+	return p, nil
+}
+
+func TestEvaluateResolved(t *testing.T) {
+	rctx := ctx
+	rctx.Resolve = fakeFS
+	tests := []struct {
+		name             string
+		deny, ask, allow []string
+		call             Call
+		want             Action
+		note             string
+	}{
+		{name: "edit through symlink denied", deny: []string{"Edit(./src/**)"}, call: file("Edit", "edit", "/ws/lib/a.go"), want: Deny, note: "/ws/lib/a.go resolves to /ws/src/a.go"},
+		{name: "write new file through symlink denied", deny: []string{"Edit(./src/**)"}, call: file("Write", "edit", "/ws/lib/new.go"), want: Deny, note: "resolves to /ws/src/new.go"},
+		{name: "read through symlink denied", deny: []string{"Read(./secrets/**)"}, call: file("Read", "read", "/ws/shh/key"), want: Deny, note: "resolves"},
+		{name: "grep of the symlinked dir denied", deny: []string{"Read(./secrets/**)"}, call: file("Grep", "search", "/ws/shh"), want: Deny, note: "resolves"},
+		{name: "policy dir through symlink", deny: []string{"Edit(/.agentbox/**)"}, call: file("Write", "edit", "/ws/conf/config.yaml"), want: Deny, note: "resolves"},
+		{name: "git hooks through symlink ask", ask: []string{"Edit(./.git/**)"}, call: file("Write", "edit", "/ws/hooks/pre-commit"), want: Ask, note: "resolves"},
+		{name: "as written still denied", deny: []string{"Edit(./lib/**)"}, call: file("Edit", "edit", "/ws/lib/a.go"), want: Deny, note: "-"},
+		{name: "ask on resolution beats allow as written", ask: []string{"Edit(./src/**)"}, allow: []string{"Edit(./lib/**)"}, call: file("Edit", "edit", "/ws/lib/a.go"), want: Ask, note: "resolves"},
+		{name: "allow must cover the resolution", allow: []string{"Edit(./lib/**)"}, call: file("Edit", "edit", "/ws/lib/a.go"), want: ""},
+		{name: "allow covering both", allow: []string{"Edit(./lib/**)", "Edit(./src/**)"}, call: file("Edit", "edit", "/ws/lib/a.go"), want: Allow},
+		{name: "no symlink unchanged", deny: []string{"Edit(./src/**)"}, call: file("Edit", "edit", "/ws/docs/a.md"), want: ""},
+		{name: "leaving the workspace is refused", call: file("Read", "read", "/ws/out/passwd"), want: Deny, note: "leads out of the workspace"},
+		{name: "even when allowed", allow: []string{"Read"}, call: file("Read", "read", "/ws/out/passwd"), want: Deny, note: "leads out"},
+		{name: "commands are not resolved", allow: []string{"Bash"}, call: bash([]string{"cat", "/ws/out/passwd"}), want: Allow},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rs := mustRules(t, tt.deny, tt.ask, tt.allow)
+			m := rs.Evaluate(rctx, tt.call)
+			if m.Action != tt.want {
+				t.Fatalf("Evaluate = %q (rule %v, note %q), want %q", m.Action, m.Rule, m.Note, tt.want)
+			}
+			if tt.note == "-" && m.Note != "" || tt.note != "-" && !strings.Contains(m.Note, tt.note) {
+				t.Fatalf("note %q, want %q", m.Note, tt.note)
+			}
+			// Without a resolver only the path as written counts.
+			if plain := rs.Evaluate(ctx, tt.call); (strings.Contains(tt.note, "resolves") || strings.Contains(tt.note, "leads out")) && plain.Action == tt.want {
+				t.Fatalf("the case passes without resolution too (%q): it tests nothing", plain.Action)
+			}
+		})
+	}
+}
+
+func TestDecideNamesResolution(t *testing.T) {
+	rctx := ctx
+	rctx.Resolve = fakeFS
+	rs := mustRules(t, []string{"Edit(./src/**)"}, nil, nil)
+	out := Decide(Input{Mode: ModeBypass, Match: rs.Evaluate(rctx, file("Edit", "edit", "/ws/lib/a.go")), Kind: "edit", InWorkspace: true})
+	if out.Action != Deny || !strings.Contains(out.Reason, "Edit(./src/**)") || !strings.Contains(out.Reason, "/ws/lib/a.go resolves to /ws/src/a.go") {
+		t.Fatalf("%+v", out)
+	}
+	out = Decide(Input{Mode: ModeBypass, Match: Rules{}.Evaluate(rctx, file("Read", "read", "/ws/out/x")), Kind: "read", ReadOnly: true, InWorkspace: true})
+	if out.Action != Deny || !strings.Contains(out.Reason, "leads out of the workspace") {
+		t.Fatalf("%+v", out)
 	}
 }

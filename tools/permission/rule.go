@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -105,10 +106,42 @@ type Call struct {
 	Paths []string
 }
 
-// Context resolves relative rule paths.
+// Context resolves relative rule paths, and the paths of a call.
 type Context struct {
 	Workspace string // `./x`, `x` and `/x` are relative to it
 	Home      string // `~/x`
+	// Resolve, when set, returns where a call's path really leads: its
+	// symlinks resolved, component by component, without leaving the
+	// workspace (the caller owns the file system access; see
+	// tools.ResolveBeneath). Path rules then match both the path as
+	// written and its resolution, and the stricter outcome wins. An error
+	// (a symlink leading out of the workspace, a loop) refuses the call.
+	Resolve func(path string) (string, error)
+}
+
+// pathsOf returns c's paths as written followed by the resolutions that
+// differ from them, and note, which says (for a refusal) how a path
+// resolved when a resolution was added. err is the first resolution
+// that failed.
+func (ctx Context) pathsOf(c Call) (paths []string, notes map[string]string, err error) {
+	if ctx.Resolve == nil || c.HasCommand || len(c.Paths) == 0 {
+		return c.Paths, nil, nil
+	}
+	paths = append(paths, c.Paths...)
+	for _, p := range c.Paths {
+		real, err := ctx.Resolve(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		if real != p && !slices.Contains(paths, real) {
+			paths = append(paths, real)
+			if notes == nil {
+				notes = map[string]string{}
+			}
+			notes[real] = fmt.Sprintf("%s resolves to %s", p, real)
+		}
+	}
+	return paths, notes, nil
 }
 
 // isCommandTool reports whether rules for this tool name carry command
