@@ -73,7 +73,7 @@ func TestBoundaryReadOnlyThroughTools(t *testing.T) {
 	must(t, os.Chown(filepath.Join(ws, "notes.txt"), wsUID, wsGID))
 	state := t.TempDir()
 	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
-	must(t, os.WriteFile(cfgFile, []byte("classifier:\n  read_only: [touch, rm, cp, tee]\nsandbox:\n  image: "+testImage+"\n  pool_size: 0\n"), 0o644))
+	must(t, os.WriteFile(cfgFile, []byte("classifier:\n  read_only: [touch, rm, cp, tee]\nsandbox:\n  image: agentbox/host\n  pool_size: 0\n"), 0o644))
 	before := tree(t, ws)
 	for _, cmd := range []string{"touch created.txt", "rm -f notes.txt", "cp notes.txt copy.txt", "jobs -x rm -f notes.txt"} {
 		out, err := runAgentbox(t, ws, state, cfgFile, "tool", "Bash", fmt.Sprintf(`{"command":%q}`, cmd), "--json")
@@ -222,20 +222,23 @@ func TestBoundarySwapRace(t *testing.T) {
 	// route to a swap (a container started before .git existed, another
 	// tool on the host).
 	attacker, _ := newRunnerOpts(t, ws, mutate)
-	// Flips about every 0.2 ms: fast against a container start (tens of
-	// milliseconds between Docker resolving a path and init checking it),
-	// slow enough that checks also find the real .git in place.
+	// Bursts of flips as fast as it can for 100 ms (racing container
+	// starts: tens of milliseconds lie between Docker resolving a path and
+	// init checking it), then 100 ms still on whichever side the burst
+	// ended (calls then meet the real .git or the decoy).
 	flip := `import ctypes, time, sys
 libc = ctypes.CDLL(None, use_errno=True)
 end = time.time() + float(sys.argv[1])
 n = 0; busy = 0
 while time.time() < end:
-    for a, b in ((b".git", b".decoy"), (b"custom", b"custom.decoy")):
-        if libc.renameat2(-100, a, -100, b, 2) != 0:
-            busy += 1
-        else:
-            n += 1
-    time.sleep(0.0002)
+    burst = time.time() + 0.1
+    while time.time() < burst:
+        for a, b in ((b".git", b".decoy"), (b"custom", b"custom.decoy")):
+            if libc.renameat2(-100, a, -100, b, 2) != 0:
+                busy += 1
+            else:
+                n += 1
+    time.sleep(0.1)
 print("flips", n, "refused (EBUSY)", busy)
 `
 	ctx, cancel := context.WithTimeout(context.Background(), dur+3*time.Minute)
@@ -298,7 +301,7 @@ true`
 	wg.Wait()
 	t.Logf("in-sandbox flipper: %s %s err=%v", bytes.TrimSpace(inside.Stdout), bytes.TrimSpace(inside.Stderr), insideErr)
 	logMu.Lock()
-	logged := strings.Count(refusedLog.String(), "refused") + strings.Count(refusedLog.String(), "unsafe workspace")
+	logged := strings.Count(refusedLog.String(), "level=WARN")
 	logMu.Unlock()
 	t.Logf("%d calls in %v: %d ran clean, %d refused (%d refusals logged), %d escaped; host socket connections: %d",
 		calls, time.Since(start).Round(time.Second), ran, refused, logged, escaped, socketHits.Load())
@@ -311,8 +314,8 @@ true`
 	if ran == 0 {
 		t.Errorf("no call ran at all: the test proves nothing")
 	}
-	if refused > 0 && logged == 0 {
-		t.Errorf("%d refused containers, none logged", refused)
+	if logged < refused {
+		t.Errorf("%d refused calls, only %d refusals logged", refused, logged)
 	}
 }
 

@@ -121,11 +121,13 @@ func (r *Runner) start(ctx context.Context, ro bool) (w *warm, err error) {
 	cfg, host := r.containerSpec(dockerMounts(srcs), expected(srcs))
 	created, err := r.cli.ContainerCreate(ctx, cfg, host, nil, nil, name)
 	if err != nil {
+		r.log.Warn("creating a container", "read_only", ro, "err", err)
 		return nil, fmt.Errorf("%w: creating container: %v", sandbox.ErrUnavailable, err)
 	}
 	id := created.ID
 	defer func() {
 		if err != nil {
+			r.log.Warn("container did not start", "container", shortID(id), "read_only", ro, "err", err)
 			r.remove(id)
 		}
 	}()

@@ -160,6 +160,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Tools, error)
 	if approver == nil {
 		approver = tools.DenyApprover{}
 	}
+	protect := snapshot.ProtectConfig(cfg)
 	s.Pipeline = tools.NewPipeline(s.Registry, tools.Options{
 		Workspace:    cfg.Workspace,
 		Root:         s.root,
@@ -180,6 +181,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Tools, error)
 			DefaultTimeout: cfg.Sandbox.DefaultTimeout,
 			MaxTimeout:     cfg.Sandbox.MaxTimeout,
 		},
+		Protected:     func(rel string) (string, bool) { return protect()(rel) },
 		MaxInputBytes: cfg.Tools.MaxInputBytes,
 		Parallelism:   cfg.Tools.Parallelism,
 		Logger:        log,
