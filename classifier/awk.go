@@ -76,4 +76,3 @@ func (a *analyzer) awkProgram(c *call, i int) {
 	}
 }
 
-// stdinScript returns the script a shell reads on stdin when the command

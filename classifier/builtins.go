@@ -82,7 +82,6 @@ func hKill(a *analyzer, c *call) {
 	}
 }
 
-// recursiveFlag reports whether an option of rm/chmod/chown asks for
 
 // hSet: set with only error-handling options is harmless; without
 // arguments it prints every variable.

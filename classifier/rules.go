@@ -3,7 +3,9 @@ package classifier
 // The rule tables. Every program not listed here is dangerous; every
 // program listed as read-only is read_only only with the options allowed
 // by its entry. Handlers for programs with their own grammar (find, sed,
-// awk, git, tar, wrappers, shells) live in handlers.go.
+// awk, git, tar, wrappers, shells) live in files named for their family
+// (find.go, sed.go, awk.go, git.go, archive.go, shells.go, wrappers.go,
+// builtins.go, writes.go, system.go).
 
 type kind uint8
 

@@ -9,6 +9,8 @@ import (
 // Shells, interpreters, eval, source, alias and trap: they run code given
 // as text, which is re-parsed where it is literal.
 
+// stdinScript returns the script a shell reads on stdin when the command
+// gives it literally (a quoted here-document or a here-string).
 func (a *analyzer) stdinScript(c *call) (string, int, bool) {
 	if c.stmt == nil {
 		return "", 0, false

@@ -5,6 +5,8 @@ import "strings"
 // Programs that write, delete or change the permissions of files; the
 // handlers look for the forbidden forms (wiping /, setuid, raw disks).
 
+// recursiveFlag reports whether an option of rm/chmod/chown asks for
+// recursion. upperOnly is for chmod, whose -r is a mode.
 func recursiveFlag(v string, upperOnly bool) bool {
 	if strings.HasPrefix(v, "--") {
 		n, _, _ := strings.Cut(v[2:], "=")
