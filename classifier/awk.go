@@ -75,4 +75,3 @@ func (a *analyzer) awkProgram(c *call, i int) {
 		}
 	}
 }
-

@@ -82,7 +82,6 @@ func hKill(a *analyzer, c *call) {
 	}
 }
 
-
 // hSet: set with only error-handling options is harmless; without
 // arguments it prints every variable.
 func hSet(a *analyzer, c *call) {
