@@ -1,6 +1,9 @@
 package classifier
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Shell builtins (and their external twins) with their own grammar.
 
@@ -118,5 +121,71 @@ func hUmask(a *analyzer, c *call) {
 		if v := c.args[i].val; v != "-S" && v != "-p" {
 			a.flag(c, i, Dangerous, "shell.state", "umask changes the mode of files created later")
 		}
+	}
+}
+
+// hPopd: popd changes the current directory to one pushed before, so git
+// after it may run in another repository.
+func hPopd(a *analyzer, c *call) {
+	a.cdSeen = true
+	a.cdElsewhere = true
+	for i := 1; i < len(c.args); i++ {
+		f := c.args[i]
+		v := f.val
+		if f.unknown() || !(v == "-n" || len(v) > 1 && (v[0] == '+' || v[0] == '-') && isDigits(v[1:])) {
+			a.flag(c, i, Dangerous, "option.unknown", "popd argument "+f.raw+" is not a known read-only form")
+			return
+		}
+	}
+}
+
+// hCaller: caller prints the call stack; its only operand is a frame
+// number, which bash reads as a plain number (no arithmetic).
+func hCaller(a *analyzer, c *call) {
+	for i := 1; i < len(c.args); i++ {
+		if f := c.args[i]; f.unknown() || !isDigits(f.val) || i > 1 {
+			a.flag(c, i, Dangerous, "option.unknown", "caller takes one frame number")
+			return
+		}
+	}
+}
+
+// hXxd: xxd matches its options by the start of each word (-c, -cols,
+// -ps, -postscript), never bundles them, and writes a second operand.
+func hXxd(a *analyzer, c *call) {
+	flags := []string{"-a", "-autoskip", "-b", "-bits", "-C", "-capitalize", "-e", "-E", "-EBCDIC", "-h", "-help",
+		"-i", "-include", "-p", "-ps", "-postscript", "-plain", "-u", "-uppercase", "-v", "-version", "-d", "-r", "-revert"}
+	valued := []string{"-c", "-cols", "-g", "-groupsize", "-l", "-len", "-o", "-offset", "-s", "-seek", "-n", "-name", "-R"}
+	operands := 0
+	endOpts := false
+	for i := 1; i < len(c.args); i++ {
+		f := c.args[i]
+		v := f.val
+		switch {
+		case f.unknown():
+			if !endOpts && f.mayBeOption() || f.glob || f.splits() {
+				a.flag(c, i, Dangerous, "argument.unknown", "an argument only known at run time could be an option or an output file of xxd")
+				return
+			}
+			operands++
+		case endOpts || !strings.HasPrefix(v, "-") || v == "-":
+			operands++
+		case v == "--":
+			endOpts = true
+		case slices.Contains(flags, v):
+		case slices.Contains(valued, v):
+			if i+1 < len(c.args) && (c.args[i+1].glob || c.args[i+1].splits()) {
+				a.flag(c, i+1, Dangerous, "argument.unknown", "this value may expand to several words")
+				return
+			}
+			i++
+		case len(v) > 2 && strings.ContainsRune("cglosn", rune(v[1])) && isDigits(strings.TrimPrefix(v[2:], "+")):
+		default:
+			a.flag(c, i, Dangerous, "option.unknown", v+" is not a known read-only option of xxd")
+			return
+		}
+	}
+	if operands > 1 {
+		a.flag(c, -1, Dangerous, "operand.xxd", "xxd with a second operand writes it")
 	}
 }

@@ -5,11 +5,11 @@ import "strings"
 // Programs that change the system: the clock, the host name, services,
 // run levels.
 
+var dateGrammar = gnu("d:f:I::r:R!s:u", "date= debug file= iso-8601? resolution reference= rfc-email rfc-3339= !set= universal utc uct").because("set the system clock")
+
 // hDate: date sets the clock with -s or an operand not starting with +.
 func hDate(a *analyzer, c *call) {
-	s := roDeny("s", []string{"set"}, "set the system clock", true, "dfrIs")
-	s.argLong = []string{"date", "file", "reference"}
-	a.checkOptions(c, s)
+	a.checkOptions(c, dateGrammar)
 	for i := 1; i < len(c.args); i++ {
 		v := c.args[i].val
 		if strings.HasPrefix(v, "-") {
