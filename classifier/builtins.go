@@ -128,7 +128,6 @@ func hUmask(a *analyzer, c *call) {
 // after it may run in another repository.
 func hPopd(a *analyzer, c *call) {
 	a.cdSeen = true
-	a.cdElsewhere = true
 	for i := 1; i < len(c.args); i++ {
 		f := c.args[i]
 		v := f.val
