@@ -2,8 +2,8 @@ package classifier
 
 import "strings"
 
-// find: read-only without action predicates that run programs, delete
-// or write files.
+// find's expression grammar: every predicate is known, with its number of
+// values; an unknown one makes the call dangerous.
 
 // hFind: find is read-only without action predicates that run programs,
 // delete or write files.
@@ -75,6 +75,43 @@ func hFind(a *analyzer, c *call) {
 			}
 		case "-fprint", "-fprint0", "-fprintf", "-fls":
 			a.flag(c, i, Dangerous, "find.write", v+" writes to a file")
+		default:
+			n, known := findArity(v)
+			if !known {
+				// Keep scanning: a later -delete under / is still forbidden.
+				a.flag(c, i, Dangerous, "find.unknown", v+" is not a known read-only find predicate")
+			}
+			i += n
 		}
 	}
+}
+
+// findArgs maps the read-only predicates, options and operators of GNU
+// find to the number of words they take.
+var findArgs = map[string]int{
+	"(": 0, ")": 0, "!": 0, ",": 0, "-not": 0, "-a": 0, "-and": 0, "-o": 0, "-or": 0,
+	"-depth": 0, "-d": 0, "-ignore_readdir_race": 0, "-noignore_readdir_race": 0, "-mount": 0,
+	"-xdev": 0, "-noleaf": 0, "-daystart": 0, "-follow": 0, "-nowarn": 0, "-warn": 0,
+	"-regextype": 1, "-maxdepth": 1, "-mindepth": 1, "-files0-from": 1,
+	"-amin": 1, "-anewer": 1, "-atime": 1, "-cmin": 1, "-cnewer": 1, "-ctime": 1, "-fstype": 1,
+	"-gid": 1, "-group": 1, "-ilname": 1, "-iname": 1, "-inum": 1, "-ipath": 1, "-iregex": 1,
+	"-iwholename": 1, "-links": 1, "-lname": 1, "-mmin": 1, "-mtime": 1, "-name": 1, "-newer": 1,
+	"-path": 1, "-perm": 1, "-regex": 1, "-samefile": 1, "-size": 1, "-type": 1, "-uid": 1,
+	"-used": 1, "-user": 1, "-wholename": 1, "-xtype": 1, "-context": 1,
+	"-empty": 0, "-executable": 0, "-false": 0, "-nogroup": 0, "-nouser": 0, "-readable": 0,
+	"-true": 0, "-writable": 0, "-print": 0, "-print0": 0, "-printf": 1, "-ls": 0, "-prune": 0,
+	"-quit": 0, "-help": 0, "--help": 0, "-version": 0, "--version": 0,
+}
+
+// findArity returns how many words the predicate v takes.
+func findArity(v string) (int, bool) {
+	if n, ok := findArgs[v]; ok {
+		return n, true
+	}
+	// -newerXY with X and Y among a, B, c, m, t.
+	if rest, ok := strings.CutPrefix(v, "-newer"); ok && len(rest) == 2 &&
+		strings.IndexByte("aBcm", rest[0]) >= 0 && strings.IndexByte("aBcmt", rest[1]) >= 0 {
+		return 1, true
+	}
+	return 0, false
 }

@@ -1,6 +1,7 @@
 package classifier
 
 import (
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -179,6 +180,9 @@ func isShell(name string) bool {
 
 // hInterpreter: python, node, perl, ... always run code.
 func hInterpreter(a *analyzer, c *call) {
+	if len(c.args) == 2 && !c.extra && versionOnly(c.name(), c.args[1]) {
+		return // prints the version while parsing options, before running anything
+	}
 	for i := 1; i < len(c.args); i++ {
 		f := c.args[i]
 		if f.fromNet {
@@ -210,6 +214,27 @@ func hInterpreter(a *analyzer, c *call) {
 		}
 	}
 	a.stdinCode(c)
+}
+
+// versionOnly reports whether f alone makes the interpreter print its
+// version and exit before it loads any code (python's -V exits while
+// parsing its command line, before site and sitecustomize).
+func versionOnly(name string, f field) bool {
+	if f.unknown() {
+		return false
+	}
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		name = name[i+1:]
+	}
+	switch v := f.val; {
+	case v == "--version":
+		return isPython(name) || slices.Contains([]string{"node", "nodejs", "perl", "ruby", "php", "deno", "bun", "Rscript"}, name)
+	case isPython(name):
+		return v == "-V" || v == "-VV"
+	case name == "node" || name == "nodejs" || name == "perl" || name == "php":
+		return v == "-v"
+	}
+	return false
 }
 
 // hEval re-parses a literal argument list; anything computed is unknown.
