@@ -188,3 +188,30 @@ func hXxd(a *analyzer, c *call) {
 		a.flag(c, -1, Dangerous, "operand.xxd", "xxd with a second operand writes it")
 	}
 }
+
+// hJobs: jobs lists jobs; jobs -x runs its arguments as a command (with
+// job specs replaced by process group ids), so that command is judged.
+func hJobs(a *analyzer, c *call) {
+	for i := 1; i < len(c.args); i++ {
+		f := c.args[i]
+		v := f.val
+		switch {
+		case f.unknown():
+			if f.mayBeOption() {
+				a.flag(c, i, Dangerous, "argument.unknown", "an argument of jobs only known at run time could be -x, which runs a command")
+			}
+			return
+		case v == "--":
+			return
+		case v == "-x":
+			a.flag(c, i, Dangerous, "builtin.jobs_x", "jobs -x runs its arguments as a command")
+			a.inner(c, i+1)
+			return
+		case !strings.HasPrefix(v, "-") || v == "-":
+			return // job specs
+		case strings.Trim(v[1:], "lnprs") != "":
+			a.flag(c, i, Dangerous, "option.unknown", "jobs option "+v+" is not known read-only")
+			return
+		}
+	}
+}

@@ -81,6 +81,13 @@ func hFind(a *analyzer, c *call) {
 				// Keep scanning: a later -delete under / is still forbidden.
 				a.flag(c, i, Dangerous, "find.unknown", v+" is not a known read-only find predicate")
 			}
+			for k := i + 1; k <= i+n && k < len(c.args); k++ {
+				if c.args[k].unknown() {
+					// A glob may expand to several words: the later
+					// ones are read as predicates (-delete).
+					a.flag(c, k, Dangerous, "argument.unknown", "this value is only known at run time and may expand into find predicates")
+				}
+			}
 			i += n
 		}
 	}

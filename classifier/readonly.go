@@ -75,8 +75,7 @@ func addReadOnly() {
 	// Bash builtins and programs without options: every word is an
 	// operand that is only printed or ignored.
 	readOnly(parseGrammar("", "").any(), "echo", "true", "false", ":", "expr", "yes")
-	readOnly(builtinG("lnprs"), "jobs") // not -x: it runs its arguments
-	readOnly(builtinG("fn"), "wait")    // not -p VAR: it assigns (and evaluates a subscript)
+	readOnly(builtinG("fn"), "wait") // not -p VAR: it assigns (and evaluates a subscript)
 	readOnly(builtinG(""), "times", "exit", "return", "logout")
 	readOnly(builtinG("dms"), "help")
 	readOnly(builtinG("clpv").num(), "dirs")

@@ -71,6 +71,7 @@ func init() {
 	add(custom(hSet), "set")
 	add(custom(hUmask), "umask")
 	add(custom(hPopd), "popd")
+	add(custom(hJobs), "jobs")
 	add(custom(hCaller), "caller")
 	add(custom(hXxd), "xxd")
 	add(custom(hSystemctl), "systemctl")
