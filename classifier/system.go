@@ -24,8 +24,11 @@ func hDate(a *analyzer, c *call) {
 	}
 }
 
+var hostnameGrammar = gnu("aAdfiIsyv!F:!b", "alias all-fqdns domain fqdn long ip-address all-ip-addresses short yp nis verbose !file= !boot").because("set the host name")
+
 // hHostname: any operand (or -F/-b) sets the host name.
 func hHostname(a *analyzer, c *call) {
+	a.checkOptions(c, hostnameGrammar)
 	for i := 1; i < len(c.args); i++ {
 		v := c.args[i].val
 		if c.args[i].unknown() || !strings.HasPrefix(v, "-") || v == "-F" || v == "-b" || strings.HasPrefix(v, "--file") || strings.HasPrefix(v, "--boot") {
