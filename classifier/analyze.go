@@ -52,9 +52,11 @@ type analyzer struct {
 	// or here-document fetched from the network.
 	stdinNet bool
 	curStmt  *syntax.Stmt
-	// cdElsewhere is set when the command changes to a directory outside
-	// the workspace; gitReadAt holds where git read commands were seen.
-	cdElsewhere bool
+	// gitReadAt holds where git read commands were seen.
+	// cdSeen is set by any change of directory (cd, pushd, popd, env -C):
+	// git read commands in the same command may then run in a nested
+	// repository, whose config is not trusted.
+	cdSeen      bool
 	cdProtected string // set after a cd to /, ~ or a system directory
 	gitReadAt   []Reason
 }

@@ -146,9 +146,9 @@ func (a *analyzer) run(command string) {
 		return
 	}
 	a.parseAndWalk(command, 0, 0)
-	if a.cdElsewhere {
+	if a.cdSeen {
 		for _, r := range a.gitReadAt {
-			a.add(Dangerous, "git.elsewhere", r.Text, r.Offset, "git runs after a change to a directory outside the workspace, where another repository's config applies")
+			a.add(Dangerous, "git.elsewhere", r.Text, r.Offset, "git runs after a change of directory, maybe in a nested repository or submodule whose config is not trusted")
 		}
 	}
 }

@@ -34,7 +34,7 @@ var classifyTests = []struct {
 	{"printf '%s\\n' a", ro},
 	{"date -u +%s", ro},
 	{"git log --oneline -n 5", ro},
-	{"git -C sub status", ro},
+	{"git -C sub status", dg}, // a nested repository's config is not trusted
 	{"git --no-pager diff HEAD~1 -- a.go", ro},
 	{"git branch -a --contains HEAD", ro},
 	{"git tag --list 'v*'", ro},
@@ -457,7 +457,7 @@ var classifyTests = []struct {
 	{"cd /tmp/evil && git status", dg},
 	{"git status; cd /", dg},
 	{"cd ~ && git log", dg},
-	{"cd src && git log", ro},
+	{"cd src && git log", dg}, // any cd before git: maybe a nested repository
 	{"env -C /tmp/x git status", dg},
 	{"pushd /tmp && git diff", dg},
 	{"cat < /dev/tcp/example.com/80", dg},

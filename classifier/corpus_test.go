@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path"
 	"slices"
 	"testing"
 )
@@ -13,6 +14,10 @@ import (
 const (
 	sharedCorpus = "../../shared/corpus/commands.jsonl"
 	localCorpus  = "testdata/corpus/commands.jsonl"
+	// longtailCorpus is our own: builtins that run their arguments,
+	// options that write or load code, globs in option position, git
+	// argument counts and git aimed at another repository. Same format.
+	longtailCorpus = "testdata/corpus-longtail.jsonl"
 )
 
 type corpusLine struct {
@@ -32,9 +37,11 @@ func corpusPath(t testing.TB) string {
 	return localCorpus
 }
 
-func readCorpus(t testing.TB) []corpusLine {
+func readCorpus(t testing.TB) []corpusLine { return readCorpusFile(t, corpusPath(t)) }
+
+func readCorpusFile(t testing.TB, name string) []corpusLine {
 	t.Helper()
-	data, err := os.ReadFile(corpusPath(t))
+	data, err := os.ReadFile(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,9 +61,16 @@ func readCorpus(t testing.TB) []corpusLine {
 	return out
 }
 
-// TestCorpus scores the classifier as the corpus README says.
+// TestCorpus scores the classifier on every corpus as the corpus README
+// says.
 func TestCorpus(t *testing.T) {
-	lines := readCorpus(t)
+	for _, name := range []string{corpusPath(t), longtailCorpus} {
+		t.Run(path.Base(name), func(t *testing.T) { scoreCorpus(t, name) })
+	}
+}
+
+func scoreCorpus(t *testing.T, name string) {
+	lines := readCorpusFile(t, name)
 	var unsafe, missedForbidden, overBlocked, readOnlyLines, forbiddenLines, failed int
 	for n, l := range lines {
 		v := Classify(l.Cmd)
@@ -85,7 +99,7 @@ func TestCorpus(t *testing.T) {
 	overPct := 100 * float64(overBlocked) / float64(readOnlyLines)
 	// Printed (not logged) so that plain `go test` shows the figures.
 	fmt.Printf("classifier corpus %s: %d lines, %d failed; unsafe %d; missed forbidden %d of %d (recall %.1f%%); over-blocked %d of %d read_only lines (%.1f%%)\n",
-		corpusPath(t), len(lines), failed, unsafe, missedForbidden, forbiddenLines, recall, overBlocked, readOnlyLines, overPct)
+		name, len(lines), failed, unsafe, missedForbidden, forbiddenLines, recall, overBlocked, readOnlyLines, overPct)
 	if unsafe != 0 {
 		t.Errorf("unsafe = %d, want 0", unsafe)
 	}

@@ -1,9 +1,6 @@
 package classifier
 
-import (
-	"path"
-	"strings"
-)
+import "strings"
 
 // gitRead lists the git subcommands that only read, given the option
 // checks in hGit. Repository config can still make them run programs
@@ -19,12 +16,15 @@ var gitRead = map[string]bool{
 	"verify-pack": false,
 	// Subcommands with listing forms only, checked below.
 	"branch": true, "tag": true, "stash": true, "remote": true, "config": true, "reflog": true,
-	"worktree": true, "notes": true,
+	"worktree": true, "notes": true, "symbolic-ref": true,
 }
 
 // gitDenyLong are options of read subcommands that write files, run
 // programs or open a pager; GNU-style abbreviations count too.
-var gitDenyLong = []string{"output", "ext-diff", "open-files-in-pager", "paginate", "help", "exec", "upload-pack", "receive-pack"}
+// --recurse-submodules and --submodule run git in submodules, whose
+// config is not trusted; --show-signature runs gpg.
+var gitDenyLong = []string{"output", "ext-diff", "open-files-in-pager", "paginate", "help", "exec", "upload-pack",
+	"receive-pack", "recurse-submodules", "submodule", "show-signature"}
 
 func hGit(a *analyzer, c *call) {
 	i := 1
@@ -38,24 +38,16 @@ func hGit(a *analyzer, c *call) {
 		if !strings.HasPrefix(v, "-") {
 			break
 		}
-		name, val, hasVal := strings.Cut(v, "=")
+		name, _, _ := strings.Cut(v, "=")
 		switch name {
 		case "--no-pager", "-P", "--no-optional-locks", "--literal-pathspecs", "--glob-pathspecs",
 			"--noglob-pathspecs", "--icase-pathspecs", "--no-replace-objects", "--no-lazy-fetch", "--no-advice":
 		case "-C", "--git-dir", "--work-tree":
-			if !hasVal || name == "-C" {
-				i++
-				if i >= len(c.args) {
-					return
-				}
-				val = c.args[i].val
-				if c.args[i].unknown() {
-					val = "/"
-				}
-			}
-			if !localPath(val) {
-				a.flag(c, i, Dangerous, "git.elsewhere", "git "+name+" points at another repository, whose config can run programs")
-			}
+			// Another directory may be a nested repository, a submodule or
+			// any other repository the agent wrote: its config (core.fsmonitor,
+			// core.pager, diff.external) is not the trusted workspace's.
+			a.flag(c, i, Dangerous, "git.elsewhere", "git "+name+" runs git in another repository, whose config can run programs")
+			return
 		case "--version":
 			return
 		case "-c", "--config-env":
@@ -101,6 +93,10 @@ func hGit(a *analyzer, c *call) {
 					return
 				}
 			}
+			if gitFormatRunsGPG(v) {
+				a.flag(c, i+1+k, Dangerous, "git.option", "a %G placeholder makes git verify signatures with gpg")
+				return
+			}
 		} else if sub == "grep" && strings.HasPrefix(v, "-") && strings.Contains(v, "O") {
 			a.flag(c, i+1+k, Dangerous, "git.option", "git grep -O opens the files in a pager")
 			return
@@ -119,15 +115,6 @@ func hGit(a *analyzer, c *call) {
 	if a.opts.untrustedGit {
 		a.flag(c, i, Dangerous, "git.untrusted", "in an untrusted repository, its config can make git "+sub+" run programs")
 	}
-}
-
-// localPath reports whether p stays inside the current directory.
-func localPath(p string) bool {
-	if p == "" || strings.HasPrefix(p, "/") || strings.HasPrefix(p, "~") {
-		return false
-	}
-	c := path.Clean(p)
-	return c != ".." && !strings.HasPrefix(c, "../")
 }
 
 // gitListingOnly checks the subcommands that both list and change: it
@@ -176,37 +163,60 @@ func gitListingOnly(sub string, args []string) string {
 		if positional > 0 && !listFlag {
 			return "git " + sub + " with a name creates it"
 		}
-	case "stash", "worktree", "notes", "reflog", "remote", "config":
+	case "stash":
+		// The verb must come first: git stash -m list pushes.
+		if len(args) == 0 || args[0] != "list" && args[0] != "show" {
+			return "git stash without list or show first saves and resets changes"
+		}
+	case "worktree":
+		if len(args) == 0 || args[0] != "list" {
+			return "git worktree without list first changes worktrees"
+		}
+	case "notes":
+		rest := args
+		for len(rest) > 0 && strings.HasPrefix(rest[0], "--ref=") {
+			rest = rest[1:]
+		}
+		if len(rest) > 0 && rest[0] != "list" && rest[0] != "show" {
+			return "git notes " + rest[0] + " changes notes"
+		}
+	case "reflog":
+		for _, v := range args {
+			if isReflogVerb(v) {
+				return "git reflog " + v + " changes the reflog"
+			}
+		}
+	case "remote":
 		first := ""
 		for _, v := range args {
 			if !strings.HasPrefix(v, "-") {
 				first = v
 				break
 			}
-		}
-		ok := false
-		switch sub {
-		case "stash":
-			ok = first == "list" || first == "show"
-		case "worktree":
-			ok = first == "list"
-		case "notes":
-			ok = first == "list" || first == "show"
-		case "reflog":
-			ok = first == "" || first == "show" || first == "exists" || !isReflogVerb(first)
-		case "remote":
-			ok = first == "" || first == "get-url"
-			for _, v := range args {
-				if strings.HasPrefix(v, "-") && v != "-v" && v != "--verbose" && v != "--push" && v != "--all" {
-					ok = false
-				}
+			if v != "-v" && v != "--verbose" && v != "--push" && v != "--all" {
+				return "git remote " + v + " is not a listing"
 			}
-		case "config":
-			return gitConfigRead(args)
 		}
-		if !ok {
-			return "git " + sub + " " + first + " changes the repository"
+		if first != "" && (first != "get-url" || args[0] != "get-url" && args[0] != "-v" && args[0] != "--verbose") {
+			return "git remote " + first + " changes remotes or uses the network"
 		}
+	case "symbolic-ref":
+		positional := 0
+		for _, v := range args {
+			switch v {
+			case "-q", "--quiet", "--short", "--no-recurse", "--recurse":
+			default:
+				if strings.HasPrefix(v, "-") {
+					return "git symbolic-ref " + v + " changes a reference"
+				}
+				positional++
+			}
+		}
+		if positional != 1 {
+			return "git symbolic-ref with a target changes a reference"
+		}
+	case "config":
+		return gitConfigRead(args)
 	}
 	return ""
 }
@@ -219,24 +229,55 @@ func isReflogVerb(s string) bool {
 	return false
 }
 
-// gitConfigRead allows only the reading forms of git config.
+// gitConfigRead allows only the reading forms of git config: --get and
+// friends, --list, the get and list verbs, and a lone key.
 func gitConfigRead(args []string) string {
 	read := false
-	for _, v := range args {
-		n, _, _ := strings.Cut(v, "=")
+	positional := 0
+	for k := 0; k < len(args); k++ {
+		v := args[k]
+		if !strings.HasPrefix(v, "-") {
+			if k == 0 && (v == "get" || v == "list") {
+				read = true
+				continue
+			}
+			if k == 0 && (v == "set" || v == "unset" || v == "edit" || v == "rename-section" || v == "remove-section") {
+				return "git config " + v + " changes configuration"
+			}
+			positional++
+			continue
+		}
+		n, _, has := strings.Cut(v, "=")
 		switch n {
-		case "--get", "--get-all", "--get-regexp", "--get-urlmatch", "-l", "--list", "get", "list":
+		case "--get", "--get-all", "--get-regexp", "--get-urlmatch", "--get-color", "--get-colorbool", "-l", "--list":
 			read = true
 		case "--show-origin", "--show-scope", "--global", "--local", "--system", "--worktree", "-z", "--null",
-			"--name-only", "--type", "--bool", "--int", "--path", "--includes", "--no-includes", "--default", "--all", "--regexp":
-		default:
-			if strings.HasPrefix(v, "-") {
-				return "git config " + v + " may change configuration"
+			"--name-only", "--bool", "--int", "--path", "--bool-or-int", "--expiry-date", "--includes",
+			"--no-includes", "--all", "--regexp", "--fixed-value", "--show-names", "--no-show-names":
+		case "--type", "--default", "-f", "--file", "--blob", "--url", "--value":
+			if !has {
+				k++
 			}
+		default:
+			return "git config " + v + " may change configuration or open an editor"
 		}
 	}
-	if !read {
-		return "git config without --get or --list writes configuration"
+	if read || positional == 1 {
+		return ""
 	}
-	return ""
+	return "git config with a key and a value writes configuration"
+}
+
+// gitFormatRunsGPG reports whether a --format/--pretty value holds a
+// signature placeholder (%G?, %GS, ...), which runs gpg.
+func gitFormatRunsGPG(v string) bool {
+	n, val, ok := strings.Cut(v, "=")
+	if !ok {
+		return false
+	}
+	switch n {
+	case "--format", "--pretty":
+		return strings.Contains(val, "%G")
+	}
+	return false
 }

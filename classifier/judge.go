@@ -135,7 +135,7 @@ func (a *analyzer) judge(c *call) {
 		return
 	}
 	// kReadOnly: generic option check.
-	a.checkOptions(c, s)
+	a.checkOptions(c, s.g)
 	a.checkSensitive(c)
 }
 
@@ -198,83 +198,7 @@ func (a *analyzer) checkSensitive(c *call) {
 	}
 }
 
-// checkOptions applies a read-only spec's option rules to c.
-func (a *analyzer) checkOptions(c *call, s *spec) {
-	operands := 0
-	endOpts := false
-	for i := 1; i < len(c.args); i++ {
-		f := &c.args[i]
-		if f.unknown() && f.mayBeOption() && !endOpts {
-			if !s.flagSafe() {
-				a.flag(c, i, Dangerous, "argument.unknown", "this argument is only known at run time and could be an option of "+c.name())
-			}
-			operands++
-			continue
-		}
-		v := f.val
-		if endOpts || v == "-" || !strings.HasPrefix(v, "-") {
-			operands++
-			continue
-		}
-		if v == "--" {
-			endOpts = true
-			continue
-		}
-		if strings.HasPrefix(v, "--") {
-			name, _, hasVal := strings.Cut(v[2:], "=")
-			if s.deniedLong(name) {
-				a.flag(c, i, Dangerous, "option."+c.name(), "--"+name+" makes "+c.name()+" "+s.denyWhy)
-				continue
-			}
-			if !hasVal && slices.Contains(s.argLong, name) {
-				i++
-			}
-			continue
-		}
-		for j := 1; j < len(v); j++ {
-			ch := v[j]
-			if strings.IndexByte(s.denyShort, ch) >= 0 {
-				a.flag(c, i, Dangerous, "option."+c.name(), "-"+string(ch)+" makes "+c.name()+" "+s.denyWhy)
-				break
-			}
-			if strings.IndexByte(s.argShort, ch) >= 0 {
-				if j == len(v)-1 {
-					i++
-				}
-				break
-			}
-		}
-	}
-	if c.extra {
-		operands++
-		if !s.flagSafe() {
-			a.flag(c, -1, Dangerous, "argument.unknown", "arguments appended at run time could be options of "+c.name())
-		}
-	}
-	if s.maxOps >= 0 && operands > s.maxOps {
-		a.flag(c, -1, Dangerous, "operand."+c.name(), c.name()+" with more than "+itoa(s.maxOps)+" operand(s) writes an output file")
-	}
-}
-
 func itoa(n int) string { return strconv.Itoa(n) }
-
-// deniedLong reports whether --name (or a GNU abbreviation of it) is
-// denied.
-func (s *spec) deniedLong(name string) bool {
-	for _, d := range s.denyLong {
-		if name == d {
-			return true
-		}
-		if s.abbrev && len(name) >= 1 && strings.HasPrefix(d, name) {
-			return true
-		}
-	}
-	return false
-}
-
-func (s *spec) flagSafe() bool {
-	return s.kind == kReadOnly && s.denyShort == "" && len(s.denyLong) == 0 && s.maxOps < 0
-}
 
 // exfiltration makes a network command that names a credential file
 // forbidden.

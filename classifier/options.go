@@ -61,9 +61,13 @@ func WithForbidden(names ...string) Option {
 	return func(o *options) { o.forbidden = append(o.forbidden[:len(o.forbidden):len(o.forbidden)], names...) }
 }
 
-// WithTrustedGit says whether the repository is trusted. When false, git
-// read subcommands (status, log, diff, ...) are dangerous because the
-// repository's config can make them run programs. Default true.
+// WithTrustedGit says whether the workspace's repository is trusted. When
+// false, git read subcommands (status, log, diff, ...) are dangerous
+// because the repository's config can make them run programs. Default
+// true. Trust covers only git run in the workspace itself: git aimed at
+// another repository (-C, --git-dir, --work-tree, GIT_DIR and other
+// environment prefixes, any cd before git, submodule recursion) is always
+// dangerous, since nested repositories are agent-writable.
 func WithTrustedGit(trusted bool) Option {
 	return func(o *options) { o.untrustedGit = !trusted }
 }

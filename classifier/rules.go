@@ -3,7 +3,9 @@ package classifier
 // The rule tables. Every program not listed here is dangerous; every
 // program listed as read-only is read_only only with the options allowed
 // by its entry. Handlers for programs with their own grammar (find, sed,
-// awk, git, tar, wrappers, shells) live in handlers.go.
+// awk, git, tar, wrappers, shells) live in files named for their family
+// (find.go, sed.go, awk.go, git.go, archive.go, shells.go, wrappers.go,
+// builtins.go, writes.go, system.go).
 
 type kind uint8
 
@@ -19,30 +21,22 @@ type spec struct {
 	rule string // rule id for dangerous/forbidden entries
 	msg  string // sentence for dangerous/forbidden entries
 
-	// Read-only entries: options that make the program write or run code.
-	denyShort string   // short option letters
-	denyLong  []string // long option names (without --)
-	denyWhy   string   // "write a file", completes "-o makes sort ..."
-	abbrev    bool     // GNU getopt_long accepts unambiguous abbreviations
-	argShort  string   // short options taking a value (so it is skipped)
-	argLong   []string // long options taking a separate value
-	maxOps    int      // most operands allowed (-1: any); more means an output file
+	// g is a read-only entry's complete option grammar.
+	g *grammar
 
 	net bool // talks to the network
 	fn  func(a *analyzer, c *call)
 }
 
-func readOnlySpec() *spec { return &spec{kind: kReadOnly, maxOps: -1} }
-
-func roDeny(short string, long []string, why string, abbrev bool, argShort string) *spec {
-	return &spec{kind: kReadOnly, maxOps: -1, denyShort: short, denyLong: long, denyWhy: why, abbrev: abbrev, argShort: argShort}
+func readOnly(g *grammar, names ...string) {
+	add(&spec{kind: kReadOnly, g: g}, names...)
 }
 
 func dng(rule, msg string) *spec { return &spec{kind: kDangerous, rule: rule, msg: msg} }
 
 func fbd(rule, msg string) *spec { return &spec{kind: kForbidden, rule: rule, msg: msg} }
 
-func custom(fn func(a *analyzer, c *call)) *spec { return &spec{kind: kCustom, fn: fn, maxOps: -1} }
+func custom(fn func(a *analyzer, c *call)) *spec { return &spec{kind: kCustom, fn: fn} }
 
 var rules = map[string]*spec{}
 
@@ -53,33 +47,7 @@ func add(s *spec, names ...string) {
 }
 
 func init() {
-	// Programs that only read files and print, whatever their options.
-	add(readOnlySpec(), "cat", "tac", "head", "tail", "wc", "nl", "od", "hexdump", "strings", "stat",
-		"cut", "paste", "tr", "fold", "fmt", "expand", "unexpand", "rev", "column", "comm", "join",
-		"cmp", "diff", "md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum",
-		"b2sum", "cksum", "sum", "base32", "realpath", "readlink", "basename", "dirname", "ls", "dir",
-		"vdir", "grep", "egrep", "fgrep", "pwd", "whoami", "id", "groups", "uname", "nproc", "uptime",
-		"free", "df", "du", "ps", "pgrep", "seq", "sleep", "true", "false", "echo", "which", "type",
-		"locale", "tty", "arch", "printenv", "logname", "users", "who", "w", "getconf", "expr",
-		"numfmt", "lsblk", "lscpu", "zcat", "bzcat", "xzcat", "zipinfo", "jq", "wait", "jobs", "times",
-		"help", "popd", "dirs", "exit", "return", ":", "whereis", "lsof", "look",
-		"factor", "yes", "tsort", "pr", "dircolors", "pathchk", "vmstat",
-		"iostat", "mpstat", "pidof", "lsmem", "lsns", "lspci", "lsusb", "nm", "objdump",
-		"readelf", "size", "cal", "ncal", "caller", "sha1", "md5", "shasum")
-
-	// Read-only programs with options that write files or run programs.
-	add(roDeny("o", []string{"output", "compress-program"}, "write a file or run a program", true, "kStTo"), "sort")
-	add(roDeny("o", []string{"output"}, "write a file", true, "n"), "shuf")
-	add(roDeny("o", []string{"output"}, "write a file", true, "ft"), "iconv")
-	add(roDeny("oR", []string{"fromfile-write"}, "write files", false, "LPIo"), "tree")
-	add(roDeny("C", []string{"compile"}, "compile and write a magic file", true, "mfFeP"), "file")
-	add(roDeny("z", []string{"pre", "search-zip", "hostname-bin", "pre-glob"}, "run other programs", false, "eEfgjmMtTABC"), "rg")
-	add(roDeny("cCDEn", []string{"clear", "read-clear", "console-off", "console-on", "console-level"}, "change the kernel log", true, ""), "dmesg")
-	add(roDeny("o", []string{"output"}, "write a file", true, "bw"), "base64")
-	rules["base64"].maxOps = 1
-	add(&spec{kind: kReadOnly, maxOps: 1, denyWhy: "write a file"}, "uniq")
-	rules["uniq"].argShort = "fsw"
-	add(&spec{kind: kReadOnly, maxOps: 1, denyWhy: "write a file", argShort: "cglos"}, "xxd")
+	addReadOnly()
 
 	// Programs with their own grammar.
 	add(custom(hFind), "find")
@@ -102,6 +70,10 @@ func init() {
 	add(custom(hCp), "cp", "mv")
 	add(custom(hSet), "set")
 	add(custom(hUmask), "umask")
+	add(custom(hPopd), "popd")
+	add(custom(hJobs), "jobs")
+	add(custom(hCaller), "caller")
+	add(custom(hXxd), "xxd")
 	add(custom(hSystemctl), "systemctl")
 	add(custom(hInit), "init", "telinit")
 

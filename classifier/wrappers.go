@@ -159,12 +159,10 @@ assigns:
 	a.inner(c, i)
 }
 
-// chdir records a change of directory: outside the workspace, git reads
-// use another repository's config.
+// chdir records a change of directory: git reads after it may run in a
+// nested repository, whose config is not trusted.
 func (a *analyzer) chdir(c *call, i int, f field) {
-	if f.unknown() || !localPath(f.val) {
-		a.cdElsewhere = true
-	}
+	a.cdSeen = true
 }
 
 func hCd(a *analyzer, c *call) {
@@ -177,7 +175,7 @@ func hCd(a *analyzer, c *call) {
 		break
 	}
 	if dir == nil {
-		a.cdElsewhere = true // $HOME
+		a.cdSeen = true // $HOME
 		a.cdProtected = "the home directory"
 		return
 	}

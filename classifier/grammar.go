@@ -1,0 +1,320 @@
+package classifier
+
+import (
+	"strings"
+)
+
+// A grammar is the complete option grammar of a read-only program. Every
+// option the program accepts is listed; an option the grammar does not
+// know makes the call dangerous, because it may be one that writes a file
+// or runs a program (sort --compress-program, rg --pre, nm --plugin).
+//
+// Grammars are written as two strings in the style of getopt:
+//
+//	short: "c:n:qvz"   c and n take a value (attached or the next word),
+//	                   q, v, z do not; "w::" takes an optional attached value
+//	long:  "bytes= lines= quiet color?"
+//	                   "=" takes a value (=value or the next word),
+//	                   "?" an optional =value, "==" two values (jq --arg)
+//
+// A "!" before a letter or a name marks an option that writes a file or
+// runs a program: it makes the call dangerous with the grammar's why.
+type grammar struct {
+	short [128]optKind
+	long  map[string]optKind
+
+	why      string // completes "--output makes sort ...": "write a file"
+	abbrev   bool   // GNU getopt_long: unambiguous prefixes of long options
+	permute  bool   // options may follow operands (GNU); else the first operand ends them
+	digits   bool   // -NUM is an option (head -5, grep -3, diff -5)
+	anyArgs  bool   // no options at all: every word is an operand (echo, expr)
+	respFile bool   // an @FILE operand reads more options from FILE (binutils)
+	nextVals bool   // bundled letters take their values from the next words (tree)
+	maxOps   int    // most operands allowed (-1: any); more means an output file
+	// risky is set when the grammar has an option that is not read-only
+	// or an operand that writes: then a word whose value is only known at
+	// run time (a glob, a substitution) could become that option.
+	risky bool
+}
+
+type optKind uint8
+
+const (
+	optNone   optKind = iota
+	optFlag           // no value
+	optArg            // a required value
+	optOptArg         // an optional value, attached only
+	optArg2           // two values, the next two words (jq --arg NAME VALUE)
+	optDeny   optKind = 0x80
+)
+
+func (k optKind) base() optKind { return k &^ optDeny }
+func (k optKind) denied() bool  { return k&optDeny != 0 }
+
+// parseGrammar builds a grammar from its short and long strings.
+func parseGrammar(short, long string) *grammar {
+	g := &grammar{long: map[string]optKind{}, maxOps: -1}
+	for i := 0; i < len(short); i++ {
+		var deny optKind
+		if short[i] == '!' {
+			deny = optDeny
+			i++
+		}
+		ch := short[i]
+		k := optFlag
+		if i+2 < len(short) && short[i+1] == ':' && short[i+2] == ':' {
+			k = optOptArg
+			i += 2
+		} else if i+1 < len(short) && short[i+1] == ':' {
+			k = optArg
+			i++
+		}
+		g.short[ch] = k | deny
+	}
+	for _, n := range strings.Fields(long) {
+		var deny optKind
+		if n[0] == '!' {
+			deny = optDeny
+			n = n[1:]
+		}
+		k := optFlag
+		switch {
+		case strings.HasSuffix(n, "=="):
+			k, n = optArg2, n[:len(n)-2]
+		case strings.HasSuffix(n, "="):
+			k, n = optArg, n[:len(n)-1]
+		case strings.HasSuffix(n, "?"):
+			k, n = optOptArg, n[:len(n)-1]
+		}
+		g.long[n] = k | deny
+	}
+	for _, k := range g.short {
+		if k.denied() {
+			g.risky = true
+		}
+	}
+	for _, k := range g.long {
+		if k.denied() {
+			g.risky = true
+		}
+	}
+	return g
+}
+
+// gnu is a GNU-style grammar: getopt_long with permutation and
+// abbreviations, plus --help and --version.
+func gnu(short, long string) *grammar {
+	g := parseGrammar(short, long+" help version")
+	g.abbrev, g.permute = true, true
+	return g
+}
+
+// builtinG is a bash builtin's grammar: options stop at the first operand,
+// there are no long options.
+func builtinG(short string) *grammar { return parseGrammar(short, "") }
+
+// lookupLong resolves --name, with GNU abbreviations when the grammar
+// allows them. An abbreviation that could mean a denied option is that
+// option.
+func (g *grammar) lookupLong(name string) (optKind, bool) {
+	if k, ok := g.long[name]; ok {
+		return k, true
+	}
+	if !g.abbrev || name == "" {
+		return optNone, false
+	}
+	var found optKind
+	n := 0
+	for full, k := range g.long {
+		if !strings.HasPrefix(full, name) {
+			continue
+		}
+		if k.denied() {
+			return k, true
+		}
+		if n > 0 && k.base() != found.base() {
+			// Ambiguous between options of different shapes: the
+			// program refuses it, but where the value is is unclear.
+			return optNone, false
+		}
+		found = k
+		n++
+	}
+	return found, n > 0
+}
+
+// splits reports whether a run-time word may become several words (an
+// unquoted substitution or a glob), so that a word after the first could
+// be an option whatever the first one starts with.
+func (f *field) splits() bool {
+	return f.dynamic && !f.dquoted && !f.procSub
+}
+
+// checkOptions applies a read-only program's grammar to c.
+func (a *analyzer) checkOptions(c *call, g *grammar) {
+	operands := 0
+	many := false // an operand may expand to several words
+	endOpts := false
+	name := c.name()
+	for i := 1; i < len(c.args); i++ {
+		f := &c.args[i]
+		if f.unknown() {
+			if !endOpts && g.risky && (f.mayBeOption() || f.splits() || g.respFile && (f.lead == "" || f.lead[0] == '@')) {
+				if !a.optionFromLead(c, i, g) {
+					a.flag(c, i, Dangerous, "argument.unknown", "this argument is only known at run time and could become an option of "+name+" that is not read-only (a file named like an option matches a glob)")
+					return
+				}
+				continue
+			}
+			if f.unknown() && (f.glob || f.splits()) {
+				many = true
+			}
+			operands++
+			if !g.permute {
+				endOpts = true
+			}
+			continue
+		}
+		v := f.val
+		if endOpts || g.anyArgs || v == "-" || !strings.HasPrefix(v, "-") {
+			if g.respFile && !endOpts && strings.HasPrefix(v, "@") {
+				a.flag(c, i, Dangerous, "option.response_file", name+" reads more options from "+v+", which could load a plugin")
+				return
+			}
+			operands++
+			if !g.permute {
+				endOpts = true
+			}
+			continue
+		}
+		if v == "--" {
+			endOpts = true
+			continue
+		}
+		if strings.HasPrefix(v, "--") {
+			n, _, hasVal := strings.Cut(v[2:], "=")
+			k, ok := g.lookupLong(n)
+			if !ok {
+				a.flag(c, i, Dangerous, "option.unknown", "--"+n+" is not a known read-only option of "+name)
+				return
+			}
+			if k.denied() {
+				a.flag(c, i, Dangerous, "option."+name, "--"+n+" makes "+name+" "+g.why)
+				return
+			}
+			skip := 0
+			switch k.base() {
+			case optArg:
+				if !hasVal {
+					skip = 1
+				}
+			case optArg2:
+				skip = 2
+			}
+			if !a.values(c, i, skip, g) {
+				return
+			}
+			i += skip
+			continue
+		}
+		if g.digits && isDigits(v[1:]) {
+			continue
+		}
+		pending := 0 // values of bundled letters, for nextVals grammars
+		for j := 1; j < len(v); j++ {
+			ch := v[j]
+			if g.digits && ch >= '0' && ch <= '9' {
+				continue
+			}
+			k := optNone
+			if ch < 128 {
+				k = g.short[ch]
+			}
+			if k == optNone {
+				a.flag(c, i, Dangerous, "option.unknown", "-"+string(ch)+" is not a known read-only option of "+name)
+				return
+			}
+			if k.denied() {
+				a.flag(c, i, Dangerous, "option."+name, "-"+string(ch)+" makes "+name+" "+g.why)
+				return
+			}
+			if g.nextVals && k.base() != optFlag {
+				pending++
+				if k.base() == optArg2 {
+					pending++
+				}
+				continue
+			}
+			if k.base() == optArg || k.base() == optArg2 {
+				skip := 0
+				if j == len(v)-1 {
+					skip = 1
+					if k.base() == optArg2 {
+						skip = 2
+					}
+				}
+				if !a.values(c, i, skip, g) {
+					return
+				}
+				i += skip
+				break
+			}
+			if k.base() == optOptArg {
+				break
+			}
+		}
+		if pending > 0 {
+			if !a.values(c, i, pending, g) {
+				return
+			}
+			i += pending
+		}
+	}
+	if c.extra {
+		many = true
+		if g.risky {
+			a.flag(c, -1, Dangerous, "argument.unknown", "arguments appended at run time could be options of "+name)
+			return
+		}
+	}
+	if g.maxOps >= 0 && (operands > g.maxOps || many) {
+		a.flag(c, -1, Dangerous, "operand."+name, name+" with more than "+itoa(g.maxOps)+" operand(s) writes an output file")
+	}
+}
+
+// values checks the n words after c.args[i] that an option takes as its
+// values. A glob or an unquoted substitution there may expand to several
+// words; the ones after the first land where options are read.
+func (a *analyzer) values(c *call, i, n int, g *grammar) bool {
+	if !g.risky {
+		return true
+	}
+	for j := i + 1; j <= i+n && j < len(c.args); j++ {
+		f := &c.args[j]
+		if f.glob && f.mayBeOption() || f.splits() {
+			a.flag(c, j, Dangerous, "argument.unknown", "this value may expand to several words, and the later ones could be options of "+c.name()+" that are not read-only")
+			return false
+		}
+	}
+	return true
+}
+
+// optionFromLead accepts a run-time word whose literal start already
+// names a known read-only option with its value attached
+// (--include=*.go): only the value is unknown.
+func (a *analyzer) optionFromLead(c *call, i int, g *grammar) bool {
+	f := &c.args[i]
+	if f.splits() {
+		return false
+	}
+	rest, ok := strings.CutPrefix(f.lead, "--")
+	if !ok {
+		return false
+	}
+	n, _, has := strings.Cut(rest, "=")
+	if !has {
+		return false
+	}
+	k, known := g.lookupLong(n)
+	return known && !k.denied() && k.base() == optArg
+}
