@@ -224,8 +224,8 @@ func TestBoundarySwapRace(t *testing.T) {
 	attacker, _ := newRunnerOpts(t, ws, mutate)
 	// Bursts of flips as fast as it can for 100 ms (racing container
 	// starts: tens of milliseconds lie between Docker resolving a path and
-	// init checking it), then 100 ms still on whichever side the burst
-	// ended (calls then meet the real .git or the decoy).
+	// init checking it), then a still moment on whichever side the burst
+	// ended (calls then meet the real .git or the decoy, and some run).
 	flip := `import ctypes, time, sys
 libc = ctypes.CDLL(None, use_errno=True)
 end = time.time() + float(sys.argv[1])
@@ -238,7 +238,7 @@ while time.time() < end:
                 busy += 1
             else:
                 n += 1
-    time.sleep(0.1)
+    time.sleep(0.6)
 print("flips", n, "refused (EBUSY)", busy)
 `
 	ctx, cancel := context.WithTimeout(context.Background(), dur+3*time.Minute)
@@ -291,6 +291,7 @@ true`
 			}
 		case errors.Is(err, sandbox.ErrUnsafeWorkspace) || errors.Is(err, sandbox.ErrUnavailable):
 			refused++
+			time.Sleep(20 * time.Millisecond)
 		default:
 			t.Errorf("call %d: %v", i, err)
 		}
@@ -311,8 +312,8 @@ true`
 	if calls < 200 {
 		t.Errorf("only %d calls", calls)
 	}
-	if ran == 0 {
-		t.Errorf("no call ran at all: the test proves nothing")
+	if ran < 50 {
+		t.Errorf("only %d calls ran: too few to show anything", ran)
 	}
 	if logged < refused {
 		t.Errorf("%d refused calls, only %d refusals logged", refused, logged)
