@@ -224,21 +224,23 @@ func TestBoundarySwapRace(t *testing.T) {
 	attacker, _ := newRunnerOpts(t, ws, mutate)
 	// Bursts of flips as fast as it can for 100 ms (racing container
 	// starts: tens of milliseconds lie between Docker resolving a path and
-	// init checking it), then a still moment on whichever side the burst
-	// ended (calls then meet the real .git or the decoy, and some run).
+	// init checking it), then a still moment with the real .git in place
+	// (calls then run, and show what a container got).
 	flip := `import ctypes, time, sys
 libc = ctypes.CDLL(None, use_errno=True)
 end = time.time() + float(sys.argv[1])
 n = 0; busy = 0
 while time.time() < end:
     burst = time.time() + 0.1
-    while time.time() < burst:
+    k = 0
+    while time.time() < burst or k % 2:
+        k += 1
         for a, b in ((b".git", b".decoy"), (b"custom", b"custom.decoy")):
             if libc.renameat2(-100, a, -100, b, 2) != 0:
                 busy += 1
             else:
                 n += 1
-    time.sleep(0.6)
+    time.sleep(0.4)
 print("flips", n, "refused (EBUSY)", busy)
 `
 	ctx, cancel := context.WithTimeout(context.Background(), dur+3*time.Minute)

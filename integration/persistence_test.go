@@ -3,8 +3,7 @@
 package integration
 
 import (
-	"bytes"
-	"encoding/json"
+		"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -219,8 +218,6 @@ func ownerCmd(dir, home, prog string, args ...string) *exec.Cmd {
 	c.Dir = dir
 	c.Env = []string{"HOME=" + home, "PATH=/usr/local/bin:/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1"}
 	c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: wsUID, Gid: wsGID}}
-	var b bytes.Buffer
-	c.Stdout, c.Stderr = &b, &b
 	return c
 }
 

@@ -18,9 +18,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -201,12 +203,33 @@ func (d *demo) project(ctx context.Context) (string, error) {
 	if err := os.WriteFile(d.cfgFile, []byte(demoConfig), 0o600); err != nil {
 		return "", err
 	}
+	owner := ""
+	if os.Geteuid() == 0 {
+		// agentbox never runs commands as root: as root, give the sample
+		// project to an ordinary user (the one sudo came from, else 1000).
+		uid, gid := 1000, 1000
+		if u, err := strconv.Atoi(os.Getenv("SUDO_UID")); err == nil && u > 0 {
+			uid, gid = u, u
+			if g, err := strconv.Atoi(os.Getenv("SUDO_GID")); err == nil && g > 0 {
+				gid = g
+			}
+		}
+		if err := filepath.WalkDir(d.ws, func(p string, _ fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			return os.Lchown(p, uid, gid)
+		}); err != nil {
+			return "", err
+		}
+		owner = fmt.Sprintf(", owned by uid %d", uid)
+	}
 	dg, lines, err := treeDigest(d.ws)
 	if err != nil {
 		return "", err
 	}
 	d.digest0 = dg
-	return fmt.Sprintf("%d files, tree digest %s", len(lines), dg), nil
+	return fmt.Sprintf("%d files%s, tree digest %s", len(lines), owner, dg), nil
 }
 
 func (d *demo) connect(ctx context.Context) (string, error) {

@@ -70,6 +70,10 @@ each row's ratio to the pool.`,
 				return err
 			}
 			os.WriteFile(filepath.Join(ws, "main.go"), []byte("package main\n"), 0o644)
+			os.Chown(filepath.Join(ws, "main.go"), benchUID, benchUID)
+			if err := benchOwner(ws); err != nil {
+				return err
+			}
 			c := *cfg
 			c.Workspace = ws
 			c.Sandbox.Image = image

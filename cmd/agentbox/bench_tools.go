@@ -274,6 +274,9 @@ func benchWrites(ctx context.Context, progress io.Writer, cfg config.Config, n i
 	if ws, err = filepath.EvalSymlinks(ws); err != nil {
 		return nil, err
 	}
+	if err := benchOwner(ws); err != nil {
+		return nil, err
+	}
 	cfg.Workspace, cfg.StateDir = ws, state
 
 	// The floor: `true` through a warm pool of the same configuration.
