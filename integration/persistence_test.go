@@ -22,6 +22,7 @@ import (
 // protected path must end byte for byte as it started.
 func TestPersistenceAttempts(t *testing.T) {
 	ws := newWorkspace(t)
+	traversable(t, ws)
 	state := t.TempDir()
 	hostDir := t.TempDir()
 	must(t, os.Chmod(hostDir, 0o777))
@@ -32,6 +33,7 @@ func TestPersistenceAttempts(t *testing.T) {
 	// protected files that exist before the agent starts.
 	home := t.TempDir()
 	must(t, os.Chown(home, wsUID, wsGID))
+	must(t, os.Chmod(filepath.Dir(home), 0o755))
 	git := func(args ...string) string {
 		t.Helper()
 		return asOwner(t, ws, home, "git", args...)
@@ -152,9 +154,11 @@ func TestPersistenceAttempts(t *testing.T) {
 // the history and can be undone.
 func TestApprovedGitCommit(t *testing.T) {
 	ws := newWorkspace(t)
+	traversable(t, ws)
 	state := t.TempDir()
 	home := t.TempDir()
 	must(t, os.Chown(home, wsUID, wsGID))
+	must(t, os.Chmod(filepath.Dir(home), 0o755))
 	asOwner(t, ws, home, "git", "init", "-q", "-b", "main")
 	must(t, os.WriteFile(filepath.Join(ws, "a.txt"), []byte("one\n"), 0o644))
 	chownTree(t, ws)
@@ -192,6 +196,14 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'"'"
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
+}
+
+// traversable lets the owner reach ws as the tests' temporary
+// directories are root's and 0700.
+func traversable(t *testing.T, ws string) {
+	t.Helper()
+	must(t, os.Chmod(filepath.Dir(ws), 0o755))
+	must(t, os.Chmod(filepath.Dir(filepath.Dir(ws)), 0o755))
 }
 
 func chownTree(t *testing.T, root string) {
