@@ -118,7 +118,11 @@ func (s *Store) structuralConflicts(rootfd int, plan []diskChange) []Conflict {
 			}
 			seen[dir] = true
 			if t, err := lstatBeneath(rootfd, dir); err == nil && t != "" && t != TypeDir {
-				out = append(out, Conflict{Path: dir, Reason: fmt.Sprintf("is now a %s where a directory must be", t)})
+				reason := fmt.Sprintf("is now a %s where a directory must be", t)
+				if t == TypeSymlink {
+					reason += " (--force replaces the link itself, never what it points to)"
+				}
+				out = append(out, Conflict{Path: dir, Reason: reason})
 			}
 		}
 	}
