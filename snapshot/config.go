@@ -7,13 +7,25 @@ import (
 )
 
 // OpenConfig opens the store of cfg's workspace with the options of its
-// snapshot section (excludes, compression); opts are applied after them.
+// snapshot section (excludes, compression, per-call cap, free-space
+// floor, automatic gc past max_bytes); opts are applied after them.
 func OpenConfig(ctx context.Context, cfg *config.Config, opts ...Option) (*Store, error) {
-	base := []Option{WithExclude(cfg.Snapshot.Exclude...), WithCompression(cfg.Snapshot.Compress)}
+	base := []Option{WithExclude(cfg.Snapshot.Exclude...), WithCompression(cfg.Snapshot.Compress),
+		WithMaxCallBytes(callCap(cfg.Snapshot.MaxCallBytes, cfg.Snapshot.MaxBytes)), WithMinFreeBytes(cfg.Snapshot.MinFreeBytes),
+		WithAutoGC(GCPolicy{MaxBytes: cfg.Snapshot.MaxBytes})}
 	return Open(ctx, cfg.WorkspaceStateDir(), cfg.Workspace, append(base, opts...)...)
 }
 
 // Policy is the gc retention of cfg's snapshot section.
 func Policy(cfg *config.Config) GCPolicy {
 	return GCPolicy{KeepCalls: cfg.Snapshot.KeepCalls, MaxAge: cfg.Snapshot.MaxAge, MaxBytes: cfg.Snapshot.MaxBytes}
+}
+
+// callCap is the per-call cap: max_call_bytes, but never above max_bytes
+// (one call would otherwise push the whole history out).
+func callCap(call, store int64) int64 {
+	if store > 0 && (call <= 0 || call > store) {
+		return store
+	}
+	return call
 }

@@ -36,6 +36,9 @@ func (s *Store) checkRestorable(items []planItem) error {
 		}
 		switch t.Type {
 		case TypeFile:
+			if t.Unstored && !s.hasBlob(t.Hash) {
+				return fmt.Errorf("snapshot: %s: its content was not kept when recorded, because it would have passed snapshot.max_call_bytes or snapshot.min_free_bytes; it cannot be restored", quotePath(it.Path))
+			}
 			if t.Unreadable || t.Hash == "" {
 				return fmt.Errorf("snapshot: %s: its content was unreadable when recorded and cannot be restored", quotePath(it.Path))
 			}

@@ -189,6 +189,21 @@ func (sc *scanner) fill(dirfd int, name, rel string, e *ientry) (vanished bool, 
 		}
 		*e = *withRacy(entryFromStat(&st), sc.racyAt)
 		h, n, err := sc.s.putReader(f, st.Size, sc.buf)
+		var le *LimitError
+		if errors.As(err, &le) {
+			le.Path = rel
+			if le.after {
+				// The call ran: record the content's hash without keeping
+				// it (see limits.go).
+				sc.s.opts.log.Warn("snapshot: content not stored: over a limit", "path", rel, "err", err)
+				e.Hash, e.Unstored = h, true
+				if n != e.Size {
+					e.Size, e.racy = n, true
+				}
+				return false, nil
+			}
+			return false, le
+		}
 		if err != nil {
 			if errors.Is(err, unix.EIO) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
 				sc.s.opts.log.Warn("snapshot: unreadable file", "path", rel, "err", err)
