@@ -126,3 +126,52 @@ func listing(t *testing.T, dir string) string {
 	sort.Strings(lines)
 	return strings.Join(lines, "\n")
 }
+
+// TestExecSnapshotCap: with snapshot.max_call_bytes set, a command that
+// wrote more than the cap is journaled (its content recorded but not
+// kept), and the next command, which would run without its pre-image, is
+// refused before it runs with a message naming the setting.
+func TestExecSnapshotCap(t *testing.T) {
+	ws := newWorkspace(t)
+	state := t.TempDir()
+	run := func(args ...string) (string, int) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, agentbox, append([]string{"--workspace", ws, "--state-dir", state}, args...)...)
+		cmd.Env = append(os.Environ(), "DOCKER_HOST="+cli.DaemonHost(), "AGENTBOX_SANDBOX_IMAGE="+testImage,
+			"AGENTBOX_SNAPSHOT_MAX_CALL_BYTES=1000000")
+		var o, e bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &e
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return o.String() + e.String(), ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o.String() + e.String(), 0
+	}
+	if out, code := run("exec", "--", "echo small > a.txt"); code != 0 {
+		t.Fatalf("exec: code %d: %s", code, out)
+	}
+	if out, code := run("exec", "--", "head -c 3000000 /dev/urandom > big.bin"); code != 0 {
+		t.Fatalf("a command is never refused after it ran: code %d: %s", code, out)
+	}
+	out, code := run("exec", "--", "echo after > b.txt")
+	if code == 0 || !strings.Contains(out, "max_call_bytes") || !strings.Contains(out, "nothing was changed") {
+		t.Fatalf("exec after a call over the cap: code %d: %s", code, out)
+	}
+	t.Logf("refused: %s", out)
+	if _, err := os.Lstat(filepath.Join(ws, "b.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the refused command ran: b.txt %v", err)
+	}
+	// A checkpoint (not capped) records the tree; then calls run again.
+	if out, code := run("checkpoint", "-m", "baseline"); code != 0 {
+		t.Fatalf("checkpoint: code %d: %s", code, out)
+	}
+	if out, code := run("exec", "--", "echo after > b.txt"); code != 0 {
+		t.Fatalf("exec after a checkpoint: code %d: %s", code, out)
+	}
+}
