@@ -70,6 +70,14 @@
 //     first change, so an interrupted restore is completed by recovery.
 //   - Excludes (WithExclude) are the only paths not recorded; the default is
 //     to exclude nothing.
+//   - The store cannot fill the host's disk unnoticed: a per-call cap on
+//     new content (WithMaxCallBytes) and a free-space floor
+//     (WithMinFreeBytes) refuse a call before it runs (ErrTooLarge,
+//     ErrNoSpace, as a *LimitError) rather than let it run without its
+//     pre-images; content a call wrote past them is recorded by hash but
+//     not kept (Node.Unstored). GC runs automatically when the store
+//     passes its size limit (WithAutoGC), from a running size, without
+//     walking the store on every call. See limits.go.
 //
 // # Journal
 //
