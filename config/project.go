@@ -52,6 +52,7 @@ var projectKeys = map[string]tighten{
 	"sandbox.nofile":             tightenLower,
 	"sandbox.file_size_mb":       tightenLower,
 	"sandbox.nproc":              tightenLower,
+	"snapshot.max_call_bytes":    tightenLower,
 }
 
 // applyProject merges the project file (if it exists) into c, refusing

@@ -25,10 +25,24 @@ type Snapshot struct {
 	KeepCalls int `mapstructure:"keep_calls" yaml:"keep_calls"`
 	// MaxAge drops entries older than this at gc; 0 means no limit.
 	MaxAge time.Duration `mapstructure:"max_age" yaml:"max_age"`
-	// MaxBytes drops the oldest entries at gc until the store is at most
-	// this large (the current tree's content always stays); 0 means no
-	// limit.
+	// MaxBytes drops the oldest entries until the store is at most this
+	// large (the current tree's content always stays); 0 means no limit.
+	// It applies at `agentbox snapshots gc` and automatically: when the
+	// store passes it after a call, the oldest entries are dropped until
+	// it is under 90% of it.
 	MaxBytes int64 `mapstructure:"max_bytes" yaml:"max_bytes"`
+	// MaxCallBytes caps the new content one call may add to the store
+	// (before compression). A call whose pre-images would pass it is
+	// refused before it runs ("nothing was changed"); content a call wrote
+	// past it is recorded by hash but not kept (it cannot be restored) and
+	// the next call must store it or is refused. The first scan of a
+	// workspace and checkpoints are not capped. 0 means no cap. Above
+	// max_bytes (when set) it is max_bytes. A project config may lower it.
+	MaxCallBytes int64 `mapstructure:"max_call_bytes" yaml:"max_call_bytes"`
+	// MinFreeBytes refuses calls while the filesystem of the state dir has
+	// less free space than this, and keeps a call's snapshot from taking
+	// it below; 0 means no floor.
+	MinFreeBytes int64 `mapstructure:"min_free_bytes" yaml:"min_free_bytes"`
 }
 
 func defaultSnapshot() Snapshot {
@@ -37,6 +51,10 @@ func defaultSnapshot() Snapshot {
 		KeepCalls: 1000,
 		MaxAge:    30 * 24 * time.Hour,
 		MaxBytes:  4 << 30,
+		// A quarter of max_bytes: one call can never push out most of the
+		// history at once.
+		MaxCallBytes: 1 << 30,
+		MinFreeBytes: 1 << 30,
 	}
 }
 
@@ -49,8 +67,8 @@ func (c *Snapshot) validate() error {
 			return fmt.Errorf("snapshot.exclude: pattern %q: %v", p, err)
 		}
 	}
-	if c.KeepCalls < 0 || c.MaxAge < 0 || c.MaxBytes < 0 {
-		return fmt.Errorf("snapshot.keep_calls, max_age and max_bytes must not be negative")
+	if c.KeepCalls < 0 || c.MaxAge < 0 || c.MaxBytes < 0 || c.MaxCallBytes < 0 || c.MinFreeBytes < 0 {
+		return fmt.Errorf("snapshot.keep_calls, max_age, max_bytes, max_call_bytes and min_free_bytes must not be negative")
 	}
 	return nil
 }

@@ -50,9 +50,19 @@ func BenchmarkCheckpointNoChange(b *testing.B) {
 // BenchmarkCallOneChange measures a whole-workspace call that changes one
 // file: scan before, change, scan after, journal.
 func BenchmarkCallOneChange(b *testing.B) {
+	b.Run("no-limits", func(b *testing.B) { benchCallOneChange(b) })
+	// The disk limits on: statfs per call, the running size updated per
+	// call (no walk of the store).
+	b.Run("limits", func(b *testing.B) {
+		benchCallOneChange(b, snapshot.WithAutoGC(snapshot.GCPolicy{MaxBytes: 4 << 30}),
+			snapshot.WithMaxCallBytes(1<<30), snapshot.WithMinFreeBytes(1<<30))
+	})
+}
+
+func benchCallOneChange(b *testing.B, opts ...snapshot.Option) {
 	ws := goSrcCopy(b)
 	ctx := context.Background()
-	st, err := snapshot.Open(ctx, filepath.Join(filepath.Dir(ws), "state"), ws)
+	st, err := snapshot.Open(ctx, filepath.Join(filepath.Dir(ws), "state"), ws, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -73,6 +73,9 @@ func (s *Store) putBytes(data []byte, compress bool) (string, int64, error) {
 	if s.hasBlob(h) {
 		return h, int64(len(data)), nil
 	}
+	if b := s.bud.Load(); !b.reserve(int64(len(data))) {
+		return h, int64(len(data)), b.exceeded()
+	}
 	f, err := s.tempBlob()
 	if err != nil {
 		return "", 0, err
@@ -109,32 +112,67 @@ func (s *Store) putStream(r io.Reader) (string, int64, error) {
 	}
 	hw := sha256.New()
 	var n int64
+	bw := &budgetWriter{b: s.bud.Load()}
 	if s.opts.compress {
 		zw, _ := flate.NewWriter(f, flate.BestSpeed)
-		if n, err = io.Copy(io.MultiWriter(zw, hw), r); err == nil {
+		bw.w = zw
+		if n, err = io.Copy(io.MultiWriter(bw, hw), r); err == nil {
 			err = zw.Close()
 		}
 	} else {
-		n, err = io.Copy(io.MultiWriter(f, hw), r)
+		bw.w = f
+		n, err = io.Copy(io.MultiWriter(bw, hw), r)
 	}
 	if err != nil {
 		f.Close()
 		os.Remove(f.Name())
+		bw.b.release(bw.taken)
 		return "", 0, err
 	}
 	h := hex.EncodeToString(hw.Sum(nil))
-	if s.hasBlob(h) {
+	if s.hasBlob(h) || bw.over {
 		f.Close()
 		os.Remove(f.Name())
+		bw.b.release(bw.taken)
+		if bw.over && !s.hasBlob(h) {
+			// Hashed to the end, but not kept: over the budget.
+			return h, n, bw.b.exceeded()
+		}
 		return h, n, nil
 	}
 	return h, n, s.installBlob(f, h, s.opts.compress)
+}
+
+// budgetWriter writes to w while the budget allows, then only counts:
+// the content is still hashed to the end, so that content the store
+// already has costs nothing.
+type budgetWriter struct {
+	w     io.Writer
+	b     *budget
+	taken int64
+	over  bool
+}
+
+func (bw *budgetWriter) Write(p []byte) (int, error) {
+	if bw.over {
+		return len(p), nil
+	}
+	if !bw.b.reserve(int64(len(p))) {
+		bw.over = true
+		return len(p), nil
+	}
+	bw.taken += int64(len(p))
+	return bw.w.Write(p)
 }
 
 // installBlob closes f and renames it to blob h. Durability comes from the
 // syncfs done before the entry that references it is committed.
 func (s *Store) installBlob(f *os.File, h string, compressed bool) error {
 	name := f.Name()
+	var size int64
+	if fi, err := f.Stat(); err == nil {
+		size = fi.Size()
+	}
 	if err := f.Close(); err != nil {
 		os.Remove(name)
 		return fmt.Errorf("snapshot: blob: %w", err)
@@ -153,6 +191,7 @@ func (s *Store) installBlob(f *os.File, h string, compressed bool) error {
 		os.Remove(name)
 		return fmt.Errorf("snapshot: blob: %w", err)
 	}
+	s.added.Add(size)
 	s.noteUnsynced(dst)
 	return nil
 }
@@ -168,6 +207,11 @@ func (s *Store) linkBlob(name, h string) error {
 	}
 	if err != nil && !errors.Is(err, os.ErrExist) {
 		return err
+	}
+	if err == nil {
+		if fi, err := os.Stat(dst); err == nil {
+			s.added.Add(fi.Size())
+		}
 	}
 	s.noteUnsynced(dst)
 	return nil

@@ -119,7 +119,14 @@ func (s *Store) Begin(ctx context.Context, info CallInfo, scope Scope) (*Call, e
 	if err != nil {
 		return nil, err
 	}
+	// The first whole scan records the baseline: not capped per call.
+	done, err := s.startBudget(rel != "" || s.hasIndex(), false)
+	if err != nil {
+		unlock()
+		return nil, err
+	}
 	c, err := s.begin(ctx, info, rel)
+	done()
 	if err != nil {
 		unlock()
 		return nil, err
@@ -223,12 +230,18 @@ func (c *Call) Finish(ctx context.Context) (Entry, error) {
 	}
 	c.done = true
 	defer c.unlock()
-	return c.s.finishCall(ctx, &c.rec, c.pre, false, c.keep)
+	e, err := c.s.finishCall(ctx, &c.rec, c.pre, false, c.keep)
+	if err == nil {
+		c.s.maybeGC(ctx)
+	}
+	return e, err
 }
 
 // finishCall computes and commits a call's changeset. pre is the whole
 // manifest before the call (nil: load the saved one).
 func (s *Store) finishCall(ctx context.Context, rec *pendingRec, pre *index, interrupted bool, keep KeepFunc) (Entry, error) {
+	done, _ := s.startBudget(true, true) // the call ran: over a limit is Unstored, not an error
+	defer done()
 	e := Entry{ID: rec.ID, Time: rec.Time, CallInfo: rec.info(), Kind: KindCall, Interrupted: interrupted}
 	var post *index
 	if rec.Whole {
@@ -308,11 +321,17 @@ func (c *Call) Abort(ctx context.Context) error {
 func (s *Store) recover(ctx context.Context) error {
 	if des, err := os.ReadDir(s.path("tmp")); err == nil {
 		for _, de := range des {
-			// A dead writer: the blobs it installed may not be durable yet.
+			// A dead writer: the blobs it installed may not be durable yet,
+			// nor counted in the running size.
 			s.dirty.Store(true)
 			os.Remove(s.path("tmp", de.Name()))
 		}
 	}
+	defer func() {
+		if s.dirty.Load() {
+			os.Remove(s.path("usage")) // recounted when next needed
+		}
+	}()
 	// Temporary files of atomic writes a dead process left behind.
 	for _, d := range []string{"", "journal", "pending"} {
 		des, _ := os.ReadDir(s.path(d))

@@ -7,9 +7,12 @@ import (
 )
 
 // OpenConfig opens the store of cfg's workspace with the options of its
-// snapshot section (excludes, compression); opts are applied after them.
+// snapshot section (excludes, compression, per-call cap, free-space
+// floor, automatic gc past max_bytes); opts are applied after them.
 func OpenConfig(ctx context.Context, cfg *config.Config, opts ...Option) (*Store, error) {
 	base := []Option{WithExclude(cfg.Snapshot.Exclude...), WithCompression(cfg.Snapshot.Compress),
+		WithMaxCallBytes(callCap(cfg.Snapshot.MaxCallBytes, cfg.Snapshot.MaxBytes)), WithMinFreeBytes(cfg.Snapshot.MinFreeBytes),
+		WithAutoGC(GCPolicy{MaxBytes: cfg.Snapshot.MaxBytes}),
 		WithProtection(ProtectConfig(cfg))}
 	return Open(ctx, cfg.WorkspaceStateDir(), cfg.Workspace, append(base, opts...)...)
 }
@@ -43,4 +46,13 @@ func ProtectConfig(cfg *config.Config) func() ProtectFunc {
 		}
 		return func(rel string) (string, bool) { return prot.Match(rel, isGitDir) }
 	}
+}
+
+// callCap is the per-call cap: max_call_bytes, but never above max_bytes
+// (one call would otherwise push the whole history out).
+func callCap(call, store int64) int64 {
+	if store > 0 && (call <= 0 || call > store) {
+		return store
+	}
+	return call
 }

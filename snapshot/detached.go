@@ -66,6 +66,11 @@ func (s *Store) BeginDetached(ctx context.Context, info CallInfo) (*Detached, er
 		return nil, err
 	}
 	defer unlock()
+	done, err := s.startBudget(s.hasIndex(), false)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	id, err := s.nextID()
 	if err != nil {
 		return nil, err
@@ -148,6 +153,7 @@ func (d *Detached) Finish(ctx context.Context) (Entry, error) {
 	if err != nil {
 		return Entry{}, err
 	}
+	d.s.maybeGC(ctx)
 	d.done = true
 	d.release()
 	return e, nil
@@ -196,6 +202,8 @@ func (s *Store) detachedLive(id string) bool {
 // finishDetached journals a detached call under the store lock. pre is
 // its pre-scan manifest (nil: load it from the record's blob).
 func (s *Store) finishDetached(ctx context.Context, rec *pendingRec, pre *index, interrupted bool, keep KeepFunc) (Entry, error) {
+	done, _ := s.startBudget(true, true) // the job ran: over a limit is Unstored, not an error
+	defer done()
 	if pre == nil {
 		data, err := s.readBlob(rec.Manifest)
 		if err != nil {

@@ -52,15 +52,32 @@
 //     devices without reading them, hash only files whose stat (size,
 //     mtime, ctime, inode, mode) changed, and re-hash files whose mtime fell
 //     in the same second as the scan that recorded them (racy, like git).
-//   - Restores write through os.Root, so they never leave the workspace;
-//     a file that exists is replaced by writing a temporary name, giving it
-//     its mode and renaming it over the old path (a missing one is written
-//     in place); file↔dir and file↔symlink swaps, empty directories, modes
-//     and deletions are handled; blob content is streamed and verified
-//     against its hash. The plan is made durable before the first change,
-//     so an interrupted restore is completed by recovery.
+//   - Restores never follow a symlink, in any component of any path:
+//     every directory is opened with RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS
+//     and every change is made on a final name relative to such a
+//     descriptor (mkdirat, unlinkat, renameat, symlinkat, openat with
+//     O_CREAT|O_EXCL|O_NOFOLLOW, fchown/fchmod on descriptors). A parent
+//     that is now a symlink or a file is a conflict; with force the link
+//     itself (never its target) is removed and a directory made. A
+//     restore changes only the paths of its plan and the missing parents
+//     it must create. A file that exists is replaced by writing a
+//     temporary name, giving it its owner, mode and mtime and renaming it
+//     over the old path (a missing one is written in place); file↔dir and
+//     file↔symlink swaps, empty directories, owners (when running as
+//     root; records without an owner get the workspace root's), modes,
+//     mtimes and deletions are handled; blob content is streamed and
+//     verified against its hash. The plan is made durable before the
+//     first change, so an interrupted restore is completed by recovery.
 //   - Excludes (WithExclude) are the only paths not recorded; the default is
 //     to exclude nothing.
+//   - The store cannot fill the host's disk unnoticed: a per-call cap on
+//     new content (WithMaxCallBytes) and a free-space floor
+//     (WithMinFreeBytes) refuse a call before it runs (ErrTooLarge,
+//     ErrNoSpace, as a *LimitError) rather than let it run without its
+//     pre-images; content a call wrote past them is recorded by hash but
+//     not kept (Node.Unstored). GC runs automatically when the store
+//     passes its size limit (WithAutoGC), from a running size, without
+//     walking the store on every call. See limits.go.
 //
 // # Journal
 //

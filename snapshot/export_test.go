@@ -4,3 +4,5 @@ package snapshot
 var WithHook = withHook
 
 func SetAtomicWriteHook(fn func()) { atomicWriteHook = fn }
+
+var WithFreeSpace = withFreeSpace

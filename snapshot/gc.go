@@ -18,6 +18,12 @@ func (s *Store) GC(ctx context.Context, policy GCPolicy) (GCStats, error) {
 		return GCStats{}, err
 	}
 	defer unlock()
+	return s.gc(ctx, policy)
+}
+
+// gc is GC under the lock. It leaves the running size exact.
+func (s *Store) gc(ctx context.Context, policy GCPolicy) (GCStats, error) {
+	s.flushUsage()
 	var st GCStats
 	all, err := s.List(ctx, 0) // newest first
 	if err != nil {
@@ -162,5 +168,7 @@ func (s *Store) GC(ctx context.Context, policy GCPolicy) (GCStats, error) {
 		st.BlobsRemoved++
 		st.BytesFreed += size
 	}
+	// Blobs written meanwhile (none: the lock is held) are in added.
+	s.writeUsage(usageRec{Bytes: st.BytesKept, Kept: st.BytesKept})
 	return st, nil
 }

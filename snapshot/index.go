@@ -47,7 +47,13 @@ func (ix *index) clone() *index {
 	return c
 }
 
-const indexMagic = "agentbox-manifest-2\n"
+// indexMagic heads the manifest encoding. Version 3 added owners and the
+// Unstored flag; version 2 manifests (checkpoints taken before) are still
+// read, their entries without an owner.
+const (
+	indexMagic   = "agentbox-manifest-3\n"
+	indexMagicV2 = "agentbox-manifest-2\n"
+)
 
 var typeCodes = []Type{TypeFile, TypeDir, TypeSymlink, TypeFIFO, TypeSocket, TypeDevice}
 
@@ -94,6 +100,12 @@ func (ix *index) encode() []byte {
 		if e.Hash != "" {
 			flags |= 4
 		}
+		if e.Owner != nil {
+			flags |= 8
+		}
+		if e.Unstored {
+			flags |= 16
+		}
 		b.WriteByte(flags)
 		uv(uint64(e.Mode))
 		sv(e.Size)
@@ -108,6 +120,10 @@ func (ix *index) encode() []byte {
 			uv(uint64(len(e.Link)))
 			b.WriteString(e.Link)
 		}
+		if e.Owner != nil {
+			uv(uint64(e.Owner.UID))
+			uv(uint64(e.Owner.GID))
+		}
 	}
 	sum := sha256.Sum256(b.Bytes())
 	b.Write(sum[:])
@@ -116,7 +132,7 @@ func (ix *index) encode() []byte {
 
 func decodeIndex(data []byte) (*index, error) {
 	bad := func(what string) error { return fmt.Errorf("manifest: %s: %w", what, ErrCorrupt) }
-	if len(data) < len(indexMagic)+32 || string(data[:len(indexMagic)]) != indexMagic {
+	if len(data) < len(indexMagic)+32 || string(data[:len(indexMagic)]) != indexMagic && string(data[:len(indexMagicV2)]) != indexMagicV2 {
 		return nil, bad("bad header")
 	}
 	body, tail := data[:len(data)-32], data[len(data)-32:]
@@ -172,6 +188,7 @@ func decodeIndex(data []byte) (*index, error) {
 		e.Type = typeCodes[tc]
 		e.racy = flags&1 != 0
 		e.Unreadable = flags&2 != 0
+		e.Unstored = flags&16 != 0
 		e.Mode = uint32(uv())
 		e.Size = sv()
 		e.MTime = time.Unix(0, sv()).UTC()
@@ -186,6 +203,13 @@ func decodeIndex(data []byte) (*index, error) {
 		}
 		if e.Type == TypeSymlink {
 			e.Link = str(uv())
+		}
+		if flags&8 != 0 {
+			uid, gid := uv(), uv()
+			if uid > 1<<32-1 || gid > 1<<32-1 {
+				return nil, bad("bad owner")
+			}
+			e.Owner = ownerOf(uint32(uid), uint32(gid))
 		}
 		ix.entries[p] = e
 	}

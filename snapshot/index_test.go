@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"crypto/sha256"
 	"errors"
 	"testing"
 	"time"
@@ -15,6 +16,9 @@ func TestIndexRoundTrip(t *testing.T) {
 	add("a/bad\xff\nname", ientry{Node: Node{Type: TypeSymlink, Link: "../x\xfe", MTime: time.Unix(5, 0).UTC()}})
 	add("a/b.gz", ientry{Node: Node{Type: TypeFile, Unreadable: true, Size: 5, MTime: time.Unix(6, 0).UTC()}})
 	add("z", ientry{Node: Node{Type: TypeFIFO, Mode: 0o600, MTime: time.Unix(7, 0).UTC()}})
+	add("o", ientry{Node: Node{Type: TypeFile, Mode: 0o640, Size: 3, MTime: time.Unix(8, 0).UTC(), Owner: ownerOf(1000, 1001),
+		Hash: "bb00000000000000000000000000000000000000000000000000000000000000", Unstored: true}})
+	add("r", ientry{Node: Node{Type: TypeDir, Mode: 0o700, MTime: time.Unix(9, 0).UTC(), Owner: ownerOf(0, 0)}})
 	enc := ix.encode()
 	got, err := decodeIndex(enc)
 	if err != nil {
@@ -38,6 +42,25 @@ func TestIndexRoundTrip(t *testing.T) {
 		if _, err := decodeIndex(bad); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("flipped byte %d: %v", i, err)
 		}
+	}
+}
+
+// A version 2 manifest (checkpoints taken before owners were kept) still
+// decodes, its entries without an owner.
+func TestIndexV2(t *testing.T) {
+	ix := newIndex()
+	ix.entries["a"] = &ientry{Node: Node{Type: TypeFile, Mode: 0o644, Size: 1, MTime: time.Unix(3, 0).UTC(),
+		Hash: "cc00000000000000000000000000000000000000000000000000000000000000"}}
+	enc := ix.encode() // no owner: the v3 encoding of this entry equals v2's
+	v2 := append([]byte(indexMagicV2), enc[len(indexMagic):len(enc)-32]...)
+	sum := sha256.Sum256(v2)
+	v2 = append(v2, sum[:]...)
+	got, err := decodeIndex(v2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := got.entries["a"]; e == nil || e.Owner != nil || e.Hash != ix.entries["a"].Hash {
+		t.Fatalf("v2 entry = %+v", e)
 	}
 }
 

@@ -57,6 +57,10 @@ type diskNode struct {
 	Hash       string    `json:"hash,omitempty"`
 	Link       rawString `json:"link,omitempty"`
 	Unreadable bool      `json:"unreadable,omitempty"`
+	Unstored   bool      `json:"unstored,omitempty"`
+	// UID and GID are absent in records written before owners were kept.
+	UID *uint32 `json:"uid,omitempty"`
+	GID *uint32 `json:"gid,omitempty"`
 }
 
 type diskChange struct {
@@ -87,14 +91,23 @@ func toDiskNode(n *Node) *diskNode {
 	if n == nil {
 		return nil
 	}
-	return &diskNode{Type: n.Type, Mode: n.Mode, Size: n.Size, MTime: n.MTime, Hash: n.Hash, Link: rawString(n.Link), Unreadable: n.Unreadable}
+	d := &diskNode{Type: n.Type, Mode: n.Mode, Size: n.Size, MTime: n.MTime, Hash: n.Hash, Link: rawString(n.Link), Unreadable: n.Unreadable, Unstored: n.Unstored}
+	if n.Owner != nil {
+		uid, gid := n.Owner.UID, n.Owner.GID
+		d.UID, d.GID = &uid, &gid
+	}
+	return d
 }
 
 func fromDiskNode(d *diskNode) *Node {
 	if d == nil {
 		return nil
 	}
-	return &Node{Type: d.Type, Mode: d.Mode, Size: d.Size, MTime: d.MTime, Hash: d.Hash, Link: string(d.Link), Unreadable: d.Unreadable}
+	n := &Node{Type: d.Type, Mode: d.Mode, Size: d.Size, MTime: d.MTime, Hash: d.Hash, Link: string(d.Link), Unreadable: d.Unreadable, Unstored: d.Unstored}
+	if d.UID != nil && d.GID != nil {
+		n.Owner = ownerOf(*d.UID, *d.GID)
+	}
+	return n
 }
 
 func toDiskChanges(cs []Change) []diskChange {

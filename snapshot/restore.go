@@ -7,29 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path"
 	"sort"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 )
-
-// fsMode converts unix permission bits to an fs.FileMode.
-func fsMode(m uint32) fs.FileMode {
-	mode := fs.FileMode(m & 0o777)
-	if m&unix.S_ISUID != 0 {
-		mode |= fs.ModeSetuid
-	}
-	if m&unix.S_ISGID != 0 {
-		mode |= fs.ModeSetgid
-	}
-	if m&unix.S_ISVTX != 0 {
-		mode |= fs.ModeSticky
-	}
-	return mode
-}
 
 // planItem sets Path to Target (nil: absent).
 type planItem struct {
@@ -52,6 +36,9 @@ func (s *Store) checkRestorable(items []planItem) error {
 		}
 		switch t.Type {
 		case TypeFile:
+			if t.Unstored && !s.hasBlob(t.Hash) {
+				return fmt.Errorf("snapshot: %s: its content was not kept when recorded, because it would have passed snapshot.max_call_bytes or snapshot.min_free_bytes; it cannot be restored", quotePath(it.Path))
+			}
 			if t.Unreadable || t.Hash == "" {
 				return fmt.Errorf("snapshot: %s: its content was unreadable when recorded and cannot be restored", quotePath(it.Path))
 			}
@@ -66,28 +53,32 @@ func (s *Store) checkRestorable(items []planItem) error {
 	return nil
 }
 
-// apply makes every path of the plan match its target, through os.Root so
-// that nothing outside the workspace is touched. It is idempotent. With
-// force, a directory in the way is removed with whatever it holds, and a
-// non-directory where a parent directory must be is removed. It returns
-// the state it left for the paths it wrote (files, symlinks; nil for
-// removed ones), so that callers need not read them back.
+// apply makes every path of the plan match its target. It is idempotent.
+// With force, a directory in the way is removed with whatever it holds, and
+// a non-directory (a symlink included) where a parent directory must be is
+// removed (the link itself, never what it points to) and replaced by a
+// directory; without force that is an error wrapping ErrConflict. It
+// returns the state it left for the paths it wrote (files; nil for removed
+// ones), so that callers need not read them back.
+//
+// Nothing is ever done through a symlink: see restorer.
 func (s *Store) apply(ctx context.Context, id string, items []planItem, force bool) (map[string]*ientry, error) {
-	root, err := os.OpenRoot(s.workspace)
-	if err != nil {
-		return nil, fmt.Errorf("snapshot: %w", err)
-	}
-	defer root.Close()
 	rootfd, err := s.openRoot()
 	if err != nil {
 		return nil, err
 	}
-	defer unix.Close(rootfd)
+	r := &restorer{rootfd: rootfd, force: force, dirs: map[string]int{}, chown: os.Geteuid() == 0}
+	defer r.close()
+	var st unix.Stat_t
+	if err := unix.Fstat(rootfd, &st); err != nil {
+		return nil, fmt.Errorf("snapshot: workspace: %w", err)
+	}
+	r.owner = ownerOf(st.Uid, st.Gid)
 	after := map[string]*ientry{}
 	idx := map[string]int{}
 	for i, it := range items {
 		idx[it.Path] = i
-		root.Remove(tmpName(it.Path, id, i)) // leftovers of an interrupted run
+		r.unlinkQuiet(tmpName(it.Path, id, i)) // leftovers of an interrupted run
 	}
 	absent := map[string]bool{}
 	// 1. Remove what is in the way, deepest first.
@@ -108,11 +99,7 @@ func (s *Store) apply(ctx context.Context, id string, items []planItem, force bo
 		if it.Target != nil && cur == it.Target.Type && (cur == TypeDir || cur == TypeFile) {
 			continue // replaced in place (files by rename) below
 		}
-		rm := root.Remove
-		if force {
-			rm = root.RemoveAll
-		}
-		if err := rm(it.Path); err != nil {
+		if err := r.remove(it.Path, cur == TypeDir); err != nil {
 			if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
 				return after, fmt.Errorf("snapshot: restore %s: directory holds paths that were never recorded (excluded?); remove them first: %w", quotePath(it.Path), err)
 			}
@@ -124,37 +111,7 @@ func (s *Store) apply(ctx context.Context, id string, items []planItem, force bo
 		}
 		s.hook("apply-removed")
 	}
-	// 2. Create, shallowest first, through one sub-root per directory.
-	dirs := map[string]*os.Root{"": root}
-	defer func() {
-		for d, r := range dirs {
-			if d != "" {
-				r.Close()
-			}
-		}
-	}()
-	openDir := func(dir string) (*os.Root, error) {
-		if r, ok := dirs[dir]; ok {
-			return r, nil
-		}
-		r, err := root.OpenRoot(dir)
-		if err != nil {
-			if force {
-				if err := clearAncestors(root, rootfd, dir); err != nil {
-					return nil, err
-				}
-			}
-			if err := root.MkdirAll(dir, 0o755); err != nil {
-				return nil, err
-			}
-			r, err = root.OpenRoot(dir)
-		}
-		if err != nil {
-			return nil, err
-		}
-		dirs[dir] = r
-		return r, nil
-	}
+	// 2. Create, shallowest first.
 	buf := make([]byte, 1<<20)
 	asc := append([]planItem(nil), items...)
 	sort.Slice(asc, func(i, j int) bool { return asc[i].Path < asc[j].Path })
@@ -166,7 +123,7 @@ func (s *Store) apply(ctx context.Context, id string, items []planItem, force bo
 			return after, err
 		}
 		dir, base := splitRel(it.Path)
-		d, err := openDir(dir)
+		dfd, err := r.dir(dir, true)
 		if err != nil {
 			return after, fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
 		}
@@ -175,7 +132,8 @@ func (s *Store) apply(ctx context.Context, id string, items []planItem, force bo
 		var made *ientry
 		switch t.Type {
 		case TypeDir:
-			if err := d.Mkdir(base, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			// Owner, mode and time are set in step 3.
+			if err := unix.Mkdirat(dfd, base, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
 				return after, fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
 			}
 		case TypeFile:
@@ -183,14 +141,14 @@ func (s *Store) apply(ctx context.Context, id string, items []planItem, force bo
 			if absent[it.Path] {
 				name = base // nothing to replace: write in place
 			}
-			made, err = s.writeBlobTo(d, name, t, buf)
+			made, err = s.writeBlobAt(dfd, name, t, r.chownTo(t), buf)
 			if err != nil {
-				d.Remove(name)
+				unix.Unlinkat(dfd, name, 0)
 				return after, fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
 			}
 			if name != base {
-				if err := d.Rename(tmp, base); err != nil {
-					d.Remove(tmp)
+				if err := unix.Renameat(dfd, tmp, dfd, base); err != nil {
+					unix.Unlinkat(dfd, tmp, 0)
 					return after, fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
 				}
 				made = nil // rename changes ctime: read it back later
@@ -198,15 +156,18 @@ func (s *Store) apply(ctx context.Context, id string, items []planItem, force bo
 		case TypeSymlink, TypeFIFO:
 			var err error
 			if t.Type == TypeSymlink {
-				err = d.Symlink(t.Link, tmp)
+				if err = unix.Symlinkat(t.Link, dfd, tmp); err == nil {
+					err = r.setMeta(dfd, tmp, -1, t, false)
+				}
 			} else {
-				err = mkfifoIn(d, tmp, t.Mode)
+				err = r.mkfifoAt(dfd, tmp, t)
 			}
 			if err != nil {
+				unix.Unlinkat(dfd, tmp, 0)
 				return after, fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
 			}
-			if err := d.Rename(tmp, base); err != nil {
-				d.Remove(tmp)
+			if err := unix.Renameat(dfd, tmp, dfd, base); err != nil {
+				unix.Unlinkat(dfd, tmp, 0)
 				return after, fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
 			}
 		default:
@@ -217,37 +178,260 @@ func (s *Store) apply(ctx context.Context, id string, items []planItem, force bo
 		}
 		s.hook("apply-created")
 	}
-	// 3. Directory modes last, deepest first, so a read-only directory
-	// does not stop its children being written.
+	// 3. Directory owners, modes and times last, deepest first, so a
+	// read-only directory does not stop its children being written and
+	// writing children does not move its mtime.
 	for _, it := range desc {
-		if it.Target != nil && it.Target.Type == TypeDir {
-			if err := root.Chmod(it.Path, fsMode(it.Target.Mode)); err != nil {
-				return after, fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
+		if it.Target == nil || it.Target.Type != TypeDir {
+			continue
+		}
+		dir, base := splitRel(it.Path)
+		err := func() error {
+			pfd, err := r.dir(dir, false)
+			if err != nil {
+				return err
 			}
+			fd, err := unix.Openat(pfd, base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return err
+			}
+			defer unix.Close(fd)
+			return r.setMeta(pfd, base, fd, it.Target, true)
+		}()
+		if err != nil {
+			return after, fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
 		}
 	}
 	return after, nil
 }
 
-// clearAncestors removes any non-directory among the ancestors of dir.
-func clearAncestors(root *os.Root, rootfd int, dir string) error {
-	for i := 0; i <= len(dir); i++ {
-		if i < len(dir) && dir[i] != '/' {
-			continue
+// restorer makes the changes of one restore beneath the workspace without
+// ever following a symlink, whoever swapped one in and whenever: every
+// directory is opened with RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS (or, one
+// level at a time, with O_NOFOLLOW), and every change is made relative to
+// such a descriptor on a final name that is never followed (mkdirat,
+// unlinkat, renameat, symlinkat, mkfifoat, openat with O_CREAT|O_EXCL,
+// fchownat and utimensat with AT_SYMLINK_NOFOLLOW, fchown and fchmod on
+// descriptors opened with O_NOFOLLOW). So a restore changes exactly the
+// paths of its plan, plus missing parent directories it must create.
+type restorer struct {
+	rootfd int
+	force  bool
+	dirs   map[string]int // open directories by path ("" is rootfd)
+	// owner is the workspace root's: paths recorded without an owner and
+	// parent directories the restore creates get it.
+	owner *Owner
+	// chown is set when running as root, the only case where owners can
+	// (and must) be restored: root's new files would otherwise be root's.
+	chown bool
+}
+
+func (r *restorer) close() {
+	for _, fd := range r.dirs {
+		unix.Close(fd)
+	}
+	unix.Close(r.rootfd)
+}
+
+func (r *restorer) ownerFor(n *Node) *Owner {
+	if n.Owner != nil {
+		return n.Owner
+	}
+	return r.owner
+}
+
+// chownTo is the owner to give a restored path, or nil when owners are
+// not restored (not running as root).
+func (r *restorer) chownTo(n *Node) *Owner {
+	if !r.chown {
+		return nil
+	}
+	return r.ownerFor(n)
+}
+
+func absentErr(err error) bool {
+	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV)
+}
+
+// dir opens directory rel (cached). With create, a missing directory on
+// the way is made, and one that is something else (a symlink, a file) is a
+// conflict, or with force is removed and made a directory.
+func (r *restorer) dir(rel string, create bool) (int, error) {
+	if rel == "" {
+		return r.rootfd, nil
+	}
+	if fd, ok := r.dirs[rel]; ok {
+		return fd, nil
+	}
+	fd, err := openDirAt(r.rootfd, rel)
+	if err != nil {
+		if !create || !absentErr(err) {
+			return -1, err
 		}
-		p := dir[:i]
-		t, err := lstatBeneath(rootfd, p)
+		parent, base := splitRel(rel)
+		pfd, err := r.dir(parent, true)
+		if err != nil {
+			return -1, err
+		}
+		if fd, err = r.makeDir(pfd, rel, base); err != nil {
+			return -1, err
+		}
+	}
+	r.dirs[rel] = fd
+	return fd, nil
+}
+
+// makeDir makes base (path rel) in pfd a real directory and opens it.
+func (r *restorer) makeDir(pfd int, rel, base string) (int, error) {
+	var st unix.Stat_t
+	err := unix.Fstatat(pfd, base, &st, unix.AT_SYMLINK_NOFOLLOW)
+	create := errors.Is(err, unix.ENOENT)
+	switch {
+	case err == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR:
+		t := entryFromStat(&st).Type
+		if !r.force {
+			return -1, fmt.Errorf("%s is now a %s where a directory must be; remove it first (undo --force replaces it, leaving what a symlink points to alone): %w",
+				quotePath(rel), t, ErrConflict)
+		}
+		// The name itself goes: for a symlink, the link, never its target.
+		if err := unix.Unlinkat(pfd, base, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+			return -1, err
+		}
+		create = true
+	case err != nil && !create:
+		return -1, err
+	}
+	if create {
+		if err := unix.Mkdirat(pfd, base, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+			return -1, err
+		}
+	}
+	fd, err := unix.Openat(pfd, base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	if create && r.chown {
+		if err := unix.Fchown(fd, int(r.owner.UID), int(r.owner.GID)); err != nil {
+			unix.Close(fd)
+			return -1, err
+		}
+	}
+	return fd, nil
+}
+
+// remove removes rel (with force, a directory with everything in it). A
+// path under a symlink or non-directory is not there: nothing is done.
+func (r *restorer) remove(rel string, isDir bool) error {
+	parent, base := splitRel(rel)
+	pfd, err := r.dir(parent, false)
+	if err != nil {
+		if absentErr(err) {
+			return nil
+		}
+		return err
+	}
+	if isDir {
+		r.forget(rel)
+	}
+	if r.force {
+		return removeAllAt(pfd, base)
+	}
+	err = unix.Unlinkat(pfd, base, 0)
+	if errors.Is(err, unix.EISDIR) {
+		err = unix.Unlinkat(pfd, base, unix.AT_REMOVEDIR)
+	}
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	return err
+}
+
+// forget closes the cached descriptors of rel and what is under it.
+func (r *restorer) forget(rel string) {
+	for p, fd := range r.dirs {
+		if p == rel || strings.HasPrefix(p, rel+"/") {
+			unix.Close(fd)
+			delete(r.dirs, p)
+		}
+	}
+}
+
+// unlinkQuiet removes a non-directory if it is there, ignoring errors.
+func (r *restorer) unlinkQuiet(rel string) {
+	parent, base := splitRel(rel)
+	if pfd, err := r.dir(parent, false); err == nil {
+		unix.Unlinkat(pfd, base, 0)
+	}
+}
+
+// removeAllAt removes name in dirfd and, for a directory, everything in
+// it, following no symlink (a symlink is removed as itself).
+func removeAllAt(dirfd int, name string) error {
+	for attempt := 0; ; attempt++ {
+		err := unix.Unlinkat(dirfd, name, 0)
+		if err == nil || errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		if !errors.Is(err, unix.EISDIR) {
+			return err
+		}
+		fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				return nil
+			}
+			if (errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP)) && attempt < 3 {
+				continue // swapped meanwhile: unlink it as what it is now
+			}
+			return err
+		}
+		f := os.NewFile(uintptr(fd), name)
+		names, rerr := f.Readdirnames(-1)
+		for _, n := range names {
+			if err := removeAllAt(fd, n); err != nil {
+				f.Close()
+				return err
+			}
+		}
+		f.Close()
+		if rerr != nil {
+			return rerr
+		}
+		err = unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR)
+		if err == nil || errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		if !errors.Is(err, unix.ENOTEMPTY) || attempt >= 3 {
+			return err
+		}
+	}
+}
+
+// setMeta gives name in dirfd t's owner (when running as root), mode (when
+// fd >= 0: through that descriptor, opened without following) and mtime,
+// never following a symlink. Owner goes first: chown clears setuid bits.
+func (r *restorer) setMeta(dirfd int, name string, fd int, t *Node, mode bool) error {
+	if r.chown {
+		o := r.ownerFor(t)
+		var err error
+		if fd >= 0 {
+			err = unix.Fchown(fd, int(o.UID), int(o.GID))
+		} else {
+			err = unix.Fchownat(dirfd, name, int(o.UID), int(o.GID), unix.AT_SYMLINK_NOFOLLOW)
+		}
 		if err != nil {
 			return err
 		}
-		if t == "" {
-			return nil
+	}
+	if mode && fd >= 0 {
+		if err := unix.Fchmod(fd, t.Mode&0o7777); err != nil {
+			return err
 		}
-		if t != TypeDir {
-			if err := root.Remove(p); err != nil {
-				return err
-			}
-			return nil
+	}
+	if !t.MTime.IsZero() {
+		ts := unix.NsecToTimespec(t.MTime.UnixNano())
+		if err := unix.UtimesNanoAt(dirfd, name, []unix.Timespec{ts, ts}, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -259,7 +443,7 @@ func lstatBeneath(rootfd int, rel string) (Type, error) {
 	dir, name := splitRel(rel)
 	fd, err := openDirAt(rootfd, dir)
 	if err != nil {
-		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) {
+		if absentErr(err) {
 			return "", nil
 		}
 		return "", err
@@ -275,18 +459,20 @@ func lstatBeneath(rootfd int, rel string) (Type, error) {
 	return entryFromStat(&st).Type, nil
 }
 
-// writeBlobTo streams blob t.Hash into a new file name under dir,
-// verifying the content, gives it t's mode, and returns its state.
-func (s *Store) writeBlobTo(dir *os.Root, name string, t *Node, buf []byte) (*ientry, error) {
+// writeBlobAt streams blob t.Hash into a new file name in dirfd (created
+// with O_EXCL, so never through a symlink), verifying the content, gives
+// it owner (unless nil), t's mode and mtime, and returns its state.
+func (s *Store) writeBlobAt(dirfd int, name string, t *Node, owner *Owner, buf []byte) (*ientry, error) {
 	src, err := s.openBlob(t.Hash)
 	if err != nil {
 		return nil, err
 	}
 	defer src.Close()
-	dst, err := dir.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	fd, err := unix.Openat(dirfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return nil, err
 	}
+	dst := os.NewFile(uintptr(fd), name)
 	defer dst.Close()
 	vw := &verifyingWriter{w: dst, h: sha256.New()}
 	if _, err := io.CopyBuffer(vw, src, buf); err != nil {
@@ -295,11 +481,22 @@ func (s *Store) writeBlobTo(dir *os.Root, name string, t *Node, buf []byte) (*ie
 	if got := hex.EncodeToString(vw.h.Sum(nil)); got != t.Hash {
 		return nil, fmt.Errorf("blob %s: content does not match its hash: %w", t.Hash[:12], ErrCorrupt)
 	}
-	if err := dst.Chmod(fsMode(t.Mode)); err != nil {
+	if owner != nil {
+		if err := unix.Fchown(fd, int(owner.UID), int(owner.GID)); err != nil {
+			return nil, err
+		}
+	}
+	if err := unix.Fchmod(fd, t.Mode&0o7777); err != nil {
 		return nil, err
 	}
+	if !t.MTime.IsZero() {
+		ts := unix.NsecToTimespec(t.MTime.UnixNano())
+		if err := unix.UtimesNanoAt(dirfd, name, []unix.Timespec{ts, ts}, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return nil, err
+		}
+	}
 	var st unix.Stat_t
-	if err := unix.Fstat(int(dst.Fd()), &st); err != nil {
+	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, err
 	}
 	e := entryFromStat(&st)
@@ -308,25 +505,16 @@ func (s *Store) writeBlobTo(dir *os.Root, name string, t *Node, buf []byte) (*ie
 	return e, dst.Close()
 }
 
-// mkfifoIn makes a FIFO at name, through a directory opened in root.
-func mkfifoIn(root *os.Root, name string, mode uint32) error {
-	dir, base := path.Split(name)
-	if dir == "" {
-		dir = "."
-	}
-	d, err := root.Open(path.Clean(dir))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := unix.Mkfifoat(int(d.Fd()), base, mode&0o7777); err != nil {
+// mkfifoAt makes a FIFO at name in dirfd with t's owner, mode and mtime.
+func (r *restorer) mkfifoAt(dirfd int, name string, t *Node) error {
+	if err := unix.Mkfifoat(dirfd, name, t.Mode&0o7777); err != nil {
 		return err
 	}
 	// Set the exact mode (the umask trimmed it) through an fd opened
 	// without following links: a name swapped for a symlink by a
 	// concurrent writer must not redirect the chmod outside the root.
 	// O_NONBLOCK keeps opening a FIFO for reading from waiting for a writer.
-	fd, err := unix.Openat(int(d.Fd()), base, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
@@ -338,5 +526,5 @@ func mkfifoIn(root *os.Root, name string, mode uint32) error {
 	if st.Mode&unix.S_IFMT != unix.S_IFIFO {
 		return fmt.Errorf("restoring FIFO %s: replaced while being created", name)
 	}
-	return unix.Fchmod(fd, mode&0o7777)
+	return r.setMeta(dirfd, name, fd, t, true)
 }

@@ -105,6 +105,7 @@ func joinRel(dir, name string) string {
 func entryFromStat(st *unix.Stat_t) *ientry {
 	e := &ientry{ino: st.Ino, ctime: st.Ctim.Nano()}
 	e.Mode = st.Mode & 0o7777
+	e.Owner = ownerOf(st.Uid, st.Gid)
 	e.MTime = time.Unix(st.Mtim.Sec, st.Mtim.Nsec).UTC()
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFREG:
@@ -126,7 +127,7 @@ func entryFromStat(st *unix.Stat_t) *ientry {
 // statUnchanged is the stat-cache test: can old's hash be reused for e?
 func statUnchanged(old, e *ientry) bool {
 	return old != nil && !old.racy && old.Type == e.Type && old.Size == e.Size && old.MTime.Equal(e.MTime) &&
-		old.ctime == e.ctime && old.ino == e.ino && old.Mode == e.Mode && !old.Unreadable
+		old.ctime == e.ctime && old.ino == e.ino && old.Mode == e.Mode && !old.Unreadable && !old.Unstored
 }
 
 // scanner carries one scan's shared state.
@@ -188,6 +189,21 @@ func (sc *scanner) fill(dirfd int, name, rel string, e *ientry) (vanished bool, 
 		}
 		*e = *withRacy(entryFromStat(&st), sc.racyAt)
 		h, n, err := sc.s.putReader(f, st.Size, sc.buf)
+		var le *LimitError
+		if errors.As(err, &le) {
+			le.Path = rel
+			if le.after {
+				// The call ran: record the content's hash without keeping
+				// it (see limits.go).
+				sc.s.opts.log.Warn("snapshot: content not stored: over a limit", "path", rel, "err", err)
+				e.Hash, e.Unstored = h, true
+				if n != e.Size {
+					e.Size, e.racy = n, true
+				}
+				return false, nil
+			}
+			return false, le
+		}
 		if err != nil {
 			if errors.Is(err, unix.EIO) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
 				sc.s.opts.log.Warn("snapshot: unreadable file", "path", rel, "err", err)
@@ -218,7 +234,8 @@ func withRacy(e *ientry, racyAt int64) *ientry {
 // included.
 func entryEqual(a, b *ientry) bool {
 	return a != nil && b != nil && a.Type == b.Type && a.Mode == b.Mode && a.Size == b.Size && a.MTime.Equal(b.MTime) &&
-		a.Hash == b.Hash && a.Link == b.Link && a.Unreadable == b.Unreadable && a.ino == b.ino && a.ctime == b.ctime && a.racy == b.racy
+		a.Hash == b.Hash && a.Link == b.Link && a.Unreadable == b.Unreadable && a.Unstored == b.Unstored &&
+		sameOwner(a.Owner, b.Owner) && a.ino == b.ino && a.ctime == b.ctime && a.racy == b.racy
 }
 
 // scan walks the whole workspace and returns its manifest, storing blobs

@@ -34,6 +34,12 @@ type Store struct {
 	// unsynced lists blobs written since the last sync.
 	syncMu   sync.Mutex
 	unsynced []string
+
+	// bud bounds what the operation holding the lock stores (nil: no
+	// bound); added is the size of blobs written since the running size
+	// was last updated (see limits.go).
+	bud   atomic.Pointer[budget]
+	added atomic.Int64
 }
 
 type options struct {
@@ -45,6 +51,11 @@ type options struct {
 	hooks    func(point string) // test hook: called at named points
 	protect  func() ProtectFunc // WithProtection
 	lockPoll time.Duration
+	// Limits (limits.go).
+	maxCall   int64
+	minFree   int64
+	autoGC    int64
+	freeSpace func(dir string) (int64, error)
 }
 
 // Option configures Open.
@@ -78,7 +89,7 @@ func withHook(fn func(point string)) Option { return func(o *options) { o.hooks 
 // Open opens (creating if needed) the store of workspace under stateDir
 // (the per-workspace state directory, outside the workspace).
 func Open(ctx context.Context, stateDir, workspace string, opts ...Option) (*Store, error) {
-	o := options{now: time.Now, workers: runtime.GOMAXPROCS(0), lockPoll: 5 * time.Millisecond}
+	o := options{now: time.Now, workers: runtime.GOMAXPROCS(0), lockPoll: 5 * time.Millisecond, freeSpace: statfsFree}
 	for _, fn := range opts {
 		fn(&o)
 	}
@@ -187,8 +198,13 @@ func (s *Store) lockWait(ctx context.Context, wait bool) (func(), error) {
 		case <-time.After(s.opts.lockPoll):
 		}
 	}
-	unlock := func() { f.Close() } // closing the descriptor releases the flock
+	unlock := func() {
+		s.flushUsage()
+		f.Close() // closing the descriptor releases the flock
+	}
 	if err := s.recover(ctx); err != nil {
+		s.added.Store(0) // what a failed recovery wrote is recounted
+		os.Remove(s.path("usage"))
 		unlock()
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -18,6 +19,14 @@ var (
 	ErrOutside = errors.New("path outside the workspace")
 	// ErrCorrupt: the store holds something that does not verify.
 	ErrCorrupt = errors.New("snapshot store corrupt")
+	// ErrTooLarge: a call's pre-images would store more new content than
+	// the per-call cap (WithMaxCallBytes); the call must not run. The
+	// error is a *LimitError.
+	ErrTooLarge = errors.New("snapshot too large")
+	// ErrNoSpace: the filesystem of the store has less free space than
+	// the floor (WithMinFreeBytes), or would have once the pre-images are
+	// stored; the call must not run. The error is a *LimitError.
+	ErrNoSpace = errors.New("not enough free space for snapshots")
 )
 
 // Type is the kind of a tree node.
@@ -49,6 +58,41 @@ type Node struct {
 	// Unreadable marks a regular file whose content could not be read
 	// when it was recorded; it can be seen but not restored.
 	Unreadable bool `json:"unreadable,omitempty"`
+	// Unstored marks a regular file whose content was hashed but not
+	// kept, because storing it would have passed the per-call cap or the
+	// free-space floor (only after a call ran: before one, the call is
+	// refused instead). It compares like any file but cannot be restored.
+	Unstored bool `json:"unstored,omitempty"`
+	// Owner is the numeric owner; nil in records made before owners were
+	// kept (restores then give the path the workspace root's owner).
+	Owner *Owner `json:"owner,omitempty"`
+}
+
+// Owner is a numeric user and group.
+type Owner struct {
+	UID uint32 `json:"uid"`
+	GID uint32 `json:"gid"`
+}
+
+// owners interns Owner values: nearly every path of a tree has the same
+// one, so entries share a pointer instead of each holding a copy. The
+// values are never modified.
+var owners sync.Map // uint64 → *Owner
+
+func ownerOf(uid, gid uint32) *Owner {
+	k := uint64(uid)<<32 | uint64(gid)
+	if o, ok := owners.Load(k); ok {
+		return o.(*Owner)
+	}
+	o, _ := owners.LoadOrStore(k, &Owner{UID: uid, GID: gid})
+	return o.(*Owner)
+}
+
+func sameOwner(a, b *Owner) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
 }
 
 // sameContent reports whether two nodes are the same state for restore

@@ -22,6 +22,8 @@ func (s *Store) Undo(ctx context.Context, id string, force bool, info CallInfo) 
 		return Entry{}, err
 	}
 	defer unlock()
+	done, _ := s.startBudget(true, true) // the current state, for redo: over a limit is Unstored
+	defer done()
 	target, err := s.undoTarget(ctx, id)
 	if err != nil {
 		return Entry{}, err
@@ -118,7 +120,11 @@ func (s *Store) structuralConflicts(rootfd int, plan []diskChange) []Conflict {
 			}
 			seen[dir] = true
 			if t, err := lstatBeneath(rootfd, dir); err == nil && t != "" && t != TypeDir {
-				out = append(out, Conflict{Path: dir, Reason: fmt.Sprintf("is now a %s where a directory must be", t)})
+				reason := fmt.Sprintf("is now a %s where a directory must be", t)
+				if t == TypeSymlink {
+					reason += " (--force replaces the link itself, never what it points to)"
+				}
+				out = append(out, Conflict{Path: dir, Reason: reason})
 			}
 		}
 	}
@@ -192,6 +198,8 @@ func (s *Store) Rollback(ctx context.Context, toID string, info CallInfo) (Entry
 		return Entry{}, err
 	}
 	defer unlock()
+	done, _ := s.startBudget(true, true) // the current state, for redo: over a limit is Unstored
+	defer done()
 	to, err := s.Get(ctx, toID)
 	if err != nil {
 		return Entry{}, err
@@ -276,7 +284,11 @@ func (s *Store) runPlan(ctx context.Context, rec *pendingRec) (Entry, error) {
 		return Entry{}, err
 	}
 	s.hook("plan-pending")
-	return s.applyAndCommit(ctx, rec, false)
+	e, err := s.applyAndCommit(ctx, rec, false)
+	if err == nil {
+		s.maybeGC(ctx)
+	}
+	return e, err
 }
 
 func planItems(plan []diskChange) []planItem {
@@ -357,6 +369,13 @@ func (s *Store) Checkpoint(ctx context.Context, message string, info CallInfo) (
 		return Entry{}, err
 	}
 	defer unlock()
+	// A checkpoint records the baseline a person asked for: not capped
+	// per call, but never below the free-space floor.
+	done, err := s.startBudget(false, false)
+	if err != nil {
+		return Entry{}, err
+	}
+	defer done()
 	id, err := s.nextID()
 	if err != nil {
 		return Entry{}, err
@@ -403,5 +422,6 @@ func (s *Store) Checkpoint(ctx context.Context, message string, info CallInfo) (
 	if err := s.commitEntry(e); err != nil {
 		return Entry{}, err
 	}
+	s.maybeGC(ctx)
 	return e, nil
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/agentbox/agentbox/snapshot"
 )
 
 // SnapshotStage snapshots what a mutating call can touch before it runs
@@ -44,6 +46,9 @@ func SnapshotStage(store Snapshotter, ap Approver) Stage {
 			if err != nil {
 				if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 					return Fail(ErrTimeout, "the call was cancelled while taking its snapshot; nothing was changed")
+				}
+				if msg := snapshotLimitMessage(err); msg != "" {
+					return Fail(ErrExecution, "%s", msg)
 				}
 				return Fail(ErrInternal, "agentbox could not snapshot the workspace before this call, so it did not run it; nothing was changed")
 			}
@@ -126,4 +131,23 @@ func reportReverted(res *Result, e JournalEntry) {
 		res.SetMeta("revert_error", e.RevertError)
 		res.Content += "\n\nWARNING: " + e.RevertError + ". The operator must review them (agentbox history, agentbox undo)."
 	}
+}
+
+// snapshotLimitMessage is the model-facing text for a snapshot refused by
+// one of the store's limits (see snapshot.LimitError), or "".
+func snapshotLimitMessage(err error) string {
+	var le *snapshot.LimitError
+	if !errors.As(err, &le) {
+		return ""
+	}
+	if errors.Is(err, snapshot.ErrTooLarge) {
+		where := ""
+		if le.Path != "" {
+			where = fmt.Sprintf(" (such as %q)", le.Path)
+		}
+		return fmt.Sprintf("this call was not run and nothing was changed: its snapshot would need more new content than the per-call limit (snapshot.max_call_bytes), because large files changed%s. "+
+			"Ask the user to record them with `agentbox checkpoint`, exclude them with snapshot.exclude, or raise snapshot.max_call_bytes", where)
+	}
+	return "this call was not run and nothing was changed: the disk holding agentbox's snapshots is nearly full (below snapshot.min_free_bytes). " +
+		"Ask the user to run `agentbox snapshots gc`, free disk space, or lower snapshot.min_free_bytes"
 }

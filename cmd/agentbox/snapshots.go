@@ -21,7 +21,12 @@ func newSnapshotsCmd(a *app) *cobra.Command {
 		Long: `Drop journal entries beyond the retention of the snapshot config section
 (keep_calls, max_age, max_bytes; flags override), then delete stored content
 that no kept entry, kept checkpoint or the current tree references. The
-newest entry is always kept.`,
+newest entry is always kept.
+
+The size limit (max_bytes) is also applied automatically after every call
+that takes the store past it, down to 90% of it; run gc by hand to apply
+keep_calls and max_age, or to free space now (for example when calls are
+refused because of snapshot.min_free_bytes).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := a.Config()
