@@ -1,0 +1,232 @@
+//go:build integration
+
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Red-team tests: attacks an agent controlling its tool calls (and the
+// workspace's content) can mount on agentbox's boundary and on the promise
+// that nothing it writes runs on the host. Each test drives the real
+// binary and engine and fails while the hole is open.
+
+// rtEnv is one workspace with its own state dir and config.
+type rtEnv struct {
+	ws, state, cfg string
+}
+
+func newRTEnv(t *testing.T, config string) rtEnv {
+	t.Helper()
+	ws := newWorkspace(t)
+	dir := t.TempDir()
+	e := rtEnv{ws: ws, state: filepath.Join(dir, "state"), cfg: filepath.Join(dir, "config.yaml")}
+	if config == "" {
+		config = "sandbox:\n  pool_size: 0\n"
+	}
+	must(t, os.WriteFile(e.cfg, []byte(config), 0o600))
+	return e
+}
+
+// run runs agentbox in this environment and returns its output and exit
+// code.
+func (e rtEnv) run(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	full := append([]string{"--workspace", e.ws, "--state-dir", e.state, "--config", e.cfg}, args...)
+	cmd := exec.CommandContext(ctx, agentbox, full...)
+	cmd.Env = append(os.Environ(), "DOCKER_HOST="+cli.DaemonHost(), "AGENTBOX_SANDBOX_IMAGE="+testImage)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return out.String(), ee.ExitCode()
+	}
+	if err != nil {
+		t.Fatalf("agentbox %v: %v", args, err)
+	}
+	return out.String(), 0
+}
+
+// file writes name (slash-separated) in the workspace, owned by the
+// workspace owner, with its parents.
+func (e rtEnv) file(t *testing.T, name, data string) {
+	t.Helper()
+	p := filepath.Join(e.ws, filepath.FromSlash(name))
+	must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+	for d := filepath.Dir(p); d != e.ws && strings.HasPrefix(d, e.ws); d = filepath.Dir(d) {
+		must(t, os.Chown(d, wsUID, wsGID))
+	}
+	must(t, os.WriteFile(p, []byte(data), 0o644))
+	must(t, os.Chown(p, wsUID, wsGID))
+}
+
+func (e rtEnv) read(name string) string {
+	b, err := os.ReadFile(filepath.Join(e.ws, filepath.FromSlash(name)))
+	if err != nil {
+		return "<" + err.Error() + ">"
+	}
+	return string(b)
+}
+
+// tool runs one tool call through the pipeline and fails the test unless
+// it succeeded.
+func (e rtEnv) tool(t *testing.T, name string, input any) string {
+	t.Helper()
+	b, err := json.Marshal(input)
+	must(t, err)
+	out, code := e.run(t, "tool", name, string(b), "--json")
+	if code != 0 || !strings.Contains(out, `"ok":true`) {
+		t.Fatalf("%s %s: exit %d: %s", name, b, code, out)
+	}
+	return out
+}
+
+// lastID is the journal id of the newest entry.
+func (e rtEnv) lastID(t *testing.T) string {
+	t.Helper()
+	out, code := e.run(t, "history", "--json")
+	if code != 0 {
+		t.Fatalf("history: exit %d: %s", code, out)
+	}
+	var hist []struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(out), &hist); err != nil || len(hist) == 0 {
+		t.Fatalf("history %q: %v", out, err)
+	}
+	return hist[0].ID
+}
+
+// gitRepo plants a minimal repository with a benign config.
+func (e rtEnv) gitRepo(t *testing.T) {
+	t.Helper()
+	e.file(t, ".git/HEAD", "ref: refs/heads/main\n")
+	e.file(t, ".git/config", benignGitConfig)
+	e.file(t, ".git/hooks/README", "hooks\n")
+	e.file(t, ".git/objects/info/packs", "")
+	e.file(t, ".git/refs/heads/.keep", "")
+}
+
+const benignGitConfig = "[core]\n\trepositoryformatversion = 0\n"
+
+// evilGitConfig makes any host `git status` run a program.
+const evilGitConfig = "[core]\n\tfsmonitor = touch /tmp/agentbox-redteam-pwned\n"
+
+// TestRedteamUndoForceWritesThroughSymlink: `agentbox undo --force` of a
+// call that changed d/NAME, after a later call turned d into a symlink
+// into .git, must neither write the call's old content (chosen by the
+// agent) into .git nor delete what is there. The restore opens parent
+// directories with os.Root, which follows symlinks that stay inside the
+// workspace; --force is meant to clear a non-directory in the way, not to
+// write through it. Found: with d -> .git/hooks an executable
+// post-checkout hook appears (host `git checkout` runs it); with d -> .git
+// the failed exclusive create's cleanup deletes .git/config.
+func TestRedteamUndoForceWritesThroughSymlink(t *testing.T) {
+	tests := []struct {
+		name, link, file, protected string
+	}{
+		{name: "hook", link: ".git/hooks", file: "post-checkout", protected: ".git/hooks/post-checkout"},
+		{name: "config", link: ".git", file: "config", protected: ".git/config"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newRTEnv(t, "")
+			e.gitRepo(t)
+			before := e.read(tt.protected)
+			// 1. A new, unprotected executable file.
+			if out, code := e.run(t, "exec", "--", "mkdir d && printf '#!/bin/sh\\ntouch /tmp/agentbox-redteam-pwned\\n' > d/"+tt.file+" && chmod 755 d/"+tt.file); code != 0 {
+				t.Fatalf("exec: exit %d: %s", code, out)
+			}
+			// 2. Overwritten: the journal keeps the first content as "old".
+			if out, code := e.run(t, "exec", "--", "echo x > d/"+tt.file); code != 0 {
+				t.Fatalf("exec: exit %d: %s", code, out)
+			}
+			target := e.lastID(t)
+			// 3. d becomes a symlink into .git (inside the workspace).
+			if out, code := e.run(t, "exec", "--", "rm -rf d && ln -s "+tt.link+" d"); code != 0 {
+				t.Fatalf("exec: exit %d: %s", code, out)
+			}
+			// 4. The operator forces the undo of call 2 over the conflict.
+			out, code := e.run(t, "undo", target, "--force")
+			t.Logf("undo --force: exit %d: %s", code, out)
+			if got := e.read(tt.protected); got != before {
+				t.Errorf("undo --force went through the symlink d -> %s: %s is now %q, was %q", tt.link, tt.protected, got, before)
+			}
+			if fi, err := os.Lstat(filepath.Join(e.ws, "d")); code == 0 && (err != nil || !fi.IsDir()) {
+				t.Errorf("undo --force reported success but d is not the directory it restored (%v, %v)", fi, err)
+			}
+		})
+	}
+}
+
+// TestRedteamWriteThroughSwappedSymlink: Write of a new, unprotected path
+// l/commondir while something else in the workspace (a background job in
+// another container; here the test, which is the same to agentbox) keeps
+// exchanging l between a real directory and a symlink to .git. The
+// protected-path check resolves l when the call is judged; the sandboxed
+// `mkdir -p; mv` of the Write resolves it again later, and the call's
+// changeset records only l/commondir as written (no-follow), so a write
+// that landed in .git is neither asked about nor reverted. .git/commondir
+// is not mounted read-only when it does not exist, and it redirects every
+// host git command to another directory's config (core.fsmonitor runs on
+// `git status`).
+func TestRedteamWriteThroughSwappedSymlink(t *testing.T) {
+	e := newRTEnv(t, "")
+	e.gitRepo(t)
+	e.file(t, "b/.keep", "")
+	link := filepath.Join(e.ws, "l")
+	alt := filepath.Join(e.ws, "l.alt")
+	must(t, os.Rename(filepath.Join(e.ws, "b"), link))
+	must(t, os.Symlink(".git", alt))
+	must(t, os.Lchown(alt, wsUID, wsGID))
+
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_ = unix.Renameat2(unix.AT_FDCWD, link, unix.AT_FDCWD, alt, unix.RENAME_EXCHANGE)
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	landed := filepath.Join(e.ws, ".git", "commondir")
+	for i := 0; i < 25; i++ {
+		b, _ := json.Marshal(map[string]string{"file_path": filepath.Join(link, "commondir"), "content": "../evil\n"})
+		out, _ := e.run(t, "tool", "Write", string(b), "--json")
+		if _, err := os.Lstat(landed); err == nil {
+			t.Logf("attempt %d: %s", i+1, out)
+			break
+		}
+		// A write that landed in the directory: gone again, so that the
+		// next Write is of a new file.
+		for _, p := range []string{link, alt} {
+			if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
+				os.Remove(filepath.Join(p, "commondir"))
+			}
+		}
+	}
+	close(stop)
+	<-done
+	if b, err := os.ReadFile(landed); err == nil {
+		t.Errorf("a Write of l/commondir landed in .git/commondir (%q) without approval and was not reverted", b)
+	}
+}
