@@ -67,7 +67,13 @@ func (s *Store) guard(ctx context.Context, id string, changes []Change, keep Kee
 	}
 	var hits []Protected
 	protect := s.opts.protect()
-	for _, ch := range changes {
+	for i, ch := range changes {
+		if emptyDirAdded(changes, i) {
+			// An empty directory runs nothing (the sandbox creates empty
+			// .git/hooks and .git/info to mount them read-only); what is
+			// later put in it is judged on its own.
+			continue
+		}
 		if why, ok := protect(ch.Path); ok {
 			hits = append(hits, Protected{Change: ch, Reason: why})
 		}
@@ -194,4 +200,14 @@ func lstatBeneathPath(ws, rel string) (unix.Stat_t, error) {
 	}
 	defer unix.Close(f)
 	return st, unix.Fstat(f, &st)
+}
+
+// emptyDirAdded reports whether changes[i] adds a directory that holds
+// nothing the call changed (changes are sorted by path).
+func emptyDirAdded(changes []Change, i int) bool {
+	ch := changes[i]
+	if ch.Op != OpAdded || ch.New == nil || ch.New.Type != TypeDir {
+		return false
+	}
+	return i+1 >= len(changes) || !strings.HasPrefix(changes[i+1].Path, ch.Path+"/")
 }

@@ -234,7 +234,7 @@ func NewPipeline(reg *Registry, opts Options) *Pipeline {
 		ClassifyStage(opts.Classify),
 		Rules(opts.Rules, pc),
 		ModeStage(opts.Mode, opts.Workspace, opts.Grants),
-		ProtectStage(opts.Protected, opts.Workspace, opts.Mode),
+		ProtectStage(opts.Protected, opts.Workspace, opts.Root, opts.Mode),
 		ApprovalStage(opts.Approver, opts.Grants, opts.Now),
 		ReadBeforeWrite(p.newEnv),
 		SnapshotStage(opts.Snapshots, opts.Approver),

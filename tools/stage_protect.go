@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -17,7 +18,7 @@ import (
 // says why. The path is checked as written and as it resolves beneath the
 // workspace (a symlink into .git is no way around it). The approved paths
 // are recorded on the call so that the snapshot stage keeps their changes.
-func ProtectStage(protected func(rel string) (string, bool), workspace string, mode permission.Mode) Stage {
+func ProtectStage(protected func(rel string) (string, bool), workspace string, root *os.Root, mode permission.Mode) Stage {
 	return func(next Handler) Handler {
 		return func(ctx context.Context, c *Call) Result {
 			if protected == nil || c.Decision.Action == permission.Deny || c.Tool.ReadOnly(c.Params) {
@@ -28,9 +29,13 @@ func ProtectStage(protected func(rel string) (string, bool), workspace string, m
 			}
 			var hits, rels, reasons []string
 			for _, p := range PathsOf(c.Params) {
-				forms := relForms(workspace, p)
+				forms := relForms(root, workspace, p)
 				for _, rel := range forms {
-					if why, ok := protected(rel); ok {
+					why, ok := protected(rel)
+					if !ok && inGitDir(rel) {
+						why, ok = rel+" is inside git metadata (a file tool may create or change a repository there)", true
+					}
+					if ok {
 						hits = append(hits, p)
 						rels = append(rels, forms...)
 						reasons = append(reasons, why)
@@ -59,23 +64,20 @@ func ProtectStage(protected func(rel string) (string, bool), workspace string, m
 }
 
 // relForms is the workspace-relative form of p as written and as it
-// resolves (symlinks followed while they stay inside the workspace; a
-// missing tail resolves through its nearest existing parent).
-func relForms(workspace, p string) []string {
+// resolves beneath the workspace (ResolveBeneath: a missing tail through
+// its nearest existing parent, a dangling symlink through its target).
+func relForms(root *os.Root, workspace, p string) []string {
 	var out []string
-	if rel, err := filepath.Rel(workspace, p); err == nil && filepath.IsLocal(rel) {
-		out = append(out, filepath.ToSlash(rel))
-	}
-	dir, tail := p, ""
-	for dir != workspace && dir != "/" && dir != "." {
-		if real, err := filepath.EvalSymlinks(dir); err == nil {
-			if rel, err := filepath.Rel(workspace, filepath.Join(real, tail)); err == nil && filepath.IsLocal(rel) {
-				out = append(out, filepath.ToSlash(rel))
-			}
-			break
+	add := func(q string) {
+		if rel, err := filepath.Rel(workspace, q); err == nil && filepath.IsLocal(rel) {
+			out = append(out, filepath.ToSlash(rel))
 		}
-		tail = filepath.Join(filepath.Base(dir), tail)
-		dir = filepath.Dir(dir)
+	}
+	add(p)
+	if root != nil {
+		if real, err := ResolveBeneath(root, workspace, p); err == nil && real != p {
+			add(real)
+		}
 	}
 	return out
 }
@@ -129,4 +131,16 @@ func keepFor(c *Call, ap Approver) func(ctx context.Context, changes []Protected
 		}
 		return keep
 	}
+}
+
+// inGitDir reports whether rel has a .git component above its last one:
+// a file tool writing there may be assembling a repository piece by piece.
+func inGitDir(rel string) bool {
+	parts := strings.Split(rel, "/")
+	for _, p := range parts[:len(parts)-1] {
+		if p == ".git" {
+			return true
+		}
+	}
+	return false
 }

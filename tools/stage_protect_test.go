@@ -1,0 +1,90 @@
+package tools
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentbox/agentbox/tools/permission"
+)
+
+func TestProtectStage(t *testing.T) {
+	ws := t.TempDir()
+	os.MkdirAll(filepath.Join(ws, "src"), 0o755)
+	os.Symlink(".vscode", filepath.Join(ws, "lnk"))
+	protected := func(rel string) (string, bool) {
+		if rel == ".envrc" || rel == ".vscode" || strings.HasPrefix(rel, ".vscode/") || rel == ".git/config" {
+			return rel + " is protected", true
+		}
+		return "", false
+	}
+	write := testTools(t)[2]
+	bash := testTools(t)[3]
+	allowRule := &permission.Rule{Raw: "Write(./.envrc)"}
+	tests := []struct {
+		name   string
+		tool   Tool
+		params any
+		mode   permission.Mode
+		match  permission.Match
+		action permission.Action // after the stage
+		failed bool
+		kept   bool
+	}{
+		{"plain source file", write, &writeParams{FilePath: filepath.Join(ws, "src/a.go")}, permission.ModeDefault, permission.Match{}, permission.Allow, false, false},
+		{".envrc asks", write, &writeParams{FilePath: filepath.Join(ws, ".envrc")}, permission.ModeDefault, permission.Match{}, permission.Ask, false, true},
+		{".envrc asks in bypass mode", write, &writeParams{FilePath: filepath.Join(ws, ".envrc")}, permission.ModeBypass, permission.Match{}, permission.Ask, false, true},
+		{".envrc refused in dontAsk", write, &writeParams{FilePath: filepath.Join(ws, ".envrc")}, permission.ModeDontAsk, permission.Match{}, permission.Deny, true, true},
+		{"explicit allow rule", write, &writeParams{FilePath: filepath.Join(ws, ".envrc")}, permission.ModeDefault, permission.Match{Action: permission.Allow, Rule: allowRule}, permission.Allow, false, true},
+		{"through a symlink", write, &writeParams{FilePath: filepath.Join(ws, "lnk/tasks.json")}, permission.ModeDefault, permission.Match{}, permission.Ask, false, true},
+		{"a new nested .git", write, &writeParams{FilePath: filepath.Join(ws, "sub/.git/HEAD")}, permission.ModeDefault, permission.Match{}, permission.Ask, false, true},
+		{"shell commands pass (changeset check)", bash, &bashParams{Command: "echo > .envrc"}, permission.ModeDefault, permission.Match{}, permission.Allow, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got *Call
+			root, err := os.OpenRoot(ws)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer root.Close()
+			h := Chain(reached(&got), ProtectStage(protected, ws, root, tt.mode))
+			c := &Call{Tool: tt.tool, Params: tt.params, Decision: Decision{Action: permission.Allow}, Match: tt.match}
+			res := h(context.Background(), c)
+			if c.Decision.Action != tt.action {
+				t.Errorf("action %s, want %s (%s)", c.Decision.Action, tt.action, c.Decision.Reason)
+			}
+			if (res.Err != nil) != tt.failed {
+				t.Errorf("result %+v", res)
+			}
+			if tt.failed && !strings.Contains(res.Content+res.Err.Message, "Write(") {
+				t.Errorf("refusal does not name a rule: %s", res.Err.Message)
+			}
+			if tt.action == permission.Ask && !strings.Contains(c.Decision.Reason, "protected") && !strings.Contains(c.Decision.Reason, "git metadata") {
+				t.Errorf("the question does not say why: %q", c.Decision.Reason)
+			}
+			if (len(c.ProtectedApproved) > 0) != tt.kept {
+				t.Errorf("approved paths %v", c.ProtectedApproved)
+			}
+			_ = got
+		})
+	}
+}
+
+func TestKeepFor(t *testing.T) {
+	c := &Call{ID: "c1", Session: NewSession("s", "/ws"), Tool: testTools(t)[3], ProtectedApproved: []string{".envrc"}}
+	changes := []ProtectedChange{{Path: ".envrc", Op: "modified", Reason: "r1"}, {Path: ".git/hooks/x", Op: "added", Reason: "r2"}}
+	var asked []ApprovalRequest
+	allow := ApproverFunc(func(ctx context.Context, req ApprovalRequest) (Approval, error) {
+		asked = append(asked, req)
+		return Approval{Allow: true, By: "tty"}, nil
+	})
+	if got := keepFor(c, allow)(context.Background(), changes); len(got) != 2 || len(asked) != 1 || !strings.Contains(asked[0].Summary, ".git/hooks/x") || strings.Contains(asked[0].Summary, ".envrc") {
+		t.Fatalf("kept %v, asked %+v", got, asked)
+	}
+	if got := keepFor(c, DenyApprover{})(context.Background(), changes); len(got) != 1 || got[0] != ".envrc" {
+		t.Fatalf("with nobody to ask kept %v", got)
+	}
+}
