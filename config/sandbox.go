@@ -42,6 +42,12 @@ type Sandbox struct {
 	// EnvPassthrough names host variables copied into the scrubbed
 	// environment when set (PATH and HOME are never copied).
 	EnvPassthrough []string `mapstructure:"env_passthrough" yaml:"env_passthrough"`
+	// GitSafeConfig gives every git run in the sandbox overrides for each
+	// configuration key that names a program, a hook or a command
+	// (fsmonitor, hooks, pager, editor, credential helpers, gpg, ...), so
+	// that a repository the agent wrote cannot make git run its code.
+	// Only a user config may turn it off; a project config cannot set it.
+	GitSafeConfig bool `mapstructure:"git_safe_config" yaml:"git_safe_config"`
 	// ProtectedPaths, relative to the workspace, are mounted read-only
 	// inside the container.
 	ProtectedPaths []string `mapstructure:"protected_paths" yaml:"protected_paths"`
@@ -65,6 +71,7 @@ func defaultSandbox() Sandbox {
 		FileSizeMB:     1024,
 		NProc:          4096,
 		EnvPassthrough: []string{},
+		GitSafeConfig:  true,
 		ProtectedPaths: []string{".git/hooks", ".git/config"},
 	}
 }
