@@ -43,7 +43,7 @@ const (
 // that git asks for credentials.
 const httpAuthServer = `perl -MIO::Socket::INET -e '$s=IO::Socket::INET->new(LocalAddr=>"127.0.0.1:18765",Listen=>5,ReuseAddr=>1) or die; while($c=$s->accept){ while(<$c>){ last if /^\r?$/ } print $c "HTTP/1.0 401 Unauthorized\r\nWWW-Authenticate: Basic realm=x\r\nContent-Length: 0\r\n\r\n"; close $c }' & sleep 0.5; `
 
-const twoBranches = `git checkout -qb b; echo b > f.txt; git commit -qam b; git checkout -q -; echo c > f.txt; git commit -qam c; `
+const twoBranches = `git checkout -qb b; echo b > f.txt; git commit -qam b; git checkout -q -; echo c > f.txt; git commit -qam c; git tag c0; `
 
 var gitAttacks = []gitAttack{
 	{name: "fsmonitor", config: "[core]\n\tfsmonitor = MARK", trigger: "git status", hostRisk: true},
@@ -58,11 +58,11 @@ var gitAttacks = []gitAttack{
 	{name: "diff.driver.command", config: "[diff \"e\"]\n\tcommand = MARK", setup: "echo '*.txt diff=e' > .gitattributes", trigger: "echo x >> f.txt; git diff", gap: gapPerName, hostRisk: true},
 	{name: "diff.driver.textconv", config: "[diff \"e\"]\n\ttextconv = MARK", setup: "echo '*.txt diff=e' > .gitattributes", trigger: "echo x >> f.txt; git diff", gap: gapPerName, hostRisk: true},
 	{name: "diff.driver.textconv-log", config: "[diff \"e\"]\n\ttextconv = MARK", setup: "echo '*.txt diff=e' > .gitattributes; git add .gitattributes; echo x >> f.txt; git commit -qam t", trigger: "git log -p", gap: gapPerName, hostRisk: true},
-	{name: "filter.clean-add", config: "[filter \"e\"]\n\tclean = MARK", setup: "echo '*.txt filter=e' > .gitattributes", trigger: "echo x >> f.txt; git add f.txt", gap: gapPerName},
+	{name: "filter.clean-add", config: "[filter \"e\"]\n\tclean = MARK", setup: "echo '*.txt filter=e' > .gitattributes", trigger: "echo x >> f.txt; git add f.txt", gap: gapPerName, hostRisk: true},
 	{name: "filter.clean-status", config: "[filter \"e\"]\n\tclean = MARK", setup: "echo '*.txt filter=e' > .gitattributes; git add .gitattributes", trigger: "touch -d 2000-01-01 f.txt; git status", gap: gapPerName, hostRisk: true},
 	{name: "filter.smudge", config: "[filter \"e\"]\n\tsmudge = MARK", setup: "echo '*.txt filter=e' > .gitattributes", trigger: "rm -f f.txt; git checkout f.txt", gap: gapPerName},
-	{name: "filter.process", config: "[filter \"e\"]\n\tprocess = MARK", setup: "echo '*.txt filter=e' > .gitattributes", trigger: "echo x >> f.txt; git add f.txt", gap: gapPerName},
-	{name: "merge.driver", config: "[merge \"e\"]\n\tdriver = MARK", setup: "echo '*.txt merge=e' > .gitattributes; git add .gitattributes; git commit -qm a; " + twoBranches, trigger: "git merge --abort; git reset -q --hard; git merge b", gap: gapPerName},
+	{name: "filter.process", config: "[filter \"e\"]\n\tprocess = MARK", setup: "echo '*.txt filter=e' > .gitattributes", trigger: "echo x >> f.txt; git add f.txt", gap: gapPerName, hostRisk: true},
+	{name: "merge.driver", config: "[merge \"e\"]\n\tdriver = MARK", setup: "echo '*.txt merge=e' > .gitattributes; git add .gitattributes; git commit -qm a; " + twoBranches, trigger: "git merge --abort 2>/dev/null; git reset -q --hard c0 && git merge b", gap: gapPerName},
 	{name: "gpg.program", config: "[commit]\n\tgpgSign = true\n[gpg]\n\tprogram = MARK", trigger: "echo x >> f.txt; git commit -qam y"},
 	{name: "gpg.x509.program", config: "[commit]\n\tgpgSign = true\n[gpg]\n\tformat = x509\n[gpg \"x509\"]\n\tprogram = MARK", trigger: "echo x >> f.txt; git commit -qam y"},
 	{name: "gpg.ssh.program", config: "[commit]\n\tgpgSign = true\n[gpg]\n\tformat = ssh\n[gpg \"ssh\"]\n\tprogram = MARK\n[user]\n\tsigningKey = key::ssh-ed25519 AAAA", trigger: "echo x >> f.txt; git commit -qam y"},
@@ -86,10 +86,10 @@ var gitAttacks = []gitAttack{
 	{name: "remote.receivepack", config: "[remote \"o\"]\n\turl = .bare\n\treceivepack = MARK", setup: "git init -q --bare .bare", trigger: "git push o HEAD:refs/heads/x$$", gap: gapPerName},
 	{name: "local-push-hook", setup: "git init -q --bare .bare; printf '#!/bin/sh\\nMARK\\n' > .bare/hooks/pre-receive; chmod +x .bare/hooks/pre-receive", trigger: "git push -q .bare HEAD:refs/heads/x$$", gap: gapLocalRep},
 	{name: "core.alternateRefsCommand", config: "[core]\n\talternateRefsCommand = MARK", setup: "git clone -q --bare . .alt; echo $PWD/.alt/objects > .git/objects/info/alternates; git clone -q . .src; (cd .src && echo n > n && git add n && git commit -qm n)", trigger: "git fetch -q .src HEAD:refs/x$$"},
-	{name: "interactive.diffFilter", config: "[interactive]\n\tdiffFilter = MARK\n[color]\n\tui = always", trigger: "echo x >> f.txt; script -qec 'echo q | git add -p' /dev/null"},
+	{name: "interactive.diffFilter", config: "[interactive]\n\tdiffFilter = MARK\n[color]\n\tui = always", trigger: "echo x >> f.txt; TERM=xterm script -qec 'echo q | git add -p' /dev/null"},
 	{name: "difftool.cmd", config: "[diff]\n\ttool = e\n[difftool \"e\"]\n\tcmd = MARK", trigger: "echo x >> f.txt; git difftool -y"},
 	{name: "difftool.path", config: "[diff]\n\ttool = vimdiff\n[difftool \"vimdiff\"]\n\tpath = MARK", trigger: "echo x >> f.txt; git difftool -y"},
-	{name: "mergetool.cmd", config: "[merge]\n\ttool = e\n[mergetool \"e\"]\n\tcmd = MARK", setup: twoBranches + "git merge b", trigger: "git mergetool"},
+	{name: "mergetool.cmd", config: "[merge]\n\ttool = e\n[mergetool \"e\"]\n\tcmd = MARK", setup: twoBranches + "git merge b || true", trigger: "git mergetool"},
 	{name: "imap.tunnel", config: "[imap]\n\ttunnel = MARK\n\tfolder = x", trigger: "git format-patch -1 --stdout | git imap-send"},
 	{name: "trailer.command", config: "[trailer \"t\"]\n\tcommand = MARK", trigger: "echo msg | git interpret-trailers", gap: gapPerName},
 	{name: "tar.tgz.command", config: "[tar \"tgz\"]\n\tcommand = MARK", trigger: "git archive --format=tgz HEAD > /dev/null"},
