@@ -44,8 +44,19 @@ import (
 // These are safe only where the configuration that defines them cannot be
 // written by the agent: the workspace's .git/config and .git/hooks are
 // mounted read-only, and new or changed configuration of nested
-// repositories (.git/config, .git/modules/*/config, config.worktree, and
-// files an include points at) must be caught by the changeset check.
+// repositories (.git/config, .git/modules/*/config and hooks,
+// .git/config.worktree, and files an include points at) must be caught by
+// the changeset check.
+//
+// Left alone on purpose: safe.directory (the sandbox runs as the owner, and
+// "*" would only loosen), core.worktree (names a directory, and submodules
+// need it), uploadpack.packObjectsHook (git reads it only from protected
+// config; setting it would enable a hook), GIT_CONFIG_GLOBAL (HOME is a
+// fresh tmpfs, so the global file is empty unless the command writes it),
+// GIT_PROTOCOL_FROM_USER (GIT_ALLOW_PROTOCOL supersedes it). Costs:
+// `git CMD --help` fails unless "info" is installed (man CMD works),
+// `cd .git && git ...` needs --git-dir (safe.bareRepository), and local
+// clones of submodules are allowed (protocol "file" is listed).
 
 // gitSafeConfig is set in the command scope of every git run. Values are
 // either "off" or git's own default program, so normal use keeps working.
