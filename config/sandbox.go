@@ -44,6 +44,12 @@ type Sandbox struct {
 	// EnvPassthrough names host variables copied into the scrubbed
 	// environment when set (PATH and HOME are never copied).
 	EnvPassthrough []string `mapstructure:"env_passthrough" yaml:"env_passthrough"`
+	// GitSafeConfig gives every git run in the sandbox overrides for each
+	// configuration key that names a program, a hook or a command
+	// (fsmonitor, hooks, pager, editor, credential helpers, gpg, ...), so
+	// that a repository the agent wrote cannot make git run its code.
+	// Only a user config may turn it off; a project config cannot set it.
+	GitSafeConfig bool `mapstructure:"git_safe_config" yaml:"git_safe_config"`
 	// ProtectedPaths are workspace paths a host program may execute or
 	// load without a person deliberately running project code (editor,
 	// direnv, agent and package-manager configs; git metadata is always
@@ -80,6 +86,7 @@ func defaultSandbox() Sandbox {
 		FileSizeMB:     1024,
 		NProc:          4096,
 		EnvPassthrough: []string{},
+		GitSafeConfig:  true,
 		ProtectedPaths: append([]string(nil), DefaultProtectedPaths...),
 	}
 }

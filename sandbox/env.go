@@ -35,12 +35,35 @@ var baseEnv = []string{
 // environment predictable); Spec.Env may still set them explicitly.
 var fixedKeys = map[string]bool{"PATH": true, "HOME": true}
 
+// EnvOption changes what Env builds.
+type EnvOption func(*envOptions)
+
+type envOptions struct {
+	gitUnsafe bool
+}
+
+// WithGitSafeConfig turns the git overrides of GitSafeEnv on or off
+// (config sandbox.git_safe_config). They are on unless an option turns
+// them off.
+func WithGitSafeConfig(on bool) EnvOption {
+	return func(o *envOptions) { o.gitUnsafe = !on }
+}
+
 // Env builds a command's environment: the scrubbed base (with PATH set to
 // path, or Path when ""), then the named
 // passthrough variables taken from getenv when set (never PATH or HOME),
-// then extra KEY=VALUE entries (later ones win). The result is sorted by
-// key and has one entry per key.
-func Env(path string, passthrough []string, getenv func(string) (string, bool), extra []string) []string {
+// then extra KEY=VALUE entries (later ones win), then GitSafeEnv unless
+// WithGitSafeConfig(false) is given: its variables win over passthrough
+// and extra, and command-scope git config given in passthrough or extra
+// (GIT_CONFIG_COUNT, GIT_CONFIG_KEY_n, GIT_CONFIG_VALUE_n) is kept ahead of
+// it, so the overrides win for the same key (GIT_CONFIG_PARAMETERS is
+// dropped: it would beat them). The result is sorted by key and has one
+// entry per key.
+func Env(path string, passthrough []string, getenv func(string) (string, bool), extra []string, opts ...EnvOption) []string {
+	var o envOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	m := map[string]string{}
 	for _, kv := range baseEnv {
 		k, v, _ := strings.Cut(kv, "=")
@@ -61,6 +84,9 @@ func Env(path string, passthrough []string, getenv func(string) (string, bool), 
 		if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
 			m[k] = v
 		}
+	}
+	if !o.gitUnsafe {
+		applyGitSafe(m)
 	}
 	out := make([]string, 0, len(m))
 	for k, v := range m {

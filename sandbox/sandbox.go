@@ -5,9 +5,12 @@
 // unit its backend uses) and destroys it afterwards. It promises that the
 // command sees only the workspace (at the same absolute path), a
 // read-only toolchain and a private /tmp; that its environment is
-// scrubbed (see Env); that it is killed as a whole when its timeout
-// expires or its ctx is cancelled; and that output beyond the cap keeps
-// head and tail with the dropped byte count reported.
+// scrubbed (see Env), with every git configuration key that names a
+// program overridden wherever the environment can override it
+// (GitSafeEnv, which also lists the keys it cannot); that it is killed as
+// a whole when its timeout expires or its ctx is cancelled; and that
+// output beyond the cap keeps head and tail with the dropped byte count
+// reported.
 //
 // Backends live in sub-packages (sandbox/docker); every backend passes the
 // conformance suite in sandbox/sandboxtest. Jobs runs commands in the

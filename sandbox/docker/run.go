@@ -46,7 +46,7 @@ func (r *Runner) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, er
 
 	req := initproc.Req{
 		Argv: spec.Argv, Shell: spec.Shell, Workdir: spec.Workdir, Stdin: spec.Stdin,
-		Env:       sandbox.Env(r.path, r.cfg.EnvPassthrough, os.LookupEnv, spec.Env),
+		Env:       sandbox.Env(r.path, r.cfg.EnvPassthrough, os.LookupEnv, spec.Env, sandbox.WithGitSafeConfig(r.cfg.GitSafeConfig)),
 		TimeoutMS: spec.Timeout.Milliseconds(),
 	}
 	payload, err := json.Marshal(req)
