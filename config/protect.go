@@ -25,15 +25,17 @@ import (
 //   - .bashrc .bash_profile .bash_login .bash_logout .profile .zshrc
 //     .zshenv .zprofile .zlogin .zlogout .gitconfig .inputrc: shell and git
 //     rc files (the workspace may be someone's home directory).
-//   - .exrc .nvimrc .nvim.lua .lazy.lua .dir-locals.el .dir-locals-2.el:
-//     vim/neovim exrc and Emacs directory-local code.
+//   - .exrc .vimrc .gvimrc .nvimrc .nvim.lua .lazy.lua .dir-locals.el
+//     .dir-locals-2.el: vim/neovim exrc and Emacs directory-local code.
+//   - .hg: Mercurial's repository config (.hg/hgrc hooks run on hg status).
 //   - .claude .gemini .codex .cursor .continue .windsurf .mcp.json
 //     .aider.conf.yml .agentbox: agent and MCP configuration (hooks, MCP
 //     servers, commands an agent runs on start; agentbox's own policy).
 //   - .husky .githooks .pre-commit-config.yaml: hooks directories that a
 //     repository's core.hooksPath or pre-commit runs on host git commands.
-//   - .cargo/config.toml .cargo/config: rustc wrappers and runners that an
-//     editor's rust-analyzer runs on open.
+//   - .cargo/config.toml .cargo/config (at any depth: cargo reads every
+//     parent's): rustc wrappers and runners that an editor's
+//     rust-analyzer runs on open.
 //   - .ripgreprc: options for rg, including --pre (a preprocessor program).
 var DefaultProtectedPaths = []string{
 	".gitmodules",
@@ -42,11 +44,12 @@ var DefaultProtectedPaths = []string{
 	".npmrc", ".yarnrc", ".yarnrc.yml",
 	".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
 	".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout", ".gitconfig", ".inputrc",
-	".exrc", ".nvimrc", ".nvim.lua", ".lazy.lua", ".dir-locals.el", ".dir-locals-2.el",
+	".exrc", ".vimrc", ".gvimrc", ".nvimrc", ".nvim.lua", ".lazy.lua", ".dir-locals.el", ".dir-locals-2.el",
+	".hg",
 	".claude", ".gemini", ".codex", ".cursor", ".continue", ".windsurf", ".mcp.json",
 	".aider.conf.yml", ".agentbox",
 	".husky", ".githooks", ".pre-commit-config.yaml",
-	".cargo/config.toml", ".cargo/config",
+	".cargo/config.toml", ".cargo/config", "**/.cargo/config.toml", "**/.cargo/config",
 	".ripgreprc",
 }
 
