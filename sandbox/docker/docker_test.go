@@ -212,3 +212,22 @@ func TestInitBinary(t *testing.T) {
 		t.Errorf("non-executable: %v", err)
 	}
 }
+
+// BenchmarkFingerprint is the hand-over's freshness check of a writable
+// container's mounts (a repository with hooks and a few protected files).
+func BenchmarkFingerprint(b *testing.B) {
+	ws := b.TempDir()
+	for _, d := range []string{".git/hooks", ".git/info", ".git/objects/info", ".vscode", "src"} {
+		os.MkdirAll(filepath.Join(ws, d), 0o755)
+	}
+	os.WriteFile(filepath.Join(ws, ".git", "config"), nil, 0o644)
+	os.WriteFile(filepath.Join(ws, ".envrc"), nil, 0o644)
+	cfg := config.Default()
+	r := &Runner{cfg: cfg.Sandbox, workspace: ws, uid: os.Getuid(), gid: os.Getgid(), initPath: "/bin/true"}
+	b.ResetTimer()
+	for range b.N {
+		if _, err := r.fingerprint(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -149,9 +149,18 @@ func (r *Runner) protectedSources(ws int) ([]bindSource, error) {
 		return nil, false, errUnsafe("protected path %s: %v", rel, err)
 	}
 
-	git, ok, err := open(".git")
+	// One directory read each of the root and of .git tells what exists:
+	// only that is opened (this runs at every hand-over).
+	rootNames, err := dirNames(ws)
 	if err != nil {
-		return out, err
+		return out, errUnsafe("reading the workspace: %v", err)
+	}
+	var git *os.File
+	ok := false
+	if rootNames[".git"] {
+		if git, ok, err = open(".git"); err != nil {
+			return out, err
+		}
 	}
 	if ok {
 		var st unix.Stat_t
@@ -169,9 +178,16 @@ func (r *Runner) protectedSources(ws int) ([]bindSource, error) {
 				return out, err
 			}
 			r.ensureGitPlaceholders(int(git.Fd()))
+			gitNames, err := dirNames(int(git.Fd()))
+			if err != nil {
+				return out, errUnsafe("reading .git: %v", err)
+			}
 			// Opened relative to the .git just opened, so that .git and
 			// its entries are one directory, whatever is renamed meanwhile.
 			for _, name := range config.GitBehaviourFiles {
+				if first, _, _ := strings.Cut(name, "/"); !gitNames[first] {
+					continue
+				}
 				f, ok, err := openIn(int(git.Fd()), name, ".git/"+name)
 				if err != nil {
 					return out, err
@@ -184,11 +200,7 @@ func (r *Runner) protectedSources(ws int) ([]bindSource, error) {
 			}
 		}
 	}
-	names, err := r.rootProtected(ws)
-	if err != nil {
-		return out, err
-	}
-	for _, rel := range names {
+	for _, rel := range r.rootProtected(rootNames) {
 		f, ok, err := open(rel)
 		if err != nil {
 			return out, err
@@ -203,41 +215,29 @@ func (r *Runner) protectedSources(ws int) ([]bindSource, error) {
 }
 
 // rootProtected lists the workspace-relative paths of sandbox.
-// protected_paths to mount: patterns without glob characters as they
-// are, glob patterns matched against the workspace root's entries.
-func (r *Runner) rootProtected(ws int) ([]string, error) {
+// protected_paths to mount, given the names at the workspace root:
+// patterns without glob characters whose first component exists, glob
+// patterns of one component matched against the root's names.
+func (r *Runner) rootProtected(rootNames map[string]bool) []string {
 	seen := map[string]bool{}
-	var globs []string
 	for _, p := range r.cfg.ProtectedPaths {
 		p = path.Clean(strings.TrimPrefix(p, "/"))
 		if p == ".git" || strings.HasPrefix(p, ".git/") {
 			continue // handled with .git
 		}
 		if strings.ContainsAny(p, "*?[\\") {
-			if !strings.Contains(p, "/") {
-				globs = append(globs, p)
+			if strings.Contains(p, "/") {
+				continue // deeper matches: the changeset check
 			}
-			continue
-		}
-		seen[p] = true
-	}
-	if len(globs) > 0 {
-		fd, err := unix.Openat(ws, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return nil, errUnsafe("reading the workspace: %v", err)
-		}
-		d := os.NewFile(uintptr(fd), r.workspace)
-		names, err := d.Readdirnames(-1)
-		d.Close()
-		if err != nil {
-			return nil, errUnsafe("reading the workspace: %v", err)
-		}
-		for _, n := range names {
-			for _, g := range globs {
-				if ok, _ := path.Match(g, n); ok && n != ".git" {
+			for n := range rootNames {
+				if ok, _ := path.Match(p, n); ok && n != ".git" {
 					seen[n] = true
 				}
 			}
+			continue
+		}
+		if first, _, _ := strings.Cut(p, "/"); rootNames[first] {
+			seen[p] = true
 		}
 	}
 	out := make([]string, 0, len(seen))
@@ -245,7 +245,27 @@ func (r *Runner) rootProtected(ws int) ([]string, error) {
 		out = append(out, p)
 	}
 	sort.Strings(out)
-	return out, nil
+	return out
+}
+
+// dirNames reads the names in the directory dirfd refers to (an O_PATH
+// descriptor is reopened for reading, never by path).
+func dirNames(dirfd int) (map[string]bool, error) {
+	fd, err := unix.Openat(dirfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	d := os.NewFile(uintptr(fd), ".")
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m, nil
 }
 
 // ensureGitPlaceholders creates .git/hooks and .git/info empty when
