@@ -43,10 +43,10 @@ func TestPersistenceAttempts(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(ws, ".envrc"), []byte("export A=1\n"), 0o644))
 	must(t, os.MkdirAll(filepath.Join(ws, ".vscode"), 0o755))
 	must(t, os.WriteFile(filepath.Join(ws, ".vscode", "settings.json"), []byte("{}\n"), 0o644))
-	chownTree(t, ws)
+	chownWS(t, ws)
 	git("add", "-A")
 	git("-c", "user.name=o", "-c", "user.email=o@x", "commit", "-q", "-m", "init")
-	chownTree(t, ws)
+	chownWS(t, ws)
 	before := protectedSnapshot(t, ws)
 
 	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
@@ -161,11 +161,11 @@ func TestApprovedGitCommit(t *testing.T) {
 	must(t, os.Chmod(filepath.Dir(home), 0o755))
 	asOwner(t, ws, home, "git", "init", "-q", "-b", "main")
 	must(t, os.WriteFile(filepath.Join(ws, "a.txt"), []byte("one\n"), 0o644))
-	chownTree(t, ws)
+	chownWS(t, ws)
 	asOwner(t, ws, home, "git", "add", "-A")
 	asOwner(t, ws, home, "git", "-c", "user.name=o", "-c", "user.email=o@x", "commit", "-q", "-m", "init")
 	must(t, os.WriteFile(filepath.Join(ws, "a.txt"), []byte("two\n"), 0o644))
-	chownTree(t, ws)
+	chownWS(t, ws)
 	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
 	must(t, os.WriteFile(cfgFile, []byte("tools:\n  mode: bypassPermissions\nsandbox:\n  image: agentbox/host\n  pool_size: 0\n"), 0o644))
 	out, err := runAgentbox(t, ws, state, cfgFile, "tool", "Bash", `{"command":"git -c user.name=agent -c user.email=a@x commit -q -am second && git log --oneline | wc -l"}`, "--json")
@@ -206,7 +206,7 @@ func traversable(t *testing.T, ws string) {
 	must(t, os.Chmod(filepath.Dir(filepath.Dir(ws)), 0o755))
 }
 
-func chownTree(t *testing.T, root string) {
+func chownWS(t *testing.T, root string) {
 	t.Helper()
 	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error { return os.Lchown(p, wsUID, wsGID) })
 }
