@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -89,8 +90,9 @@ const tempPrefix = ".agentbox-write-"
 
 // Write writes content to req.Rel beneath req.Root, atomically: missing
 // parent directories are created one component at a time (mode 0755
-// before the umask), each opened with openat2 beneath the one before and
-// never through a symlink; the content goes to a temporary file in the
+// before the umask), each opened beneath the one before (openAt: openat2
+// RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS, or openat O_NOFOLLOW of a single
+// name where seccomp hides openat2) and never through a symlink; the content goes to a temporary file in the
 // same directory, which gets the mode (an existing file's, else
 // req.Mode), is fsynced and renamed over the target.
 //
@@ -213,22 +215,52 @@ func splitRel(rel string) ([]string, error) {
 	return comps, nil
 }
 
+// noOpenat2 is set once openat2 was found missing (ENOSYS). agentbox's
+// seccomp profile denies it that way in every sandbox container (it
+// carries its mode where seccomp cannot check it; see
+// sandbox/docker/seccomp.go), so inside a container init resolves with
+// openat, one name at a time.
+var noOpenat2 atomic.Bool
+
+// openAt opens the single path component name (no slash, not "." or
+// "..") in dir without following a symlink: with openat2 beneath dir
+// where the kernel has it, else with openat and O_NOFOLLOW. Both resolve
+// exactly one name and refuse a symlink (ELOOP), so they contain alike.
+func openAt(dir int, name string, flags int, mode uint32) (int, error) {
+	if !noOpenat2.Load() {
+		fd, err := unix.Openat2(dir, name, &unix.OpenHow{Flags: uint64(flags), Mode: uint64(mode), Resolve: resolveBeneath})
+		if err != unix.ENOSYS {
+			return fd, err
+		}
+		noOpenat2.Store(true)
+	}
+	for {
+		fd, err := unix.Openat(dir, name, flags|unix.O_NOFOLLOW, mode)
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
+}
+
+// openDir opens the directory name in dir (O_PATH). A symlink is ELOOP.
 func openDir(dir int, name string) (int, error) {
-	return unix.Openat2(dir, name, &unix.OpenHow{
-		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
-		Resolve: resolveBeneath, // the last component too: a link is ELOOP
-	})
+	fd, err := openAt(dir, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err == unix.ENOTDIR {
+		// O_PATH|O_NOFOLLOW opens a symlink itself, and O_DIRECTORY then
+		// refuses it as ENOTDIR: say what it is.
+		var st unix.Stat_t
+		if unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			return -1, unix.ELOOP
+		}
+	}
+	return fd, err
 }
 
 // createTemp creates a new, empty, private file in dir.
 func createTemp(dir int) (string, *os.File, error) {
 	for range 10 {
 		name := tempPrefix + rand.Text()[:12]
-		fd, err := unix.Openat2(dir, name, &unix.OpenHow{
-			Flags:   unix.O_WRONLY | unix.O_CREAT | unix.O_EXCL | unix.O_NOFOLLOW | unix.O_CLOEXEC,
-			Mode:    0o600,
-			Resolve: resolveBeneath,
-		})
+		fd, err := openAt(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 		if errors.Is(err, unix.EEXIST) {
 			continue
 		}

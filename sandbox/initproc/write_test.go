@@ -56,17 +56,7 @@ func newWriteTree(t *testing.T) writeTree {
 
 func TestWrite(t *testing.T) {
 	big := bytes.Repeat([]byte("0123456789abcdef"), 20_000_000/16) // 20 MB, 20 frames
-	tests := []struct {
-		name    string
-		rel     string
-		mode    uint32
-		content []byte
-		size    int64 // -1: len(content)
-		errno   unix.Errno
-		errPath string // the path the error names
-		errHas  string
-		wantMod os.FileMode
-	}{
+	tests := []writeCase{
 		{name: "new file gets the given mode", rel: "new.txt", mode: 0o640, content: []byte("hi\n"), wantMod: 0o640},
 		{name: "existing file keeps its mode", rel: "exec.sh", mode: 0o644, content: []byte("new\n"), wantMod: 0o750},
 		{name: "missing parents are created", rel: "a/b/c/new.txt", mode: 0o644, content: []byte("deep\n"), wantMod: 0o644},
@@ -90,50 +80,74 @@ func TestWrite(t *testing.T) {
 		{name: "short content", rel: "file", content: []byte("x"), size: 5, errHas: "expected 5"},
 		{name: "long content", rel: "file", content: []byte("xxxxxx"), size: 2, errHas: "expected 2"},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			tr := newWriteTree(t)
-			size := int64(len(tc.content))
-			if tc.size != 0 {
-				size = tc.size
-			}
-			req := WriteReq{Root: tr.ws, Rel: tc.rel, Mode: tc.mode, Size: size}
-			werr := Write(req, &dataReader{r: dataFrames(t, tc.content)})
-			if secret, _ := os.ReadFile(filepath.Join(tr.outside, "secret")); string(secret) != "outside\n" {
-				t.Fatalf("wrote outside the workspace: %q", secret)
-			}
-			assertNoTemp(t, tr.ws)
-			if tc.errno != 0 || tc.errHas != "" {
-				if werr == nil {
-					t.Fatal("write accepted")
-				}
-				if tc.errno != 0 && (!errors.Is(werr, tc.errno) || werr.Path != tc.errPath) {
-					t.Fatalf("error %v (path %q), want %s on %q", werr, werr.Path, unix.ErrnoName(tc.errno), tc.errPath)
-				}
-				if !strings.Contains(werr.Error(), tc.errHas) {
-					t.Fatalf("error %q, want it to say %q", werr, tc.errHas)
-				}
-				if b, _ := os.ReadFile(filepath.Join(tr.ws, "file")); string(b) != "old\n" {
-					t.Fatalf("a refused write changed a file: %q", b)
-				}
-				if fi, err := os.Lstat(filepath.Join(tr.ws, "leak")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
-					t.Fatal("the final symlink was replaced")
-				}
-				return
-			}
-			if werr != nil {
-				t.Fatal(werr)
-			}
-			p := filepath.Join(tr.ws, filepath.FromSlash(tc.rel))
-			got, err := os.ReadFile(p)
-			if err != nil || !bytes.Equal(got, tc.content) {
-				t.Fatalf("content %d bytes, want %d (%v)", len(got), len(tc.content), err)
-			}
-			fi, _ := os.Stat(p)
-			if fi.Mode() != tc.wantMod {
-				t.Fatalf("mode %v, want %v", fi.Mode(), tc.wantMod)
-			}
-		})
+	// Both resolvers: openat2 (the host) and openat one name at a time
+	// (inside a container, where seccomp hides openat2).
+	for _, fallback := range []bool{false, true} {
+		resolver := map[bool]string{false: "openat2", true: "openat"}[fallback]
+		for _, tc := range tests {
+			t.Run(resolver+"/"+tc.name, func(t *testing.T) {
+				noOpenat2.Store(fallback)
+				defer noOpenat2.Store(false)
+				testWriteCase(t, tc)
+			})
+		}
+	}
+}
+
+// writeCase is one write and what it should do.
+type writeCase struct {
+	name    string
+	rel     string
+	mode    uint32
+	content []byte
+	size    int64 // 0: len(content)
+	errno   unix.Errno
+	errPath string // the path the error names
+	errHas  string
+	wantMod os.FileMode
+}
+
+func testWriteCase(t *testing.T, tc writeCase) {
+	tr := newWriteTree(t)
+	size := int64(len(tc.content))
+	if tc.size != 0 {
+		size = tc.size
+	}
+	req := WriteReq{Root: tr.ws, Rel: tc.rel, Mode: tc.mode, Size: size}
+	werr := Write(req, &dataReader{r: dataFrames(t, tc.content)})
+	if secret, _ := os.ReadFile(filepath.Join(tr.outside, "secret")); string(secret) != "outside\n" {
+		t.Fatalf("wrote outside the workspace: %q", secret)
+	}
+	assertNoTemp(t, tr.ws)
+	if tc.errno != 0 || tc.errHas != "" {
+		if werr == nil {
+			t.Fatal("write accepted")
+		}
+		if tc.errno != 0 && (!errors.Is(werr, tc.errno) || werr.Path != tc.errPath) {
+			t.Fatalf("error %v (path %q), want %s on %q", werr, werr.Path, unix.ErrnoName(tc.errno), tc.errPath)
+		}
+		if !strings.Contains(werr.Error(), tc.errHas) {
+			t.Fatalf("error %q, want it to say %q", werr, tc.errHas)
+		}
+		if b, _ := os.ReadFile(filepath.Join(tr.ws, "file")); string(b) != "old\n" {
+			t.Fatalf("a refused write changed a file: %q", b)
+		}
+		if fi, err := os.Lstat(filepath.Join(tr.ws, "leak")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Fatal("the final symlink was replaced")
+		}
+		return
+	}
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	p := filepath.Join(tr.ws, filepath.FromSlash(tc.rel))
+	got, err := os.ReadFile(p)
+	if err != nil || !bytes.Equal(got, tc.content) {
+		t.Fatalf("content %d bytes, want %d (%v)", len(got), len(tc.content), err)
+	}
+	fi, _ := os.Stat(p)
+	if fi.Mode() != tc.wantMod {
+		t.Fatalf("mode %v, want %v", fi.Mode(), tc.wantMod)
 	}
 }
 

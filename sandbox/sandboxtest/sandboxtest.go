@@ -59,6 +59,8 @@ var cases = []testCase{
 	{"InvalidSpec", testInvalid},
 	{"Concurrent", testConcurrent},
 	{"Jobs", testJobs},
+	{"WriteFile", testWriteFile},
+	{"LargeStdin", testLargeStdin},
 }
 
 func ctx(t *testing.T) context.Context {
