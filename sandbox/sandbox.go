@@ -34,14 +34,12 @@ const (
 	MaxTimeout     = 10 * time.Minute
 	// DefaultOutputCap is the bytes kept per stream when Spec.OutputCap is 0.
 	DefaultOutputCap = 1 << 20
-	// MaxStdin bounds Spec.Stdin.
-	MaxStdin = 8 << 20
 )
 
 // Sentinel errors. Backends wrap them; test with errors.Is.
 var (
 	// ErrInvalidSpec: the Spec itself is wrong (no command, relative or
-	// outside workdir, bad env entry, stdin too large).
+	// outside workdir, bad env entry).
 	ErrInvalidSpec = errors.New("invalid command spec")
 	// ErrTimeout: the command outlived its timeout and was killed. The
 	// Result returned alongside is complete (TimedOut, Killed, exit 137).
@@ -93,6 +91,8 @@ type Spec struct {
 	// environment.
 	Env []string
 	// Stdin is the command's whole standard input; nil means /dev/null.
+	// The sandbox sets no size limit of its own (it streams it); callers
+	// bound their input (tools.max_input_bytes).
 	Stdin []byte
 	// Timeout: 0 means DefaultTimeout; values above MaxTimeout are capped.
 	Timeout time.Duration
@@ -146,6 +146,11 @@ type Runner interface {
 	// ErrInvalidSpec, ErrUnavailable, ErrUnsafeWorkspace or ErrClosed
 	// when it could not run at all.
 	Run(ctx context.Context, spec Spec) (Result, error)
+	// WriteFile writes one file beneath the workspace, atomically, with
+	// the same mounts and limits a command gets, without running any
+	// program; see FileWrite. Refusals and failures are *WriteError;
+	// otherwise its errors are those of Run.
+	WriteFile(ctx context.Context, w FileWrite) error
 	// Close kills running commands and removes every container this
 	// runner owns.
 	Close(ctx context.Context) error
@@ -170,9 +175,6 @@ func Normalize(spec Spec, workspace string) (Spec, error) {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
 			return spec, fmt.Errorf("%w: env entry %q is not KEY=VALUE", ErrInvalidSpec, kv)
 		}
-	}
-	if len(spec.Stdin) > MaxStdin {
-		return spec, fmt.Errorf("%w: stdin is %d bytes, max %d", ErrInvalidSpec, len(spec.Stdin), MaxStdin)
 	}
 	if spec.Workdir == "" {
 		spec.Workdir = workspace

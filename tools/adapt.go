@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 
 	"github.com/agentbox/agentbox/classifier"
 	"github.com/agentbox/agentbox/sandbox"
@@ -100,6 +102,64 @@ func (s SandboxRunner) Exec(ctx context.Context, req ExecRequest) (ExecResult, e
 		return fromResult(r), SandboxError(err)
 	}
 	return fromResult(r), nil
+}
+
+// WriteFile implements Sandbox.
+func (s SandboxRunner) WriteFile(ctx context.Context, req WriteRequest) error {
+	err := s.Runner.WriteFile(ctx, sandbox.FileWrite{
+		Path: req.Path, Content: req.Data, Mode: req.Mode, ApprovedProtected: req.ApprovedProtected,
+	})
+	if err == nil {
+		return nil
+	}
+	return SandboxWriteError(req, err)
+}
+
+// SandboxWriteError turns an error of sandbox.Runner.WriteFile for req
+// into a model-facing one.
+func SandboxWriteError(req WriteRequest, err error) error {
+	var we *sandbox.WriteError
+	if !errors.As(err, &we) {
+		switch {
+		case errors.Is(err, sandbox.ErrTimeout):
+			return Errorf(ErrTimeout, "writing %s timed out", req.Path)
+		case errors.Is(err, sandbox.ErrCanceled):
+			return Errorf(ErrTimeout, "writing %s was cancelled", req.Path)
+		}
+		return SandboxError(err)
+	}
+	// The path at fault, as the model knows paths: absolute.
+	at := req.Path
+	if we.Path != "" && we.Path != req.Rel {
+		at = filepath.Join(strings.TrimSuffix(req.Path, req.Rel), filepath.FromSlash(we.Path))
+	}
+	switch {
+	case errors.Is(we, sandbox.ErrProtected):
+		return Errorf(ErrPermissionDenied, "agentbox refused to write %s: %s. Changing a protected path needs a person's approval.", req.Path, we.Detail)
+	case errors.Is(we, sandbox.ErrReadOnly):
+		return Errorf(ErrPermissionDenied, "cannot write %s: it is protected and read-only in the sandbox (git metadata, or a path in sandbox.protected_paths such as .vscode or .envrc), so that nothing the agent does can change what host programs run. Ask the user to make this change.", req.Path)
+	case errors.Is(we, sandbox.ErrSymlink) && we.Errno == "EXDEV":
+		return Errorf(ErrValidation, "cannot write %s: %s resolves outside the workspace", req.Path, at)
+	case errors.Is(we, sandbox.ErrSymlink):
+		return Errorf(ErrValidation, "cannot write %s: %s is a symbolic link, and agentbox never writes through one; write the file at its real path instead", req.Path, at)
+	case errors.Is(we, sandbox.ErrNoSpace) && we.Errno == "EFBIG":
+		return Errorf(ErrExecution, "cannot write %s: the content (%d bytes) is larger than the sandbox's file size limit (sandbox.file_size_mb)", req.Path, len(req.Data))
+	case errors.Is(we, sandbox.ErrNoSpace):
+		return Errorf(ErrExecution, "cannot write %s: no space left on the device (or the disk quota is used up)", req.Path)
+	}
+	switch we.Errno {
+	case "ENOTDIR":
+		return Errorf(ErrValidation, "cannot write %s: %s is not a directory", req.Path, at)
+	case "EISDIR":
+		return Errorf(ErrValidation, "cannot write %s: it is a directory", req.Path)
+	case "EINVAL":
+		return Errorf(ErrValidation, "cannot write %s: %s is not a regular file", req.Path, at)
+	case "ENAMETOOLONG":
+		return Errorf(ErrValidation, "cannot write %s: the name is too long", req.Path)
+	case "EACCES", "EPERM":
+		return Errorf(ErrPermissionDenied, "cannot write %s: the file system denies it (permissions of %s)", req.Path, at)
+	}
+	return Errorf(ErrExecution, "writing %s failed: %s", req.Path, trimOutput(we.Detail))
 }
 
 // SandboxJobs adapts sandbox.Jobs to Jobs.

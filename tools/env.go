@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -53,6 +54,10 @@ type Env struct {
 	// Sandbox and Jobs then run every command with the workspace mounted
 	// read-only.
 	ReadOnly bool
+	// ProtectedApproved lists the workspace-relative protected paths this
+	// call was approved to change (Call.ProtectedApproved): WriteFile
+	// lets the sandbox write them (read-only mounts still refuse).
+	ProtectedApproved []string
 	// Hidden reports whether a deny rule covers path for this tool (for
 	// example Read(./secrets/**) for Grep). Tools that walk directories
 	// (Glob, Grep, LS) must skip such paths; the pipeline only checks the
@@ -107,6 +112,11 @@ func (s readOnlySandbox) Exec(ctx context.Context, req ExecRequest) (ExecResult,
 	return s.Sandbox.Exec(ctx, req)
 }
 
+// WriteFile refuses: a read-only call writes nothing.
+func (s readOnlySandbox) WriteFile(ctx context.Context, req WriteRequest) error {
+	return Errorf(ErrInternal, "this call was judged read-only, so it cannot write %s", req.Path)
+}
+
 // readOnlyJobs starts the background commands of a read-only call with
 // the workspace mounted read-only.
 type readOnlyJobs struct{ Jobs }
@@ -131,10 +141,30 @@ type ExecResult struct {
 	ContainerID string
 }
 
-// Sandbox is the subset of the sandbox runner tools use. An error means
-// the sandbox failed (not the command: a non-zero exit is a result).
+// Sandbox is the subset of the sandbox runner tools use.
 type Sandbox interface {
+	// Exec runs a command. An error means the sandbox failed (not the
+	// command: a non-zero exit is a result).
 	Exec(ctx context.Context, req ExecRequest) (ExecResult, error)
+	// WriteFile writes one file in the sandbox, atomically, without
+	// running a program. Its errors are *ToolError meant for the model
+	// (a protected or read-only path, a symlink on the path, no space).
+	WriteFile(ctx context.Context, req WriteRequest) error
+}
+
+// WriteRequest is one file for Sandbox.WriteFile.
+type WriteRequest struct {
+	// Path is absolute and clean, inside the workspace; Rel is the same
+	// path relative to the workspace, slash-separated.
+	Path, Rel string
+	// Data is the whole new content.
+	Data []byte
+	// Mode is the permission bits of a new file; an existing file keeps
+	// its own.
+	Mode fs.FileMode
+	// ApprovedProtected: the call was approved to change this protected
+	// path (ProtectStage).
+	ApprovedProtected bool
 }
 
 // JobStatus is a background job's state and the output not yet read.
@@ -161,50 +191,29 @@ type Jobs interface {
 }
 
 // WriteFile writes data to the absolute path inside the workspace through
-// the sandbox (a throwaway container), atomically: a temporary file in the
-// same directory, then rename. mode is applied to the result. Parent
-// directories are created. It fails with ErrInternal when no sandbox is
-// configured.
+// the sandbox, atomically (a temporary file in the same directory, then
+// rename). The sandbox's init writes it inside the container, so the
+// container's read-only mounts apply; no process is started. mode applies
+// to a new file; an existing one keeps its own. Missing parent
+// directories are created; a symlink anywhere on the path is refused. It
+// fails with ErrInternal when no sandbox is configured, and for a call
+// judged read-only.
 func (e *Env) WriteFile(ctx context.Context, path string, data []byte, mode fs.FileMode) error {
 	if e.Sandbox == nil {
 		return Errorf(ErrInternal, "no sandbox is configured, so files cannot be written; ask the operator to start the engine (agentbox engine start)")
 	}
-	if _, err := e.Rel(path); err != nil {
-		return err
-	}
-	// Only sh, mkdir, mktemp, cat, chmod, mv and rm are needed, so that
-	// minimal images work.
-	const script = `set -e
-umask 077
-d=$3
-mkdir -p -- "$d"
-t=$(mktemp "$d/.agentbox-write.XXXXXX")
-trap 'rm -f -- "$t"' EXIT
-cat > "$t"
-chmod "$2" "$t"
-mv -f -- "$t" "$1"
-trap - EXIT`
-	res, err := e.Sandbox.Exec(ctx, ExecRequest{
-		Argv:  []string{"sh", "-c", script, "sh", path, octal(mode.Perm()), filepath.Dir(filepath.Clean(path))},
-		Dir:   e.Workspace,
-		Stdin: data,
-	})
+	rel, err := e.Rel(path)
 	if err != nil {
 		return err
 	}
-	if res.TimedOut {
-		return Errorf(ErrTimeout, "writing %s timed out", path)
+	if e.ReadOnly {
+		return Errorf(ErrInternal, "this call was judged read-only, so it cannot write %s", path)
 	}
-	if res.ExitCode != 0 {
-		return Errorf(ErrExecution, "writing %s failed: %s", path, trimOutput(res.Stderr))
-	}
-	return nil
-}
-
-func octal(m fs.FileMode) string {
-	const digits = "01234567"
-	v := uint32(m)
-	return string([]byte{'0', digits[(v>>6)&7], digits[(v>>3)&7], digits[v&7]})
+	rel = filepath.ToSlash(rel)
+	return e.Sandbox.WriteFile(ctx, WriteRequest{
+		Path: filepath.Clean(path), Rel: rel, Data: data, Mode: mode.Perm(),
+		ApprovedProtected: slices.Contains(e.ProtectedApproved, rel),
+	})
 }
 
 func trimOutput(s string) string {

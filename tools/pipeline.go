@@ -308,6 +308,8 @@ func (p *Pipeline) newEnv(c *Call) *Env {
 		Progress:     c.Progress,
 		Now:          p.opts.Now,
 		Hidden:       p.hidden(c),
+
+		ProtectedApproved: c.ProtectedApproved,
 	}
 	if c.Tool != nil && ScopeOf(c).Kind == ScopeNone {
 		// Nothing is snapshotted for this call, so nothing it runs may

@@ -30,7 +30,7 @@ func DecodeStage(maxInput int) Stage {
 	return func(next Handler) Handler {
 		return func(ctx context.Context, c *Call) Result {
 			if len(c.Input) > maxInput {
-				return Fail(ErrValidation, "the input is %d bytes, more than the %d allowed; split the work into smaller calls", len(c.Input), maxInput)
+				return Fail(ErrValidation, "the input is %d bytes, more than the %d allowed (tools.max_input_bytes); split the work into smaller calls", len(c.Input), maxInput)
 			}
 			p := c.Tool.NewParams()
 			if err := Decode(c.Input, p); err != nil {

@@ -45,19 +45,43 @@ func (r *Runner) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, er
 	defer r.runs.Done()
 
 	req := initproc.Req{
-		Argv: spec.Argv, Shell: spec.Shell, Workdir: spec.Workdir, Stdin: spec.Stdin,
+		Argv: spec.Argv, Shell: spec.Shell, Workdir: spec.Workdir, Stdin: spec.Stdin != nil,
 		Env:       sandbox.Env(r.path, r.cfg.EnvPassthrough, os.LookupEnv, spec.Env, sandbox.WithGitSafeConfig(r.cfg.GitSafeConfig)),
 		TimeoutMS: spec.Timeout.Milliseconds(),
 	}
+	res, _, err := r.exchange(ctx, req, exchange{
+		data: spec.Stdin, ro: spec.ReadOnly, timeout: spec.Timeout, limit: limit,
+		workdir: spec.Workdir, onOutput: spec.OnOutput,
+	})
+	return res, err
+}
+
+// exchange is how one request is handed over and read back.
+type exchange struct {
+	// data follows the request as Data frames when req says so (stdin,
+	// a file's content).
+	data     []byte
+	ro       bool // the read-only pool
+	timeout  time.Duration
+	limit    int
+	workdir  string
+	onOutput func(sandbox.Stream, []byte)
+}
+
+// exchange runs req in a warm container, retrying in another one when a
+// container dies before it takes the request. The status is nil when
+// init sent none.
+func (r *Runner) exchange(ctx context.Context, req initproc.Req, x exchange) (sandbox.Result, *initproc.Status, error) {
 	payload, err := json.Marshal(req)
 	if err != nil {
-		return sandbox.Result{}, fmt.Errorf("encoding request: %w", err)
+		return sandbox.Result{}, nil, fmt.Errorf("encoding request: %w", err)
 	}
 	frame := initproc.AppendFrame(nil, initproc.Request, payload)
+	stream := req.Stdin || req.Write != nil
 	for attempt := 1; ; attempt++ {
-		res, unused, err := r.runOnce(ctx, spec, limit, frame)
+		res, st, unused, err := r.runOnce(ctx, x, frame, stream)
 		if !unused || attempt == maxAttempts || ctx.Err() != nil {
-			return res, err
+			return res, st, err
 		}
 		// The container died before it took the request (it never said
 		// so): nothing ran, so another one may.
@@ -69,18 +93,24 @@ func (r *Runner) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, er
 // before taking it.
 const maxAttempts = 3
 
-// runOnce hands frame to one container and reads the run back. unused
-// reports that the container ended before acknowledging the request.
-func (r *Runner) runOnce(ctx context.Context, spec sandbox.Spec, limit int, frame []byte) (_ sandbox.Result, unused bool, _ error) {
+// runOnce hands frame (and, when stream is set, x.data as Data frames) to
+// one container and reads the run back. unused reports that the
+// container ended before acknowledging the request.
+func (r *Runner) runOnce(ctx context.Context, x exchange, frame []byte, stream bool) (_ sandbox.Result, _ *initproc.Status, unused bool, _ error) {
 	p := r.pools[0]
-	if spec.ReadOnly {
+	if x.ro {
 		p = r.pools[1]
 	}
 	w, err := r.handOver(ctx, frame, p)
 	if err != nil {
-		return sandbox.Result{}, false, err
+		return sandbox.Result{}, nil, false, err
 	}
 	start := time.Now()
+	if stream {
+		// Sent while the output is read, so that neither side waits on
+		// the other; closing the stream (below) ends it early.
+		go func() { _ = initproc.WriteData(w.conn, x.data) }()
+	}
 	defer func() {
 		r.refillNow(p)
 		w.conn.Close()
@@ -98,12 +128,12 @@ func (r *Runner) runOnce(ctx context.Context, spec sandbox.Spec, limit int, fram
 			w.conn.SetReadDeadline(time.Now().Add(killGrace))
 		}
 	}
-	timer := time.AfterFunc(spec.Timeout, func() { timedOut.Store(true); killOnce() })
+	timer := time.AfterFunc(x.timeout, func() { timedOut.Store(true); killOnce() })
 	defer timer.Stop()
 	stopCtx := context.AfterFunc(ctx, func() { canceled.Store(true); killOnce() })
 	defer stopCtx()
 
-	out, errb := sandbox.NewCapture(limit), sandbox.NewCapture(limit)
+	out, errb := sandbox.NewCapture(x.limit), sandbox.NewCapture(x.limit)
 	var st *initproc.Status
 	var readErr error
 	started := false
@@ -122,16 +152,16 @@ func (r *Runner) runOnce(ctx context.Context, spec sandbox.Spec, limit int, fram
 				s, c = sandbox.Stderr, errb
 			}
 			c.Write(p)
-			if spec.OnOutput != nil {
-				spec.OnOutput(s, p)
+			if x.onOutput != nil {
+				x.onOutput(s, p)
 			}
 		case initproc.Exit:
 			st = &initproc.Status{}
 			if err := json.Unmarshal(p, st); err != nil {
-				return sandbox.Result{}, false, fmt.Errorf("container %s: bad exit frame: %w", shortID(w.id), err)
+				return sandbox.Result{}, nil, false, fmt.Errorf("container %s: bad exit frame: %w", shortID(w.id), err)
 			}
 		case initproc.Fatal:
-			return sandbox.Result{}, false, fmt.Errorf("container %s: init failed: %s", shortID(w.id), p)
+			return sandbox.Result{}, nil, false, fmt.Errorf("container %s: init failed: %s", shortID(w.id), p)
 		default:
 			readErr = fmt.Errorf("%w: unexpected %q", initproc.ErrFrame, t)
 		}
@@ -142,7 +172,7 @@ func (r *Runner) runOnce(ctx context.Context, spec sandbox.Spec, limit int, fram
 	res := sandbox.Result{
 		Stdout: out.Bytes(), Stderr: errb.Bytes(),
 		StdoutDropped: out.Dropped(), StderrDropped: errb.Dropped(),
-		Cwd: spec.Workdir, Duration: time.Since(start), ContainerID: w.id,
+		Cwd: x.workdir, Duration: time.Since(start), ContainerID: w.id,
 	}
 	timer.Stop()
 	switch {
@@ -152,21 +182,21 @@ func (r *Runner) runOnce(ctx context.Context, spec sandbox.Spec, limit int, fram
 		if st.Cwd != "" && sandbox.Within(st.Cwd, r.workspace) {
 			res.Cwd = st.Cwd
 		}
-		return res, false, nil
+		return res, st, false, nil
 	case killed.Load():
 		res.ExitCode, res.Signal, res.Killed = 137, "SIGKILL", true
 		if timedOut.Load() {
 			res.TimedOut = true
-			return res, false, fmt.Errorf("%w after %s", sandbox.ErrTimeout, spec.Timeout)
+			return res, nil, false, fmt.Errorf("%w after %s", sandbox.ErrTimeout, x.timeout)
 		}
-		return res, false, fmt.Errorf("%w: %v", sandbox.ErrCanceled, context.Cause(ctx))
+		return res, nil, false, fmt.Errorf("%w: %v", sandbox.ErrCanceled, context.Cause(ctx))
 	}
 	r.mu.Lock()
 	closed := r.closed
 	r.mu.Unlock()
 	if closed {
 		res.ExitCode, res.Signal, res.Killed = 137, "SIGKILL", true
-		return res, false, fmt.Errorf("%w: killed by Close", sandbox.ErrClosed)
+		return res, nil, false, fmt.Errorf("%w: killed by Close", sandbox.ErrClosed)
 	}
 	// The stream ended without a status: init itself died (the OOM
 	// killer may pick it) or the engine failed.
@@ -178,13 +208,13 @@ func (r *Runner) runOnce(ctx context.Context, spec sandbox.Spec, limit int, fram
 			res.Signal = initproc.SignalName(syscall.Signal(res.ExitCode - 128))
 		}
 		if res.OOMKilled {
-			return res, false, nil
+			return res, nil, false, nil
 		}
 	}
 	if readErr == nil || errors.Is(readErr, io.EOF) {
 		readErr = io.ErrUnexpectedEOF
 	}
-	return res, !started, fmt.Errorf("container %s ended without reporting a status: %w", shortID(w.id), readErr)
+	return res, nil, !started, fmt.Errorf("container %s ended without reporting a status: %w", shortID(w.id), readErr)
 }
 
 // handOver takes a warm container of p's flavour (or starts one when the

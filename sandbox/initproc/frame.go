@@ -11,8 +11,14 @@
 // (daemons included) outlives the command.
 //
 // A frame is one type byte, a big-endian uint32 payload length and the
-// payload. Request, Ready and Exit payloads are JSON; output payloads are
-// raw bytes.
+// payload. Request, Ready and Exit payloads are JSON; output and data
+// payloads are raw bytes.
+//
+// Besides a command, a request may ask init to write one file (Req.Write,
+// see write.go) without starting any process. Bulk input — a command's
+// stdin, a file's content — follows the request as Data frames of at most
+// DataChunk bytes, ended by an empty Data frame, so that no frame grows
+// with the input.
 package initproc
 
 import (
@@ -35,10 +41,14 @@ const (
 	Stderr  Type = 'E' // init → executor: a chunk of stderr
 	Exit    Type = 'X' // init → executor: final status; last frame
 	Fatal   Type = 'F' // init → executor: init itself failed (text)
+	Data    Type = 'D' // executor → init: a chunk of stdin or file content; empty = end
 )
 
-// MaxPayload bounds a frame (the request carries stdin, up to 8 MiB).
+// MaxPayload bounds a frame.
 const MaxPayload = 16 << 20
+
+// DataChunk is the largest Data payload the executor sends.
+const DataChunk = 1 << 20
 
 const headerLen = 5
 
@@ -72,7 +82,7 @@ func ReadFrame(r io.Reader) (Type, []byte, error) {
 	}
 	t := Type(h[0])
 	switch t {
-	case Ready, Request, Started, Stdout, Stderr, Exit, Fatal:
+	case Ready, Request, Started, Stdout, Stderr, Exit, Fatal, Data:
 	default:
 		return 0, nil, fmt.Errorf("%w: unknown type %#x", ErrFrame, h[0])
 	}
@@ -130,7 +140,7 @@ type ReadyInfo struct {
 }
 
 // Proto is the protocol version; bump on incompatible changes.
-const Proto = 2
+const Proto = 3
 
 // Req is the Request payload.
 type Req struct {
@@ -138,7 +148,12 @@ type Req struct {
 	Shell   string   `json:"shell,omitempty"`
 	Workdir string   `json:"workdir"`
 	Env     []string `json:"env"`
-	Stdin   []byte   `json:"stdin,omitempty"`
+	// Stdin: the command's standard input follows as Data frames (else
+	// it is /dev/null).
+	Stdin bool `json:"stdin,omitempty"`
+	// Write, when set, replaces the command: init writes one file whose
+	// content follows as Data frames (Argv and Shell are empty).
+	Write *WriteReq `json:"write,omitempty"`
 	// TimeoutMS is a backstop: the executor kills the container at the
 	// timeout; init kills the command itself a little later if it is
 	// still alive.
@@ -151,9 +166,70 @@ type Status struct {
 	Signal string `json:"signal,omitempty"`
 	Cwd    string `json:"cwd,omitempty"`
 	OOM    bool   `json:"oom,omitempty"`
-	// Error says why the command could not start (exit 126/127).
+	// Error says why the command could not start (exit 126/127), or why
+	// a write failed (code 1).
 	Error string `json:"error,omitempty"`
+	// Errno names the errno of a failed write ("EROFS"), and ErrPath the
+	// workspace-relative path it concerns (a symlinked parent, the file).
+	Errno   string `json:"errno,omitempty"`
+	ErrPath string `json:"err_path,omitempty"`
 	// InitMicros is the time init spent from reading the request to
 	// sending this status (the rest of a run is transport).
 	InitMicros int64 `json:"init_us,omitempty"`
+}
+
+// WriteData sends data as Data frames of at most DataChunk bytes, then the
+// empty Data frame that ends it. Header and payload go in separate Write
+// calls, so that w must not be shared with another writer meanwhile.
+func WriteData(w io.Writer, data []byte) error {
+	var h [headerLen]byte
+	h[0] = byte(Data)
+	for len(data) > 0 {
+		n := min(len(data), DataChunk)
+		binary.BigEndian.PutUint32(h[1:], uint32(n))
+		if _, err := w.Write(h[:]); err != nil {
+			return err
+		}
+		if _, err := w.Write(data[:n]); err != nil {
+			return err
+		}
+		data = data[n:]
+	}
+	binary.BigEndian.PutUint32(h[1:], 0)
+	_, err := w.Write(h[:])
+	return err
+}
+
+// dataReader reads the payloads of Data frames from r as one stream; the
+// empty Data frame is its io.EOF. Any other frame, or the stream ending
+// before that frame, is an error.
+type dataReader struct {
+	r    io.Reader
+	buf  []byte
+	done bool
+}
+
+func (d *dataReader) Read(p []byte) (int, error) {
+	for len(d.buf) == 0 {
+		if d.done {
+			return 0, io.EOF
+		}
+		t, b, err := ReadFrame(d.r)
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, err
+		}
+		if t != Data {
+			return 0, fmt.Errorf("%w: got %q inside data", ErrFrame, t)
+		}
+		if len(b) == 0 {
+			d.done = true
+		}
+		d.buf = b
+	}
+	n := copy(p, d.buf)
+	d.buf = d.buf[n:]
+	return n, nil
 }

@@ -1,7 +1,6 @@
 package initproc
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -93,7 +92,12 @@ func Main(in io.Reader, out io.Writer, diag io.Writer, expect []ExpectedMount) i
 		fw.last(Fatal, []byte("decoding request: "+err.Error()))
 		return 1
 	}
-	st := run(req, fw, bashErr == nil, in)
+	var st Status
+	if req.Write != nil {
+		st = runWrite(*req.Write, &dataReader{r: in})
+	} else {
+		st = run(req, fw, bashErr == nil, in)
+	}
 	st.InitMicros = time.Since(began).Microseconds()
 	b, _ := json.Marshal(st)
 	if err := fw.last(Exit, b); err != nil {
@@ -148,11 +152,13 @@ func run(req Req, fw *frameWriter, bash bool, in io.Reader) Status {
 	cmd.Env = req.Env
 	cmd.Dir = req.Workdir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if req.Stdin != nil {
-		cmd.Stdin = bytes.NewReader(req.Stdin)
-		// A daemonized child holding an unread stdin pipe must not keep
-		// Wait from returning.
-		cmd.WaitDelay = drainGrace
+	var stdinW *os.File
+	if req.Stdin {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return Status{Code: 126, Error: err.Error()}
+		}
+		cmd.Stdin, stdinW = r, w
 	}
 	if home := envValue(req.Env, "HOME"); strings.HasPrefix(home, "/tmp/") {
 		_ = os.MkdirAll(home, 0o700)
@@ -176,6 +182,9 @@ func run(req Req, fw *frameWriter, bash bool, in io.Reader) Status {
 	startErr := cmd.Start()
 	outW.Close()
 	errW.Close()
+	if stdinW != nil {
+		cmd.Stdin.(*os.File).Close()
+	}
 	if cwdW != nil {
 		cwdW.Close()
 	}
@@ -183,6 +192,9 @@ func run(req Req, fw *frameWriter, bash bool, in io.Reader) Status {
 		code := 126
 		if errors.Is(startErr, fs.ErrNotExist) || errors.Is(startErr, exec.ErrNotFound) {
 			code = 127
+		}
+		if stdinW != nil {
+			stdinW.Close()
 		}
 		msg := "agentbox: " + startErr.Error() + "\n"
 		fw.write(Stderr, []byte(msg))
@@ -208,8 +220,14 @@ func run(req Req, fw *frameWriter, bash bool, in io.Reader) Status {
 
 	pgid := cmd.Process.Pid
 	// The executor keeps the stream open while it waits; its end means
-	// nobody waits any more (killed, crashed): stop the command now.
+	// nobody waits any more (killed, crashed): stop the command now. The
+	// command's stdin comes first, as Data frames; a stream cut inside
+	// them is the same end.
 	go func() {
+		if stdinW != nil && feedStdin(stdinW, &dataReader{r: in}) != nil {
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			return
+		}
 		var b [1]byte
 		_, _ = in.Read(b[:])
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
@@ -250,6 +268,30 @@ func run(req Req, fw *frameWriter, bash bool, in io.Reader) Status {
 	}
 	st.OOM = oomKills() > 0
 	return st
+}
+
+// feedStdin copies the Data frames of in to the command's stdin and
+// closes it. A command that stops reading early is no error: the rest is
+// read and dropped. The error is that of the stream.
+func feedStdin(w *os.File, in io.Reader) error {
+	defer w.Close()
+	buf := make([]byte, 64<<10)
+	writing := true
+	for {
+		n, err := in.Read(buf)
+		if n > 0 && writing {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				writing = false
+				w.Close()
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
 }
 
 func envValue(env []string, key string) string {

@@ -24,7 +24,7 @@ import (
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
 // hostSandbox is a test double of the sandbox that runs requests as plain
-// host processes. It lets unit tests exercise the exact write script and
+// host processes. It lets unit tests exercise the init's write code and
 // exec handling without an engine; the real sandbox is covered by the
 // integration tests.
 type hostSandbox struct {

@@ -1,0 +1,296 @@
+package initproc
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// WriteReq asks init to write one file beneath the workspace, in place of
+// running a command. The content follows the request as Data frames.
+//
+// Init writes it inside the container's mount namespace, so every
+// read-only mount there (a protected path, a read-only workspace) refuses
+// it with EROFS exactly as it refuses a shell command. Init applies no
+// policy of its own beyond the path rules of Write; the executor checks
+// the protection matcher before it hands the request over.
+type WriteReq struct {
+	// Root is the workspace's absolute path (the same inside the
+	// container as on the host).
+	Root string `json:"root"`
+	// Rel is the file's slash-separated path beneath Root: relative,
+	// clean, no "." or ".." component.
+	Rel string `json:"rel"`
+	// Mode holds the permission bits of a new file; an existing file
+	// keeps its own.
+	Mode uint32 `json:"mode"`
+	// Size is the content's length; content of any other length is
+	// refused and nothing is written.
+	Size int64 `json:"size"`
+}
+
+// WriteError is a refused or failed write.
+type WriteError struct {
+	// Op is the step that failed ("open", "mkdir", "write", "rename", …).
+	Op string
+	// Path is the workspace-relative path the error concerns: the file,
+	// or the parent directory (a symlink, a file in the way) at fault.
+	Path string
+	// Errno is the system error, 0 for a refusal of init's own.
+	Errno unix.Errno
+	// Msg says what went wrong, for the executor's log and error.
+	Msg string
+}
+
+func (e *WriteError) Error() string {
+	if e.Errno != 0 {
+		return fmt.Sprintf("%s %s: %s (%s)", e.Op, e.Path, e.Msg, unix.ErrnoName(e.Errno))
+	}
+	return fmt.Sprintf("%s %s: %s", e.Op, e.Path, e.Msg)
+}
+
+// Unwrap returns the errno, for errors.Is(err, unix.EROFS).
+func (e *WriteError) Unwrap() error {
+	if e.Errno == 0 {
+		return nil
+	}
+	return e.Errno
+}
+
+func writeErr(op, rel string, err error) *WriteError {
+	var en unix.Errno
+	if !errors.As(err, &en) {
+		return &WriteError{Op: op, Path: rel, Msg: err.Error()}
+	}
+	msg := en.Error()
+	switch en {
+	case unix.ELOOP:
+		msg = "is a symbolic link"
+	case unix.EXDEV:
+		msg = "resolves outside the workspace"
+	case unix.EROFS:
+		msg = "is on a read-only mount"
+	}
+	return &WriteError{Op: op, Path: rel, Errno: en, Msg: msg}
+}
+
+// resolveBeneath is how every path component is opened: beneath the
+// directory, never through a symlink of any kind. Mounts may be crossed:
+// a read-only mount on the way must be reached to refuse the write.
+const resolveBeneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
+
+// tempPrefix names the temporary files of writes in progress.
+const tempPrefix = ".agentbox-write-"
+
+// Write writes content to req.Rel beneath req.Root, atomically: missing
+// parent directories are created one component at a time (mode 0755
+// before the umask), each opened beneath the one before (openAt: openat2
+// RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS, or openat O_NOFOLLOW of a single
+// name where seccomp hides openat2) and never through a symlink; the content goes to a temporary file in the
+// same directory, which gets the mode (an existing file's, else
+// req.Mode), is fsynced and renamed over the target.
+//
+// A symlink anywhere on the path is refused (ELOOP), the final component
+// included: Write never writes through a link, and replaces no link
+// either (the Write tool refuses symlink targets too). Should a link
+// appear in its place between that check and the rename, the rename
+// replaces the link itself, never the file it points to. Hard links are
+// never written through: the rename gives the path a new inode.
+//
+// Run inside the container, so that the container's mounts apply; unit
+// tests run it on the host.
+func Write(req WriteReq, content io.Reader) *WriteError {
+	comps, err := splitRel(req.Rel)
+	if err != nil {
+		return &WriteError{Op: "check", Path: req.Rel, Msg: err.Error()}
+	}
+	root, err := unix.Open(req.Root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return writeErr("open workspace", ".", err)
+	}
+	dir := root
+	defer func() { unix.Close(dir) }()
+	for i, c := range comps[:len(comps)-1] {
+		rel := strings.Join(comps[:i+1], "/")
+		fd, err := openDir(dir, c)
+		if errors.Is(err, unix.ENOENT) {
+			if err := unix.Mkdirat(dir, c, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+				return writeErr("mkdir", rel, err)
+			}
+			fd, err = openDir(dir, c)
+		}
+		if err != nil {
+			return writeErr("open", rel, err)
+		}
+		unix.Close(dir)
+		dir = fd
+	}
+	name := comps[len(comps)-1]
+	mode := req.Mode & 0o777
+	var st unix.Stat_t
+	switch err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); {
+	case errors.Is(err, unix.ENOENT):
+	case err != nil:
+		return writeErr("stat", req.Rel, err)
+	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+		return &WriteError{Op: "open", Path: req.Rel, Errno: unix.ELOOP, Msg: "is a symbolic link"}
+	case st.Mode&unix.S_IFMT == unix.S_IFDIR:
+		return &WriteError{Op: "open", Path: req.Rel, Errno: unix.EISDIR, Msg: "is a directory"}
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return &WriteError{Op: "open", Path: req.Rel, Errno: unix.EINVAL, Msg: "is not a regular file"}
+	default:
+		mode = st.Mode & 0o777
+	}
+
+	tmp, f, err := createTemp(dir)
+	if err != nil {
+		return writeErr("create", req.Rel, err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			if f != nil {
+				f.Close()
+			}
+			unix.Unlinkat(dir, tmp, 0)
+		}
+	}()
+	n, err := copyContent(f, content)
+	switch {
+	case err != nil && errors.Is(err, errRead):
+		return &WriteError{Op: "receive", Path: req.Rel, Msg: err.Error()}
+	case err != nil:
+		return writeErr("write", req.Rel, err)
+	case n != req.Size:
+		return &WriteError{Op: "receive", Path: req.Rel, Msg: fmt.Sprintf("content is %d bytes, expected %d", n, req.Size)}
+	}
+	if err := f.Chmod(os.FileMode(mode)); err != nil {
+		return writeErr("chmod", req.Rel, err)
+	}
+	if err := f.Sync(); err != nil {
+		return writeErr("fsync", req.Rel, err)
+	}
+	err = f.Close()
+	f = nil
+	if err != nil {
+		return writeErr("close", req.Rel, err)
+	}
+	if err := unix.Renameat(dir, tmp, dir, name); err != nil {
+		return writeErr("rename", req.Rel, err)
+	}
+	done = true
+	return nil
+}
+
+// runWrite is Write as a request: its status.
+func runWrite(req WriteReq, content io.Reader) Status {
+	werr := Write(req, content)
+	if werr == nil {
+		return Status{}
+	}
+	st := Status{Code: 1, Error: werr.Error(), ErrPath: werr.Path}
+	if werr.Errno != 0 {
+		st.Errno = unix.ErrnoName(werr.Errno)
+	}
+	return st
+}
+
+// splitRel checks rel and returns its components.
+func splitRel(rel string) ([]string, error) {
+	if rel == "" || strings.HasPrefix(rel, "/") || strings.IndexByte(rel, 0) >= 0 {
+		return nil, errors.New("not a relative path beneath the workspace")
+	}
+	comps := strings.Split(rel, "/")
+	for _, c := range comps {
+		if c == "" || c == "." || c == ".." {
+			return nil, errors.New("not a clean path beneath the workspace")
+		}
+	}
+	return comps, nil
+}
+
+// noOpenat2 is set once openat2 was found missing (ENOSYS). agentbox's
+// seccomp profile denies it that way in every sandbox container (it
+// carries its mode where seccomp cannot check it; see
+// sandbox/docker/seccomp.go), so inside a container init resolves with
+// openat, one name at a time.
+var noOpenat2 atomic.Bool
+
+// openAt opens the single path component name (no slash, not "." or
+// "..") in dir without following a symlink: with openat2 beneath dir
+// where the kernel has it, else with openat and O_NOFOLLOW. Both resolve
+// exactly one name and refuse a symlink (ELOOP), so they contain alike.
+func openAt(dir int, name string, flags int, mode uint32) (int, error) {
+	if !noOpenat2.Load() {
+		fd, err := unix.Openat2(dir, name, &unix.OpenHow{Flags: uint64(flags), Mode: uint64(mode), Resolve: resolveBeneath})
+		if err != unix.ENOSYS {
+			return fd, err
+		}
+		noOpenat2.Store(true)
+	}
+	for {
+		fd, err := unix.Openat(dir, name, flags|unix.O_NOFOLLOW, mode)
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
+}
+
+// openDir opens the directory name in dir (O_PATH). A symlink is ELOOP.
+func openDir(dir int, name string) (int, error) {
+	fd, err := openAt(dir, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err == unix.ENOTDIR {
+		// O_PATH|O_NOFOLLOW opens a symlink itself, and O_DIRECTORY then
+		// refuses it as ENOTDIR: say what it is.
+		var st unix.Stat_t
+		if unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			return -1, unix.ELOOP
+		}
+	}
+	return fd, err
+}
+
+// createTemp creates a new, empty, private file in dir.
+func createTemp(dir int) (string, *os.File, error) {
+	for range 10 {
+		name := tempPrefix + rand.Text()[:12]
+		fd, err := openAt(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		if errors.Is(err, unix.EEXIST) {
+			continue
+		}
+		if err != nil {
+			return "", nil, err
+		}
+		return name, os.NewFile(uintptr(fd), name), nil
+	}
+	return "", nil, unix.EEXIST
+}
+
+// errRead marks a failure of the content stream (not of the file).
+var errRead = errors.New("content stream")
+
+func copyContent(f *os.File, r io.Reader) (int64, error) {
+	buf := make([]byte, 256<<10)
+	var n int64
+	for {
+		m, err := r.Read(buf)
+		if m > 0 {
+			if _, werr := f.Write(buf[:m]); werr != nil {
+				return n, werr
+			}
+			n += int64(m)
+		}
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, fmt.Errorf("%w: %v", errRead, err)
+		}
+	}
+}

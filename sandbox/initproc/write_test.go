@@ -1,0 +1,306 @@
+package initproc
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// dataFrames is content as the executor sends it.
+func dataFrames(t *testing.T, content []byte) *bytes.Buffer {
+	t.Helper()
+	var b bytes.Buffer
+	if err := WriteData(&b, content); err != nil {
+		t.Fatal(err)
+	}
+	return &b
+}
+
+// writeTree is a workspace with a file, a directory, links out of and
+// into it, next to an outside directory.
+type writeTree struct {
+	ws, outside string
+}
+
+func newWriteTree(t *testing.T) writeTree {
+	t.Helper()
+	base := t.TempDir()
+	tr := writeTree{ws: filepath.Join(base, "ws"), outside: filepath.Join(base, "outside")}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(tr.ws, "dir"), 0o755))
+	must(os.MkdirAll(tr.outside, 0o755))
+	must(os.WriteFile(filepath.Join(tr.outside, "secret"), []byte("outside\n"), 0o644))
+	must(os.WriteFile(filepath.Join(tr.ws, "exec.sh"), []byte("old\n"), 0o750))
+	must(os.WriteFile(filepath.Join(tr.ws, "file"), []byte("old\n"), 0o644))
+	must(os.Symlink(tr.outside, filepath.Join(tr.ws, "out")))                           // parent link, out of the workspace
+	must(os.Symlink("dir", filepath.Join(tr.ws, "in")))                                 // parent link, inside
+	must(os.Symlink(filepath.Join(tr.outside, "secret"), filepath.Join(tr.ws, "leak"))) // final link, out
+	must(os.Symlink("/proc/self/root/etc", filepath.Join(tr.ws, "magic")))
+	must(os.Symlink("..", filepath.Join(tr.ws, "dir", "up")))
+	must(os.Link(filepath.Join(tr.outside, "secret"), filepath.Join(tr.ws, "hard")))
+	return tr
+}
+
+func TestWrite(t *testing.T) {
+	big := bytes.Repeat([]byte("0123456789abcdef"), 20_000_000/16) // 20 MB, 20 frames
+	tests := []writeCase{
+		{name: "new file gets the given mode", rel: "new.txt", mode: 0o640, content: []byte("hi\n"), wantMod: 0o640},
+		{name: "existing file keeps its mode", rel: "exec.sh", mode: 0o644, content: []byte("new\n"), wantMod: 0o750},
+		{name: "missing parents are created", rel: "a/b/c/new.txt", mode: 0o644, content: []byte("deep\n"), wantMod: 0o644},
+		{name: "empty content", rel: "dir/empty", mode: 0o600, content: []byte{}, wantMod: 0o600},
+		{name: "big content in frames", rel: "dir/big.bin", mode: 0o644, content: big, wantMod: 0o644},
+		{name: "hard link gets a new inode", rel: "hard", mode: 0o644, content: []byte("new\n"), wantMod: 0o644},
+		{name: "setuid bit is not kept", rel: "file", mode: 0o4755, content: []byte("x"), wantMod: 0o644},
+
+		{name: "dot-dot", rel: "../outside/secret", content: []byte("x"), errHas: "clean path"},
+		{name: "inner dot-dot", rel: "dir/../file", content: []byte("x"), errHas: "clean path"},
+		{name: "absolute", rel: "/etc/passwd", content: []byte("x"), errHas: "relative path"},
+		{name: "empty path", rel: "", content: []byte("x"), errHas: "relative path"},
+		{name: "double slash", rel: "dir//x", content: []byte("x"), errHas: "clean path"},
+		{name: "symlinked parent out", rel: "out/secret", content: []byte("x"), errno: unix.ELOOP, errPath: "out"},
+		{name: "symlinked parent in", rel: "in/x", content: []byte("x"), errno: unix.ELOOP, errPath: "in"},
+		{name: "symlinked parent deeper", rel: "dir/up/file", content: []byte("x"), errno: unix.ELOOP, errPath: "dir/up"},
+		{name: "magic link parent", rel: "magic/passwd", content: []byte("x"), errno: unix.ELOOP, errPath: "magic"},
+		{name: "final symlink is not followed", rel: "leak", content: []byte("x"), errno: unix.ELOOP, errPath: "leak"},
+		{name: "directory", rel: "dir", content: []byte("x"), errno: unix.EISDIR, errPath: "dir"},
+		{name: "file as parent", rel: "file/x", content: []byte("x"), errno: unix.ENOTDIR, errPath: "file"},
+		{name: "short content", rel: "file", content: []byte("x"), size: 5, errHas: "expected 5"},
+		{name: "long content", rel: "file", content: []byte("xxxxxx"), size: 2, errHas: "expected 2"},
+	}
+	// Both resolvers: openat2 (the host) and openat one name at a time
+	// (inside a container, where seccomp hides openat2).
+	for _, fallback := range []bool{false, true} {
+		resolver := map[bool]string{false: "openat2", true: "openat"}[fallback]
+		for _, tc := range tests {
+			t.Run(resolver+"/"+tc.name, func(t *testing.T) {
+				noOpenat2.Store(fallback)
+				defer noOpenat2.Store(false)
+				testWriteCase(t, tc)
+			})
+		}
+	}
+}
+
+// writeCase is one write and what it should do.
+type writeCase struct {
+	name    string
+	rel     string
+	mode    uint32
+	content []byte
+	size    int64 // 0: len(content)
+	errno   unix.Errno
+	errPath string // the path the error names
+	errHas  string
+	wantMod os.FileMode
+}
+
+func testWriteCase(t *testing.T, tc writeCase) {
+	tr := newWriteTree(t)
+	size := int64(len(tc.content))
+	if tc.size != 0 {
+		size = tc.size
+	}
+	req := WriteReq{Root: tr.ws, Rel: tc.rel, Mode: tc.mode, Size: size}
+	werr := Write(req, &dataReader{r: dataFrames(t, tc.content)})
+	if secret, _ := os.ReadFile(filepath.Join(tr.outside, "secret")); string(secret) != "outside\n" {
+		t.Fatalf("wrote outside the workspace: %q", secret)
+	}
+	assertNoTemp(t, tr.ws)
+	if tc.errno != 0 || tc.errHas != "" {
+		if werr == nil {
+			t.Fatal("write accepted")
+		}
+		if tc.errno != 0 && (!errors.Is(werr, tc.errno) || werr.Path != tc.errPath) {
+			t.Fatalf("error %v (path %q), want %s on %q", werr, werr.Path, unix.ErrnoName(tc.errno), tc.errPath)
+		}
+		if !strings.Contains(werr.Error(), tc.errHas) {
+			t.Fatalf("error %q, want it to say %q", werr, tc.errHas)
+		}
+		if b, _ := os.ReadFile(filepath.Join(tr.ws, "file")); string(b) != "old\n" {
+			t.Fatalf("a refused write changed a file: %q", b)
+		}
+		if fi, err := os.Lstat(filepath.Join(tr.ws, "leak")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Fatal("the final symlink was replaced")
+		}
+		return
+	}
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	p := filepath.Join(tr.ws, filepath.FromSlash(tc.rel))
+	got, err := os.ReadFile(p)
+	if err != nil || !bytes.Equal(got, tc.content) {
+		t.Fatalf("content %d bytes, want %d (%v)", len(got), len(tc.content), err)
+	}
+	fi, _ := os.Stat(p)
+	if fi.Mode() != tc.wantMod {
+		t.Fatalf("mode %v, want %v", fi.Mode(), tc.wantMod)
+	}
+}
+
+// TestWriteStreamCut: an executor that dies mid-content leaves the file
+// as it was.
+func TestWriteStreamCut(t *testing.T) {
+	tr := newWriteTree(t)
+	frames := dataFrames(t, bytes.Repeat([]byte("y"), 3*DataChunk))
+	cut := bytes.NewReader(frames.Bytes()[:DataChunk+100])
+	werr := Write(WriteReq{Root: tr.ws, Rel: "file", Size: 3 * DataChunk}, &dataReader{r: cut})
+	if werr == nil || werr.Op != "receive" {
+		t.Fatalf("cut stream: %v", werr)
+	}
+	if b, _ := os.ReadFile(filepath.Join(tr.ws, "file")); string(b) != "old\n" {
+		t.Fatalf("file changed: %q", b)
+	}
+	assertNoTemp(t, tr.ws)
+}
+
+// TestWriteFileSizeLimit: the fsize ulimit gives EFBIG (Go ignores
+// SIGXFSZ), reported as such. It runs in a child process so that the
+// limit does not hold for the test binary.
+func TestWriteFileSizeLimit(t *testing.T) {
+	if ws := os.Getenv("AGENTBOX_TEST_FSIZE_WS"); ws != "" {
+		lim := unix.Rlimit{Cur: 1 << 20, Max: 1 << 20}
+		if err := unix.Setrlimit(unix.RLIMIT_FSIZE, &lim); err != nil {
+			t.Fatal(err)
+		}
+		content := make([]byte, 2<<20)
+		st := runWrite(WriteReq{Root: ws, Rel: "big", Size: int64(len(content)), Mode: 0o644}, bytes.NewReader(content))
+		json.NewEncoder(os.Stdout).Encode(st)
+		return
+	}
+	ws := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestWriteFileSizeLimit$")
+	cmd.Env = append(os.Environ(), "AGENTBOX_TEST_FSIZE_WS="+ws)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("child: %v: %s", err, out)
+	}
+	if !bytes.Contains(out, []byte(`"errno":"EFBIG"`)) {
+		t.Fatalf("child reported %s", out)
+	}
+	assertNoTemp(t, ws)
+	if _, err := os.Stat(filepath.Join(ws, "big")); !os.IsNotExist(err) {
+		t.Fatal("a partial file was left")
+	}
+}
+
+func assertNoTemp(t *testing.T, ws string) {
+	t.Helper()
+	filepath.WalkDir(ws, func(p string, d os.DirEntry, err error) error {
+		if err == nil && strings.HasPrefix(d.Name(), tempPrefix) {
+			t.Errorf("temporary file left: %s", p)
+		}
+		return nil
+	})
+}
+
+// TestMainWrite drives a write request through Main: no process is
+// started, the content arrives in Data frames, the status names errors.
+func TestMainWrite(t *testing.T) {
+	tests := []struct {
+		name    string
+		rel     string
+		content []byte
+		want    string // in the exit status
+	}{
+		{"written", "sub/x.txt", []byte("hello\n"), `{"code":0`},
+		{"symlinked parent", "out/x", []byte("x"), `"errno":"ELOOP","err_path":"out"`},
+		{"big", "big", bytes.Repeat([]byte{'z'}, 5*DataChunk+7), `{"code":0`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := newWriteTree(t)
+			req, _ := json.Marshal(Req{Workdir: tr.ws, Write: &WriteReq{Root: tr.ws, Rel: tc.rel, Mode: 0o644, Size: int64(len(tc.content))}})
+			var in bytes.Buffer
+			WriteFrame(&in, Request, req)
+			WriteData(&in, tc.content)
+			open, hold := io.Pipe()
+			defer hold.Close()
+			var out, diag bytes.Buffer
+			if code := Main(io.MultiReader(&in, open), &out, &diag, nil); code != 0 {
+				t.Fatalf("Main = %d: %s", code, diag.String())
+			}
+			var types []Type
+			var status []byte
+			for {
+				typ, p, err := ReadFrame(&out)
+				if err != nil {
+					break
+				}
+				types = append(types, typ)
+				if typ == Exit {
+					status = p
+				}
+			}
+			if string(types) != "RSX" {
+				t.Fatalf("frames %q, want ready, started, exit", types)
+			}
+			if !bytes.Contains(status, []byte(tc.want)) {
+				t.Fatalf("status %s, want %s", status, tc.want)
+			}
+			if tc.want == `{"code":0` {
+				if got, _ := os.ReadFile(filepath.Join(tr.ws, tc.rel)); !bytes.Equal(got, tc.content) {
+					t.Fatalf("content %d bytes", len(got))
+				}
+			}
+		})
+	}
+}
+
+// TestMainStdinStreams: a command's stdin arrives in Data frames, larger
+// than a frame, and a command that stops reading early is no error.
+func TestMainStdinStreams(t *testing.T) {
+	tests := []struct {
+		name  string
+		argv  []string
+		stdin []byte
+		want  string
+	}{
+		{"all of it", []string{"/usr/bin/wc", "-c"}, bytes.Repeat([]byte("a"), 20<<20), "20971520"},
+		{"empty", []string{"/usr/bin/wc", "-c"}, []byte{}, "0"},
+		{"reads one line", []string{"/usr/bin/head", "-n1"}, append([]byte("first\n"), bytes.Repeat([]byte("b"), 3<<20)...), "first"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := json.Marshal(Req{Argv: tc.argv, Workdir: "/tmp", Env: []string{"PATH=/usr/bin:/bin"}, Stdin: true})
+			var in bytes.Buffer
+			WriteFrame(&in, Request, req)
+			WriteData(&in, tc.stdin)
+			open, hold := io.Pipe()
+			defer hold.Close()
+			var out, diag bytes.Buffer
+			if code := Main(io.MultiReader(&in, open), &out, &diag, nil); code != 0 {
+				t.Fatalf("Main = %d: %s", code, diag.String())
+			}
+			var stdout, status []byte
+			for {
+				typ, p, err := ReadFrame(&out)
+				if err != nil {
+					break
+				}
+				switch typ {
+				case Stdout:
+					stdout = append(stdout, p...)
+				case Exit:
+					status = p
+				}
+			}
+			if strings.TrimSpace(string(stdout)) != tc.want || !bytes.Contains(status, []byte(`"code":0`)) {
+				t.Fatalf("stdout %q status %s", stdout, status)
+			}
+		})
+	}
+}

@@ -1,0 +1,134 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"testing"
+
+	"github.com/agentbox/agentbox/sandbox"
+)
+
+func (s *scriptSandbox) WriteFile(ctx context.Context, req WriteRequest) error {
+	return errors.New("scriptSandbox: no writes")
+}
+
+// recordingSandbox records write requests.
+type recordingSandbox struct {
+	writes []WriteRequest
+	err    error
+}
+
+func (s *recordingSandbox) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) {
+	return ExecResult{}, errors.New("no exec")
+}
+
+func (s *recordingSandbox) WriteFile(ctx context.Context, req WriteRequest) error {
+	s.writes = append(s.writes, req)
+	return s.err
+}
+
+func TestEnvWriteFile(t *testing.T) {
+	tests := []struct {
+		name     string
+		path     string
+		mode     fs.FileMode
+		approved []string
+		readOnly bool
+		noSbx    bool
+		wantKind ErrorKind // "" = handed over
+		want     WriteRequest
+	}{
+		{name: "plain", path: "/w/src/a.go", mode: 0o644, want: WriteRequest{Path: "/w/src/a.go", Rel: "src/a.go", Mode: 0o644}},
+		{name: "unclean path", path: "/w/src/../b.go", mode: 0o600, want: WriteRequest{Path: "/w/b.go", Rel: "b.go", Mode: 0o600}},
+		{name: "type bits dropped", path: "/w/x", mode: fs.ModeSetuid | 0o755, want: WriteRequest{Path: "/w/x", Rel: "x", Mode: 0o755}},
+		{name: "approved protected", path: "/w/.vscode/settings.json", mode: 0o644, approved: []string{".vscode/settings.json"},
+			want: WriteRequest{Path: "/w/.vscode/settings.json", Rel: ".vscode/settings.json", Mode: 0o644, ApprovedProtected: true}},
+		{name: "another path approved", path: "/w/.envrc", mode: 0o644, approved: []string{".vscode/settings.json"},
+			want: WriteRequest{Path: "/w/.envrc", Rel: ".envrc", Mode: 0o644}},
+		{name: "outside", path: "/etc/passwd", wantKind: ErrValidation},
+		{name: "relative", path: "a.go", wantKind: ErrValidation},
+		{name: "read-only call", path: "/w/a.go", readOnly: true, wantKind: ErrInternal},
+		{name: "no sandbox", path: "/w/a.go", noSbx: true, wantKind: ErrInternal},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sb := &recordingSandbox{}
+			env := &Env{Workspace: "/w", Sandbox: sb, ProtectedApproved: tc.approved, ReadOnly: tc.readOnly}
+			if tc.noSbx {
+				env.Sandbox = nil
+			}
+			err := env.WriteFile(context.Background(), tc.path, []byte("data"), tc.mode)
+			if tc.wantKind != "" {
+				if te := AsToolError(err); te == nil || te.Kind != tc.wantKind || len(sb.writes) != 0 {
+					t.Fatalf("err %v, writes %d; want %s and nothing handed over", err, len(sb.writes), tc.wantKind)
+				}
+				return
+			}
+			if err != nil || len(sb.writes) != 1 {
+				t.Fatalf("err %v, writes %d", err, len(sb.writes))
+			}
+			got := sb.writes[0]
+			if string(got.Data) != "data" {
+				t.Fatalf("data %q", got.Data)
+			}
+			got.Data = nil
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Fatalf("request %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestReadOnlySandboxRefusesWrites: the wrapper of a read-only call does
+// not pass writes on to the sandbox it wraps.
+func TestReadOnlySandboxRefusesWrites(t *testing.T) {
+	sb := &recordingSandbox{}
+	err := readOnlySandbox{sb}.WriteFile(context.Background(), WriteRequest{Path: "/w/a", Rel: "a"})
+	if err == nil || len(sb.writes) != 0 {
+		t.Fatalf("read-only wrapper wrote: %v", err)
+	}
+}
+
+func TestSandboxWriteError(t *testing.T) {
+	req := WriteRequest{Path: "/w/out/sub/x.txt", Rel: "out/sub/x.txt", Data: make([]byte, 3000)}
+	we := func(kind error, path, errno string) error {
+		return fmt.Errorf("wrapped: %w", &sandbox.WriteError{Kind: kind, Path: path, Errno: errno, Detail: "detail " + errno})
+	}
+	tests := []struct {
+		name string
+		err  error
+		kind ErrorKind
+		has  []string
+	}{
+		{"protected", we(sandbox.ErrProtected, "out/sub/x.txt", ""), ErrPermissionDenied, []string{"refused to write /w/out/sub/x.txt", "approval"}},
+		{"read-only mount", we(sandbox.ErrReadOnly, "out/sub/x.txt", "EROFS"), ErrPermissionDenied, []string{"protected and read-only", "/w/out/sub/x.txt"}},
+		{"symlinked parent", we(sandbox.ErrSymlink, "out", "ELOOP"), ErrValidation, []string{"/w/out is a symbolic link", "never writes through"}},
+		{"final symlink", we(sandbox.ErrSymlink, "out/sub/x.txt", "ELOOP"), ErrValidation, []string{"/w/out/sub/x.txt is a symbolic link"}},
+		{"escape", we(sandbox.ErrSymlink, "out", "EXDEV"), ErrValidation, []string{"/w/out resolves outside"}},
+		{"fsize", we(sandbox.ErrNoSpace, "out/sub/x.txt", "EFBIG"), ErrExecution, []string{"3000 bytes", "sandbox.file_size_mb"}},
+		{"disk full", we(sandbox.ErrNoSpace, "out/sub/x.txt", "ENOSPC"), ErrExecution, []string{"no space left"}},
+		{"file as parent", we(nil, "out/sub", "ENOTDIR"), ErrValidation, []string{"/w/out/sub is not a directory"}},
+		{"directory", we(nil, "out/sub/x.txt", "EISDIR"), ErrValidation, []string{"is a directory"}},
+		{"permissions", we(nil, "out/sub", "EACCES"), ErrPermissionDenied, []string{"permissions of /w/out/sub"}},
+		{"other", we(nil, "out/sub/x.txt", "EIO"), ErrExecution, []string{"detail EIO"}},
+		{"timeout", fmt.Errorf("%w after 2m", sandbox.ErrTimeout), ErrTimeout, []string{"timed out"}},
+		{"unavailable", sandbox.ErrUnavailable, ErrInternal, []string{"unavailable"}},
+		{"invalid", fmt.Errorf("%w: bad", sandbox.ErrInvalidSpec), ErrValidation, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			te := AsToolError(SandboxWriteError(req, tc.err))
+			if te == nil || te.Kind != tc.kind {
+				t.Fatalf("got %v, want kind %s", te, tc.kind)
+			}
+			for _, h := range tc.has {
+				if !strings.Contains(te.Message, h) {
+					t.Errorf("message %q lacks %q", te.Message, h)
+				}
+			}
+		})
+	}
+}
