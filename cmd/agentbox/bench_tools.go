@@ -19,8 +19,6 @@ import (
 
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/sandbox"
-	"github.com/agentbox/agentbox/sandbox/docker"
-	"github.com/agentbox/agentbox/sandbox/engine"
 	"github.com/agentbox/agentbox/tools"
 	"github.com/agentbox/agentbox/tools/builtin"
 	"github.com/agentbox/agentbox/tools/permission"
@@ -371,12 +369,7 @@ func timeRunsPaced(n int, pause func(), f func() error) ([]time.Duration, error)
 // benchPoolTrue times `true` through a warm pool of cfg's sandbox, paced
 // like the write rows.
 func benchPoolTrue(ctx context.Context, cfg *config.Config, n int) ([]time.Duration, error) {
-	cli, _, err := engine.Connect(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	defer cli.Close()
-	r, err := docker.New(ctx, cli, cfg, nil)
+	r, err := openWarm(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
