@@ -111,13 +111,18 @@ func unescapeMount(s string) string {
 // runtimeMount reports whether a mount the executor did not ask for is
 // one the container runtime always makes: the root, /proc, /dev and /sys
 // with their sub-mounts (masked and read-only paths), the engine's
-// /etc/hostname, /etc/hosts and /etc/resolv.conf, and the /tmp tmpfs.
+// /etc/hostname, /etc/hosts and /etc/resolv.conf, and the tmpfs at /tmp
+// (and Podman's at /run and /var/tmp).
 func runtimeMount(m MountEntry) bool {
 	t := m.Target
 	switch t {
 	case "/", "/etc/hostname", "/etc/hosts", "/etc/resolv.conf":
 		return true
-	case "/tmp":
+	case "/tmp", "/run", "/var/tmp":
+		// Podman adds fresh tmpfs at /run and /var/tmp when the root is
+		// read-only (its read-only-tmpfs default, which its Docker API
+		// does not let a client turn off). They are the engine's own
+		// empty file systems, never a bind source an agent could swap.
 		return m.FSType == "tmpfs"
 	}
 	for _, p := range []string{"/proc", "/dev", "/sys"} {
