@@ -136,11 +136,15 @@ each row's ratio to the pool.`,
 				env := append(os.Environ(), "DOCKER_HOST="+info.Host)
 				fmt.Fprintln(progress, "docker-exec ...")
 				name := fmt.Sprintf("agentbox-bench-%d", os.Getpid())
-				if out, err := exec.CommandContext(ctx, dockerCLI, "run", "-d", "--rm", "--name", name, "--network", "none", image, "sleep", "3600").CombinedOutput(); err != nil {
-					_ = out
+				start := exec.CommandContext(ctx, dockerCLI, "run", "-d", "--rm", "--name", name, "--network", "none", image, "sleep", "3600")
+				start.Env = env
+				if out, err := start.CombinedOutput(); err != nil {
+					return fmt.Errorf("docker run -d: %v: %s", err, bytes.TrimSpace(out))
 				}
 				execLat, err := timeN(n, nil, cmdRunner(ctx, env, dockerCLI, "exec", name, "true"))
-				exec.Command(dockerCLI, "rm", "-f", name).Run()
+				rm := exec.Command(dockerCLI, "rm", "-f", name)
+				rm.Env = env
+				rm.Run()
 				if err != nil {
 					return fmt.Errorf("docker exec: %w", err)
 				}
