@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +41,15 @@ func TestSandboxConformance(t *testing.T) {
 				t.Errorf("Close: %v", err)
 			}
 		})
+		if runtimeName == "runsc" {
+			// Proof that the suite runs under gVisor: its Sentry reports a
+			// kernel of its own, not the host's.
+			host, _ := os.ReadFile("/proc/version")
+			res, err := r.Run(ctx, sandbox.Spec{Argv: []string{"cat", "/proc/version"}})
+			if err != nil || len(res.Stdout) == 0 || string(res.Stdout) == string(host) {
+				t.Fatalf("runtime runsc, but the container reports the host kernel %q (%v): not gVisor", res.Stdout, err)
+			}
+		}
 		return r, ws
 	})
 }
