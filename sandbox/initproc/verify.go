@@ -111,12 +111,18 @@ func unescapeMount(s string) string {
 // runtimeMount reports whether a mount the executor did not ask for is
 // one the container runtime always makes: the root, /proc, /dev and /sys
 // with their sub-mounts (masked and read-only paths), the engine's
-// /etc/hostname, /etc/hosts and /etc/resolv.conf, and the tmpfs at /tmp
-// (and Podman's at /run and /var/tmp).
+// /etc/hostname, /etc/hosts and /etc/resolv.conf (and Podman's
+// /etc/passwd and /etc/group), and the tmpfs at /tmp (and Podman's at /run
+// and /var/tmp).
 func runtimeMount(m MountEntry) bool {
 	t := m.Target
 	switch t {
 	case "/", "/etc/hostname", "/etc/hosts", "/etc/resolv.conf":
+		return true
+	case "/etc/passwd", "/etc/group":
+		// Podman writes its own copies, with the container's user added,
+		// when the image does not know that user (its Docker API cannot
+		// turn that off). Files of the engine's, like /etc/hosts.
 		return true
 	case "/tmp", "/run", "/var/tmp":
 		// Podman adds fresh tmpfs at /run and /var/tmp when the root is

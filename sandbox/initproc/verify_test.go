@@ -74,6 +74,10 @@ func TestVerifyMounts(t *testing.T) {
 		{name: "read-only mount made writable", info: strings.Replace(sampleMountinfo, "/.agentbox/init ro,", "/.agentbox/init rw,", 1), error: "read-only"},
 		{name: "expected mount missing", info: strings.Replace(sampleMountinfo, "608 607", "#", 1)[:0] + strings.Join(dropLine(sampleMountinfo, "608 "), ""), error: "not mounted"},
 		{name: "mounted twice", info: sampleMountinfo + "613 608 8:1 /etc /work/my\\040ws/.git/config ro - ext4 /dev/vda rw\n", error: "2 times"},
+		{name: "Podman's passwd, group and tmpfs", info: sampleMountinfo + "620 600 8:1 /var/lib/containers/x/passwd /etc/passwd rw - ext4 /dev/vda rw\n621 600 8:1 /var/lib/containers/x/group /etc/group rw - ext4 /dev/vda rw\n622 600 0:60 / /run rw,nosuid,nodev - tmpfs tmpfs rw\n623 600 0:61 / /var/tmp rw,nosuid,nodev - tmpfs tmpfs rw\n"},
+		{name: "a socket as Podman's passwd", info: sampleMountinfo + "620 600 8:1 /run/docker.sock /etc/passwd rw - ext4 /dev/vda rw\n",
+			over: map[string]unix.Stat_t{"/etc/passwd": {Mode: unix.S_IFSOCK}}, error: "socket"},
+		{name: "a bind at /run", info: sampleMountinfo + "622 600 8:1 /run /run rw - ext4 /dev/vda rw\n", error: "not asked for"},
 		{name: "tmpfs /tmp of another type", info: strings.Replace(sampleMountinfo, "- tmpfs tmpfs rw,size=524288k", "- ext4 /dev/vda rw", 1), error: "not asked for"},
 	}
 	for _, tt := range tests {
