@@ -23,14 +23,14 @@ import (
 // Shared by every test: the engine client, the agentbox binary mounted as
 // init, and the image commands run in.
 var (
-	cli       *client.Client
-	agentbox  string
+	cli      *client.Client
+	agentbox string
 	// backend and runtime every sandbox of the run uses, from
 	// AGENTBOX_SANDBOX_BACKEND and AGENTBOX_SANDBOX_RUNTIME (make test runs
 	// the sandbox suites once per backend: docker, runsc, podman).
 	backend, runtimeName string
-	testImage string
-	repoRoot  string
+	testImage            string
+	repoRoot             string
 )
 
 func TestMain(m *testing.M) {
