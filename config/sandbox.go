@@ -5,6 +5,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 	"path"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -13,6 +14,14 @@ import (
 // in. Every limit has a safe default; network is always none and is not
 // configurable.
 type Sandbox struct {
+	// Backend names the registered sandbox backend (sandbox.Register):
+	// "docker" (any Docker Engine API endpoint, the default) or "podman"
+	// (Podman's Docker-compatible API). User config only.
+	Backend string `mapstructure:"backend" yaml:"backend"`
+	// Runtime is the OCI runtime containers run under ("" = the engine's
+	// default, runc; "runsc" = gVisor, registered with agentbox's private
+	// engine by `agentbox engine start`). User config only.
+	Runtime string `mapstructure:"runtime" yaml:"runtime"`
 	// Image is the image commands run in: "agentbox/host" (host toolchain
 	// bind-mounted read-only), "agentbox/minimal" (busybox) or any image
 	// with /bin/sh.
@@ -73,6 +82,7 @@ type Sandbox struct {
 
 func defaultSandbox() Sandbox {
 	return Sandbox{
+		Backend:        "docker",
 		Image:          "agentbox/host",
 		PoolSize:       2,
 		DefaultTimeout: 2 * time.Minute,
@@ -91,12 +101,21 @@ func defaultSandbox() Sandbox {
 	}
 }
 
+// backendName is the shape of a backend or runtime name.
+var backendName = regexp.MustCompile(`^[a-z][a-z0-9_.-]{0,31}$`)
+
 // maxSandboxTimeout is the hard ceiling on any command's timeout.
 const maxSandboxTimeout = 10 * time.Minute
 
 func (c *Sandbox) validate() error {
 	if strings.TrimSpace(c.Image) == "" {
 		return fmt.Errorf("sandbox.image: empty")
+	}
+	if !backendName.MatchString(c.Backend) {
+		return fmt.Errorf("sandbox.backend: %q is not a backend name (docker, podman)", c.Backend)
+	}
+	if c.Runtime != "" && !backendName.MatchString(c.Runtime) {
+		return fmt.Errorf("sandbox.runtime: %q is not a runtime name (runc, runsc)", c.Runtime)
 	}
 	checks := []struct {
 		key string

@@ -23,10 +23,14 @@ import (
 // Shared by every test: the engine client, the agentbox binary mounted as
 // init, and the image commands run in.
 var (
-	cli       *client.Client
-	agentbox  string
-	testImage string
-	repoRoot  string
+	cli      *client.Client
+	agentbox string
+	// backend and runtime every sandbox of the run uses, from
+	// AGENTBOX_SANDBOX_BACKEND and AGENTBOX_SANDBOX_RUNTIME (make test runs
+	// the sandbox suites once per backend: docker, runsc, podman).
+	backend, runtimeName string
+	testImage            string
+	repoRoot             string
 )
 
 func TestMain(m *testing.M) {
@@ -56,6 +60,15 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "integration: FAIL: config:", err)
 		return 1
 	}
+	backend, runtimeName = cfg.Sandbox.Backend, cfg.Sandbox.Runtime
+	if backend != engine.BackendDocker || runtimeName != "" {
+		// Podman's service, or the runtime's registration with the
+		// private engine, come from `agentbox engine start`.
+		if _, err := engine.Start(ctx, cfg, nil); err != nil {
+			fmt.Fprintln(os.Stderr, "integration: FAIL: engine start for backend", backend, "runtime", runtimeName+":", err)
+			return 1
+		}
+	}
 	c, info, err := engine.Connect(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "integration: FAIL: no engine:", err)
@@ -63,7 +76,11 @@ func run(m *testing.M) int {
 	}
 	cli = c
 	defer cli.Close()
-	fmt.Fprintf(os.Stderr, "integration: engine %s (%s, %s)\n", info.Host, info.Source, info.Version)
+	fmt.Fprintf(os.Stderr, "integration: engine %s (%s, %s), sandbox backend %s, runtime %q\n", info.Host, info.Source, info.Version, info.Backend, runtimeName)
+	if err := engine.CheckRuntime(ctx, c, runtimeName); err != nil {
+		fmt.Fprintln(os.Stderr, "integration: FAIL:", err)
+		return 1
+	}
 	if agentbox, err = buildAgentbox(ctx, tmp); err != nil {
 		fmt.Fprintln(os.Stderr, "integration: FAIL:", err)
 		return 1

@@ -43,6 +43,7 @@ func testConfig(t *testing.T, ws string) *config.Config {
 	cfg.Sandbox.Image = testImage
 	cfg.Sandbox.InitBinary = agentbox
 	cfg.Sandbox.PoolSize = 1
+	cfg.Sandbox.Backend, cfg.Sandbox.Runtime = backend, runtimeName
 	return &cfg
 }
 

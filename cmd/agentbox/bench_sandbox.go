@@ -17,6 +17,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/spf13/cobra"
 
+	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/images"
 	"github.com/agentbox/agentbox/sandbox"
 	"github.com/agentbox/agentbox/sandbox/docker"
@@ -45,7 +46,8 @@ func newBenchSandboxCmd(a *app) *cobra.Command {
 		Long: `sandbox runs ` + "`true`" + ` N times through agentbox's warm pool (latency of one
 command when a warm container is ready), then back to back N times
 (sustained throwaway containers per second, and containers leaked after
-Close), and in the same run through ` + "`docker exec`" + ` into a long-running
+Close), the same pool under gVisor when the engine offers runsc
+(agentbox-pool-runsc), and in the same run through ` + "`docker exec`" + ` into a long-running
 container, ` + "`docker run --rm`" + ` and bwrap (when installed), all with the
 same image and a small temporary workspace. It prints p50/p95 per row and
 each row's ratio to the pool.`,
@@ -81,23 +83,13 @@ each row's ratio to the pool.`,
 			progress := a.stderr()
 			fmt.Fprintf(progress, "engine %s (%s), image %s, n=%d\n", info.Host, info.Version, image, n)
 
-			r, err := docker.New(ctx, cli, &c, nil)
+			r, err := openWarm(ctx, &c)
 			if err != nil {
 				return err
 			}
 			var rows []benchRow
 			fmt.Fprintln(progress, "agentbox-pool ...")
-			lat, err := timeN(n, func() error {
-				wctx, cancel := context.WithTimeout(ctx, time.Minute)
-				defer cancel()
-				return r.WaitWarm(wctx, c.Sandbox.PoolSize)
-			}, func() error {
-				res, err := r.Run(ctx, sandbox.Spec{Argv: []string{"true"}})
-				if err == nil && res.ExitCode != 0 {
-					err = fmt.Errorf("true exited %d", res.ExitCode)
-				}
-				return err
-			})
+			lat, err := timePool(ctx, r, n, c.Sandbox.PoolSize)
 			if err != nil {
 				r.Close(context.WithoutCancel(ctx))
 				return fmt.Errorf("pool: %w", err)
@@ -124,16 +116,39 @@ each row's ratio to the pool.`,
 			pool.SustainedPerS, pool.Leaked = &rate, &leaked
 			rows = append(rows, pool)
 
+			// The same pool under gVisor, when the engine offers runsc.
+			if rts, err := engine.Runtimes(ctx, cli); err == nil && slices.Contains(rts, "runsc") && c.Sandbox.Runtime != "runsc" {
+				fmt.Fprintln(progress, "agentbox-pool-runsc ...")
+				g := c
+				g.Sandbox.Runtime = "runsc"
+				rg, err := openWarm(ctx, &g)
+				if err != nil {
+					return fmt.Errorf("runsc pool: %w", err)
+				}
+				glat, err := timePool(ctx, rg, n, g.Sandbox.PoolSize)
+				rg.Close(context.WithoutCancel(ctx))
+				if err != nil {
+					return fmt.Errorf("runsc pool: %w", err)
+				}
+				rows = append(rows, row("agentbox-pool-runsc", glat))
+			} else {
+				fmt.Fprintln(progress, "the engine has no runsc runtime (AGENTBOX_SANDBOX_RUNTIME=runsc agentbox engine start registers it): no agentbox-pool-runsc row")
+			}
+
 			dockerCLI, _ := exec.LookPath("docker")
 			if dockerCLI != "" {
 				env := append(os.Environ(), "DOCKER_HOST="+info.Host)
 				fmt.Fprintln(progress, "docker-exec ...")
 				name := fmt.Sprintf("agentbox-bench-%d", os.Getpid())
-				if out, err := exec.CommandContext(ctx, dockerCLI, "run", "-d", "--rm", "--name", name, "--network", "none", image, "sleep", "3600").CombinedOutput(); err != nil {
-					_ = out
+				start := exec.CommandContext(ctx, dockerCLI, "run", "-d", "--rm", "--name", name, "--network", "none", image, "sleep", "3600")
+				start.Env = env
+				if out, err := start.CombinedOutput(); err != nil {
+					return fmt.Errorf("docker run -d: %v: %s", err, bytes.TrimSpace(out))
 				}
 				execLat, err := timeN(n, nil, cmdRunner(ctx, env, dockerCLI, "exec", name, "true"))
-				exec.Command(dockerCLI, "rm", "-f", name).Run()
+				rm := exec.Command(dockerCLI, "rm", "-f", name)
+				rm.Env = env
+				rm.Run()
 				if err != nil {
 					return fmt.Errorf("docker exec: %w", err)
 				}
@@ -170,6 +185,44 @@ each row's ratio to the pool.`,
 	cmd.Flags().IntVar(&runN, "sustained", 50, "back-to-back runs for the throughput figure")
 	cmd.Flags().StringVar(&image, "image", images.Minimal, "image for every row")
 	return cmd
+}
+
+// warmRunner is the subset of a pooled backend's Runner the benches use.
+type warmRunner interface {
+	sandbox.Runner
+	WaitWarm(ctx context.Context, n int) error
+	ID() string
+}
+
+// openWarm opens cfg's backend through the registry; the benches need
+// its pool.
+func openWarm(ctx context.Context, cfg *config.Config) (warmRunner, error) {
+	r, err := sandbox.Open(ctx, cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	w, ok := r.(warmRunner)
+	if !ok {
+		r.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("sandbox backend %s has no warm pool to measure", sandbox.BackendName(cfg))
+	}
+	return w, nil
+}
+
+// timePool times `true` n times through r, each once a warm container
+// of the pool (size pool) is ready.
+func timePool(ctx context.Context, r warmRunner, n, pool int) ([]time.Duration, error) {
+	return timeN(n, func() error {
+		wctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		return r.WaitWarm(wctx, pool)
+	}, func() error {
+		res, err := r.Run(ctx, sandbox.Spec{Argv: []string{"true"}})
+		if err == nil && res.ExitCode != 0 {
+			err = fmt.Errorf("true exited %d", res.ExitCode)
+		}
+		return err
+	})
 }
 
 // timeN runs before (untimed) then fn (timed) n times.
@@ -255,9 +308,14 @@ func printBench(a *app, rows []benchRow, runN int) {
 		return "NOT met"
 	}
 	fmt.Fprintf(a.stdout(), "target pool p50 <= 10 ms: %s (%.2f ms)\n", verdict(pool.P50MS <= 10), pool.P50MS)
+	byName := map[string]benchRow{}
 	for _, r := range rows {
-		if r.Name == "docker-exec" {
-			fmt.Fprintf(a.stdout(), "target pool >= 6x faster than docker exec: %s (%.1fx)\n", verdict(r.P50MS >= 6*pool.P50MS), r.P50MS/pool.P50MS)
+		byName[r.Name] = r
+	}
+	if r, ok := byName["docker-exec"]; ok {
+		fmt.Fprintf(a.stdout(), "target pool >= 6x faster than docker exec: %s (%.1fx)\n", verdict(r.P50MS >= 6*pool.P50MS), r.P50MS/pool.P50MS)
+		if g, ok := byName["agentbox-pool-runsc"]; ok {
+			fmt.Fprintf(a.stdout(), "gVisor pool: p50 %.2f ms, %.2fx docker exec (runc) p50\n", g.P50MS, g.P50MS/r.P50MS)
 		}
 	}
 	fmt.Fprintf(a.stdout(), "target >= 8 containers/s with no leak: %s\n", verdict(*pool.SustainedPerS >= 8 && *pool.Leaked == 0))

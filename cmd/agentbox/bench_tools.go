@@ -19,8 +19,6 @@ import (
 
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/sandbox"
-	"github.com/agentbox/agentbox/sandbox/docker"
-	"github.com/agentbox/agentbox/sandbox/engine"
 	"github.com/agentbox/agentbox/tools"
 	"github.com/agentbox/agentbox/tools/builtin"
 	"github.com/agentbox/agentbox/tools/permission"
@@ -286,12 +284,7 @@ func benchWrites(ctx context.Context, progress io.Writer, cfg config.Config, n i
 	cfg.Workspace, cfg.StateDir = ws, state
 	cfg.Tools.Mode = "acceptEdits"
 
-	cli, _, err := engine.Connect(ctx, &cfg)
-	if err != nil {
-		return nil, err
-	}
-	defer cli.Close()
-	runner, err := docker.New(ctx, cli, &cfg, nil)
+	runner, err := openWarm(ctx, &cfg)
 	if err != nil {
 		return nil, err
 	}

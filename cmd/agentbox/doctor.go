@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -17,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/sandbox"
 	"github.com/agentbox/agentbox/sandbox/engine"
 	mcpserver "github.com/agentbox/agentbox/tools/mcp"
 	"github.com/agentbox/agentbox/tools/termtext"
@@ -114,9 +116,43 @@ func runDoctor(ctx context.Context, a *app) []check {
 		return out
 	}
 	defer cli.Close()
-	out = append(out, check{Name: "engine", Status: statusOK, Detail: fmt.Sprintf("Docker %s at %s (found via %s)", info.Version, info.Host, info.Source)})
+	out = append(out, check{Name: "engine", Status: statusOK, Detail: fmt.Sprintf("%s %s at %s (found via %s)", engineKind(info), info.Version, info.Host, info.Source)})
+	out = append(out, checkBackend(ctx, cli, cfg, info))
 	out = append(out, checkImages(ctx, cli, cfg)...)
 	return out
+}
+
+// engineKind names the engine product behind info.
+func engineKind(info engine.Info) string {
+	if info.Backend == engine.BackendPodman {
+		return "Podman"
+	}
+	return "Docker"
+}
+
+// checkBackend names the sandbox backend and runtime and checks that the
+// engine can serve them: registered, local, offering the runtime.
+func checkBackend(ctx context.Context, cli client.APIClient, cfg *config.Config, info engine.Info) check {
+	name := sandbox.BackendName(cfg)
+	detail := "backend " + name
+	if cfg.Sandbox.Runtime != "" {
+		detail += ", runtime " + cfg.Sandbox.Runtime
+	}
+	c := check{Name: "sandbox backend", Status: statusOK, Detail: detail}
+	switch {
+	case !slices.Contains(sandbox.Backends(), name):
+		c.Status, c.Detail = statusFail, detail+": not registered (registered: "+strings.Join(sandbox.Backends(), ", ")+")"
+		c.Fix = "set sandbox.backend to one of the registered backends"
+	case info.Remote:
+		c.Status, c.Detail = statusFail, detail+": the engine at "+info.Host+" is remote and cannot see this machine's workspace"
+		c.Fix = "use a local engine: unset DOCKER_HOST / engine.host, or run `agentbox engine start`"
+	default:
+		if err := engine.CheckRuntime(ctx, cli, cfg.Sandbox.Runtime); err != nil {
+			c.Status, c.Detail = statusFail, err.Error()
+			c.Fix = "run `agentbox engine start` as root (it installs and registers " + cfg.Sandbox.Runtime + " with the private engine)"
+		}
+	}
+	return c
 }
 
 func checkStateDir(cfg *config.Config) []check {

@@ -21,14 +21,25 @@ func newEngineCmd(a *app) *cobra.Command {
 the engine.host config key, the default Docker socket, Podman's sockets, then
 its own private dockerd under the state directory. "engine start" starts that
 private dockerd (as root; installing Debian's docker.io if missing) when none
-answers.`,
+answers. With sandbox.runtime: runsc it also installs Debian's runsc and
+registers it with the private engine (gVisor); with sandbox.backend: podman
+only Podman endpoints count, and "engine start" runs ` + "`podman system service`" + `
+under the state directory instead.`,
 	}
 	printInfo := func(info engine.Info) error {
 		if a.jsonOut {
 			enc := json.NewEncoder(a.stdout())
 			return enc.Encode(info)
 		}
-		_, err := fmt.Fprintf(a.stdout(), "engine %s at %s (found via %s)\n", info.Version, info.Host, info.Source)
+		rt := ""
+		if info.Runtime != "" {
+			rt = ", runtime " + info.Runtime
+		}
+		remote := ""
+		if info.Remote {
+			remote = " — remote: the sandbox refuses it (it cannot see this machine's workspace)"
+		}
+		_, err := fmt.Fprintf(a.stdout(), "engine %s at %s (found via %s); sandbox backend %s%s%s\n", info.Version, info.Host, info.Source, info.Backend, rt, remote)
 		return err
 	}
 	start := &cobra.Command{

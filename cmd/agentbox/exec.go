@@ -18,7 +18,6 @@ import (
 
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/sandbox"
-	"github.com/agentbox/agentbox/sandbox/docker"
 )
 
 func init() { register(newExecCmd) }
@@ -103,7 +102,7 @@ func runExec(ctx context.Context, a *app, cfg *config.Config, spec sandbox.Spec,
 	c := *cfg
 	c.Sandbox.PoolSize = 0
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	r, err := docker.Open(ctx, &c, log)
+	r, err := sandbox.Open(ctx, &c, log)
 	if err != nil {
 		return sandbox.Result{}, err
 	}

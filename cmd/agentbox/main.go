@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"os"
 
+	// Sandbox backends register themselves with sandbox.Register.
+	_ "github.com/agentbox/agentbox/sandbox/docker"
 	"github.com/agentbox/agentbox/tools/termtext"
 )
 

@@ -63,6 +63,7 @@ func (r *Runner) containerSpec(mounts []mount.Mount, expect []initproc.ExpectedM
 	mem := c.MemoryMB << 20
 	pids := c.PidsLimit
 	host := &container.HostConfig{
+		Runtime:        r.runtime,
 		NetworkMode:    "none",
 		ReadonlyRootfs: true,
 		Tmpfs:          map[string]string{"/tmp": "rw,exec,nosuid,nodev,mode=1777,size=" + strconv.FormatInt(c.TmpSizeMB, 10) + "m"},
@@ -118,7 +119,15 @@ func (r *Runner) start(ctx context.Context, ro bool) (w *warm, err error) {
 	}
 	defer func() { pinned.release() }()
 	name := fmt.Sprintf("agentbox-%s-%d", r.id[:8], n)
-	cfg, host := r.containerSpec(dockerMounts(srcs), expected(srcs))
+	expect := expected(srcs)
+	if r.gvisor {
+		// Identities are virtual inside gVisor: compared on the host,
+		// through the gofer, below (gofer.go).
+		for i := range expect {
+			expect[i].HostID = true
+		}
+	}
+	cfg, host := r.containerSpec(dockerMounts(srcs), expect)
 	created, err := r.cli.ContainerCreate(ctx, cfg, host, nil, nil, name)
 	if err != nil {
 		r.log.Warn("creating a container", "read_only", ro, "err", err)
@@ -171,6 +180,12 @@ func (r *Runner) start(ctx context.Context, ro bool) (w *warm, err error) {
 	var ri initproc.ReadyInfo
 	if err := json.Unmarshal(p, &ri); err != nil || ri.Proto != initproc.Proto {
 		return nil, fmt.Errorf("%w: container init speaks another protocol (%s); rebuild agentbox", sandbox.ErrUnavailable, p)
+	}
+	if r.gvisor {
+		if err := r.verifyGofer(ctx, id, expect); err != nil {
+			r.log.Warn("container refused by the host-side mount check", "container", shortID(id), "read_only", ro, "err", err)
+			return nil, err
+		}
 	}
 	return &warm{id: id, conn: hj.Conn, hj: hj, frames: frames, fp: fp, bash: ri.Bash, ro: ro}, nil
 }

@@ -80,6 +80,8 @@ type Runner struct {
 	wsFD       *os.File // O_PATH descriptor of the workspace, held for the Runner's life
 	pinBase    string   // root-only directory of bind-source pins (pin.go)
 	noPins     bool     // WithoutPins
+	runtime    string   // OCI runtime (config sandbox.runtime; "" = engine default)
+	gvisor     bool     // runtime is runsc: mount identities are checked host-side (gofer.go)
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -101,6 +103,28 @@ type Runner struct {
 }
 
 var _ sandbox.Runner = (*Runner)(nil)
+
+// The backends this package serves, opened through sandbox.Open:
+// "docker" (any Docker Engine API endpoint, optionally with the runsc
+// runtime) and "podman" (Podman's Docker-compatible API; engine.Connect
+// finds only Podman endpoints for it).
+func init() {
+	sandbox.Register(engine.BackendDocker, openBackend)
+	sandbox.Register(engine.BackendPodman, openBackend)
+}
+
+func openBackend(ctx context.Context, cfg *config.Config, log *slog.Logger) (sandbox.Runner, error) {
+	r, err := Open(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// ErrRemoteEngine: the engine is reached over the network, so it would
+// resolve bind sources on another machine. Wrapped with
+// sandbox.ErrUnavailable.
+var ErrRemoteEngine = errors.New("remote engine")
 
 // Option changes how a Runner is built.
 type Option func(*options)
@@ -150,6 +174,13 @@ func New(ctx context.Context, cli *client.Client, cfg *config.Config, log *slog.
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if h := cli.DaemonHost(); engine.IsRemote(h) {
+		// It would bind-mount whatever sits at the workspace's path on its
+		// own machine, and it cannot see the pins under our state dir.
+		return nil, fmt.Errorf("%w: %w: the engine at %s is reached over the network and cannot see this machine's workspace %s "+
+			"(it would mount whatever lies at that path on its own host); use a local engine (unset DOCKER_HOST, or `agentbox engine start`)",
+			sandbox.ErrUnavailable, ErrRemoteEngine, h, cfg.Workspace)
+	}
 	ws := filepath.Clean(cfg.Workspace)
 	if err := checkWorkspace(ws, cli.DaemonHost()); err != nil {
 		return nil, err
@@ -190,6 +221,19 @@ func New(ctx context.Context, cli *client.Client, cfg *config.Config, log *slog.
 	if err != nil {
 		return nil, fmt.Errorf("%w: engine version: %v", sandbox.ErrUnavailable, err)
 	}
+	if err := engine.CheckRuntime(ctx, cli, cfg.Sandbox.Runtime); err != nil {
+		wsFD.Close()
+		return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+	}
+	gvisor := false
+	if rt := cfg.Sandbox.Runtime; rt != "" {
+		info, err := cli.Info(ctx)
+		if err != nil {
+			wsFD.Close()
+			return nil, fmt.Errorf("%w: engine info: %v", sandbox.ErrUnavailable, err)
+		}
+		gvisor = gvisorRuntime(rt, info.Runtimes[rt].Path)
+	}
 	secOpt, err := seccompFor(ver, cfg.WorkspaceStateDir())
 	if err != nil {
 		return nil, err
@@ -209,6 +253,7 @@ func New(ctx context.Context, cli *client.Client, cfg *config.Config, log *slog.
 		initPath: initPath, hostMounts: hm, path: path, id: hex.EncodeToString(idb[:]), hostname: host,
 		pidStart: procStart(os.Getpid()), running: map[string]*warm{}, seccomp: secOpt,
 		wsFD: wsFD, pinBase: filepath.Join(cfg.WorkspaceStateDir(), "pins"), noPins: o.noPins,
+		runtime: cfg.Sandbox.Runtime, gvisor: gvisor,
 	}
 	if _, err := r.fingerprint(); err != nil {
 		wsFD.Close()

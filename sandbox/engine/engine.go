@@ -56,7 +56,24 @@ type Info struct {
 	Source string `json:"source"`
 	// Version is the engine's version as it reports it (e.g. 20.10.24).
 	Version string `json:"version"`
+	// Backend is the sandbox backend this engine serves (sandbox.backend:
+	// "docker" or "podman").
+	Backend string `json:"backend"`
+	// Runtime is the OCI runtime containers run under (sandbox.runtime;
+	// "" is the engine's default).
+	Runtime string `json:"runtime,omitempty"`
+
+	podman bool // the endpoint says it is Podman
+	// Remote: the engine is reached over the network (tcp://, ssh://, …),
+	// so it cannot see this host's workspace; the sandbox refuses it.
+	Remote bool `json:"remote,omitempty"`
 }
+
+// Backend names that change how the engine is found.
+const (
+	BackendDocker = "docker"
+	BackendPodman = "podman"
+)
 
 // probeTimeout bounds each candidate's first request.
 const probeTimeout = 3 * time.Second
@@ -88,6 +105,9 @@ func osEnv() env {
 // candidates lists, in discovery order, the addresses worth trying. Unix
 // sockets that do not exist are left out, duplicates too.
 func candidates(cfg *config.Config, e env) []candidate {
+	if cfg.Sandbox.Backend == BackendPodman {
+		return podmanCandidates(cfg, e)
+	}
 	var out []candidate
 	seen := map[string]bool{}
 	add := func(c candidate) {
@@ -153,7 +173,17 @@ func connect(ctx context.Context, cfg *config.Config, e env) (*client.Client, In
 	var tried []string
 	for _, c := range candidates(cfg, e) {
 		cli, info, err := probe(ctx, c)
+		if err == nil && cfg.Sandbox.Backend == BackendPodman && !info.podman {
+			cli.Close()
+			err = errors.New("answers but is not Podman (sandbox.backend is podman)")
+		}
 		if err == nil {
+			info.Backend = cfg.Sandbox.Backend
+			if info.Backend == "" {
+				info.Backend = BackendDocker
+			}
+			info.Runtime = cfg.Sandbox.Runtime
+			info.Remote = IsRemote(cli.DaemonHost())
 			return cli, info, nil
 		}
 		if ctx.Err() != nil {
@@ -188,7 +218,21 @@ func probe(ctx context.Context, c candidate) (*client.Client, Info, error) {
 		cli.Close()
 		return nil, Info{}, err
 	}
-	return cli, Info{Host: c.host, Source: c.source, Version: v.Version}, nil
+	info := Info{Host: c.host, Source: c.source, Version: v.Version}
+	for _, comp := range v.Components {
+		if strings.Contains(comp.Name, "Podman") {
+			info.podman = true
+		}
+	}
+	return cli, info, nil
+}
+
+// IsRemote reports whether a Docker host address reaches the engine over
+// the network (tcp://, ssh://, http(s)://, fd://) rather than through a
+// local unix socket. A remote engine resolves bind sources on its own
+// machine: it cannot see this host's workspace, nor agentbox's pins.
+func IsRemote(host string) bool {
+	return !strings.HasPrefix(host, "unix://") && !strings.HasPrefix(host, "/")
 }
 
 // shortErr keeps an error's text to one reasonably short line.

@@ -39,6 +39,7 @@ type paths struct {
 	ExecRoot string // dockerd --exec-root
 	Socket   string // dockerd -H unix://...
 	PIDFile  string // dockerd --pidfile
+	Config   string // dockerd --config-file (runtime.go)
 }
 
 // shortRunBase is where the run directory goes when the state dir's path is
@@ -65,6 +66,7 @@ func privatePaths(stateDir string) paths {
 		ExecRoot: filepath.Join(run, "exec"),
 		Socket:   filepath.Join(run, "docker.sock"),
 		PIDFile:  filepath.Join(run, "docker.pid"),
+		Config:   filepath.Join(dir, "daemon.json"),
 	}
 }
 
@@ -76,6 +78,8 @@ func dockerdArgs(p paths) []string {
 		"--exec-root", p.ExecRoot,
 		"-H", "unix://" + p.Socket,
 		"--pidfile", p.PIDFile,
+		// Its own daemon.json (extra runtimes), never the host's.
+		"--config-file", p.Config,
 		"--bridge=none", "--iptables=false", "--ip6tables=false", "--ip-masq=false",
 		// Keep apart from any other dockerd sharing a system containerd.
 		"--containerd-namespace", "agentbox",
@@ -91,9 +95,18 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (Info, err
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Sandbox.Backend == BackendPodman {
+		return startPodman(ctx, cfg, log)
+	}
+	if err := ensureRuntimeInstalled(ctx, cfg, log); err != nil {
+		return Info{}, err
+	}
 	if cli, info, err := Connect(ctx, cfg); err == nil {
-		cli.Close()
+		defer cli.Close()
 		log.Debug("engine already answers", "host", info.Host, "source", info.Source)
+		if err := addRuntimeLive(ctx, cli, cfg, info); err != nil {
+			return Info{}, err
+		}
 		return info, nil
 	} else if !errors.Is(err, ErrNoEngine) {
 		return Info{}, err
@@ -114,8 +127,8 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (Info, err
 	// Installing docker.io may have started its own engine, or another
 	// `engine start` may have won the lock first.
 	if cli, info, err := Connect(ctx, cfg); err == nil {
-		cli.Close()
-		return info, nil
+		defer cli.Close()
+		return info, addRuntimeLive(ctx, cli, cfg, info)
 	}
 	info, err := startPrivate(ctx, dockerd, p, cfg.Engine.StartTimeout, log)
 	if err != nil {
@@ -139,6 +152,9 @@ func startPrivate(ctx context.Context, dockerd string, p paths, timeout time.Dur
 		log.Info("private engine process already running; waiting for it", "pid", pid)
 	} else {
 		_ = os.Remove(p.Socket) // stale from a crash
+		if err := writeDaemonConfig(p.Config, daemonConfig{Runtimes: installedRuntimes()}); err != nil {
+			return Info{}, err
+		}
 		var err error
 		if proc, err = launch(dockerd, p); err != nil {
 			return Info{}, err
@@ -306,6 +322,9 @@ func waitReady(ctx context.Context, p paths, timeout time.Duration, exited <-cha
 // never touches an engine agentbox did not start. It returns an error
 // wrapping ErrNotRunning when there is nothing to stop.
 func Stop(ctx context.Context, cfg *config.Config) error {
+	if cfg.Sandbox.Backend == BackendPodman {
+		return stopPodman(ctx, cfg)
+	}
 	p := privatePaths(cfg.StateDir)
 	pid, ok := ourPID(p)
 	if !ok {

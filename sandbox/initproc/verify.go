@@ -23,6 +23,13 @@ type ExpectedMount struct {
 	Ino    uint64 `json:"i"`
 	Dir    bool   `json:"dir,omitempty"`
 	RO     bool   `json:"ro,omitempty"`
+	// HostID: the runtime virtualizes device and inode numbers (gVisor
+	// serves every bind mount through its gofer as a fresh 9p file system
+	// whose root is inode 1), so init cannot compare Dev and Ino; the
+	// executor compares them on the host side instead, through the
+	// gofer's own view of the mount (sandbox/docker, gofer.go), before it
+	// hands the container a request. Init still checks everything else.
+	HostID bool `json:"h,omitempty"`
 }
 
 // ErrMounts: what got mounted is not what the executor expected.
@@ -104,13 +111,24 @@ func unescapeMount(s string) string {
 // runtimeMount reports whether a mount the executor did not ask for is
 // one the container runtime always makes: the root, /proc, /dev and /sys
 // with their sub-mounts (masked and read-only paths), the engine's
-// /etc/hostname, /etc/hosts and /etc/resolv.conf, and the /tmp tmpfs.
+// /etc/hostname, /etc/hosts and /etc/resolv.conf (and Podman's
+// /etc/passwd and /etc/group), and the tmpfs at /tmp (and Podman's at /run
+// and /var/tmp).
 func runtimeMount(m MountEntry) bool {
 	t := m.Target
 	switch t {
 	case "/", "/etc/hostname", "/etc/hosts", "/etc/resolv.conf":
 		return true
-	case "/tmp":
+	case "/etc/passwd", "/etc/group":
+		// Podman writes its own copies, with the container's user added,
+		// when the image does not know that user (its Docker API cannot
+		// turn that off). Files of the engine's, like /etc/hosts.
+		return true
+	case "/tmp", "/run", "/var/tmp":
+		// Podman adds fresh tmpfs at /run and /var/tmp when the root is
+		// read-only (its read-only-tmpfs default, which its Docker API
+		// does not let a client turn off). They are the engine's own
+		// empty file systems, never a bind source an agent could swap.
 		return m.FSType == "tmpfs"
 	}
 	for _, p := range []string{"/proc", "/dev", "/sys"} {
@@ -124,7 +142,7 @@ func runtimeMount(m MountEntry) bool {
 // VerifyMounts compares the mount table (mountinfo, parsed) and the
 // objects at the mount points with want. It fails on any mount that is
 // neither expected nor made by the runtime, an expected mount missing or
-// mounted twice, a device/inode/type other than expected, a read-only
+// mounted twice, a device/inode (unless HostID)/type other than expected, a read-only
 // mount that is writable, and any socket at any mount point. lstat is
 // injected for tests (unix.Lstat in init).
 func VerifyMounts(table []MountEntry, want []ExpectedMount, lstat func(string, *unix.Stat_t) error) error {
@@ -166,7 +184,7 @@ func VerifyMounts(table []MountEntry, want []ExpectedMount, lstat func(string, *
 		if (w.Dir && typ != unix.S_IFDIR) || (!w.Dir && typ != unix.S_IFREG) {
 			return fmt.Errorf("%w: %s is not the %s that was checked (mode %o)", ErrMounts, w.Target, kind(w.Dir), st.Mode)
 		}
-		if uint64(st.Dev) != w.Dev || st.Ino != w.Ino {
+		if !w.HostID && (uint64(st.Dev) != w.Dev || st.Ino != w.Ino) {
 			return fmt.Errorf("%w: %s is device %d inode %d, not the checked device %d inode %d", ErrMounts, w.Target, st.Dev, st.Ino, w.Dev, w.Ino)
 		}
 	}

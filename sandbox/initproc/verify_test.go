@@ -74,6 +74,10 @@ func TestVerifyMounts(t *testing.T) {
 		{name: "read-only mount made writable", info: strings.Replace(sampleMountinfo, "/.agentbox/init ro,", "/.agentbox/init rw,", 1), error: "read-only"},
 		{name: "expected mount missing", info: strings.Replace(sampleMountinfo, "608 607", "#", 1)[:0] + strings.Join(dropLine(sampleMountinfo, "608 "), ""), error: "not mounted"},
 		{name: "mounted twice", info: sampleMountinfo + "613 608 8:1 /etc /work/my\\040ws/.git/config ro - ext4 /dev/vda rw\n", error: "2 times"},
+		{name: "Podman's passwd, group and tmpfs", info: sampleMountinfo + "620 600 8:1 /var/lib/containers/x/passwd /etc/passwd rw - ext4 /dev/vda rw\n621 600 8:1 /var/lib/containers/x/group /etc/group rw - ext4 /dev/vda rw\n622 600 0:60 / /run rw,nosuid,nodev - tmpfs tmpfs rw\n623 600 0:61 / /var/tmp rw,nosuid,nodev - tmpfs tmpfs rw\n"},
+		{name: "a socket as Podman's passwd", info: sampleMountinfo + "620 600 8:1 /run/docker.sock /etc/passwd rw - ext4 /dev/vda rw\n",
+			over: map[string]unix.Stat_t{"/etc/passwd": {Mode: unix.S_IFSOCK}}, error: "socket"},
+		{name: "a bind at /run", info: sampleMountinfo + "622 600 8:1 /run /run rw - ext4 /dev/vda rw\n", error: "not asked for"},
 		{name: "tmpfs /tmp of another type", info: strings.Replace(sampleMountinfo, "- tmpfs tmpfs rw,size=524288k", "- ext4 /dev/vda rw", 1), error: "not asked for"},
 	}
 	for _, tt := range tests {
@@ -153,5 +157,80 @@ func TestMainKillsWhenStreamEnds(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "SIGKILL") {
 		t.Errorf("exit frame does not report the kill: %q", out.String())
+	}
+}
+
+// gvisorMountinfo is /proc/self/mountinfo inside a runsc (gVisor 2022)
+// container: every bind mount is a 9p attach of the gofer, numbered
+// afresh (root inode 1 on its own device).
+const gvisorMountinfo = `8 8 0:8 / / ro  - 9p none ro,trans=fd,rfdno=4,wfdno=4,aname=/,cache=fscache
+9 8 0:6 / /dev rw  - tmpfs none rw,mode=0755
+10 8 0:9 / /sys ro,noexec  - sysfs none ro,dentry_cache_limit=1000
+11 8 0:10 / /proc rw,noexec  - proc none rw,dentry_cache_limit=1000
+12 9 0:11 / /dev/pts rw,noexec  - devpts none rw
+13 8 0:19 / /tmp rw,nosuid,nodev  - tmpfs none rw,mode=1777,size=536870912
+14 8 0:13 / /work/ws rw  - 9p none rw,trans=fd,rfdno=6,wfdno=6,aname=/,cache=remote_revalidating
+15 8 0:14 / /etc/hosts rw  - 9p none rw,trans=fd,rfdno=9,wfdno=9,aname=/,cache=remote_revalidating
+17 14 0:16 / /work/ws/.git ro  - 9p none ro,trans=fd,rfdno=10,wfdno=10,aname=/,cache=remote_revalidating
+18 8 0:17 / /.agentbox/init ro  - 9p none ro,trans=fd,rfdno=5,wfdno=5,aname=/,cache=remote_revalidating
+`
+
+func TestVerifyMountsVirtualizedIdentity(t *testing.T) {
+	// What gVisor reports at the mount points: its own device per mount,
+	// inode 1 at every mount root.
+	inside := map[string]unix.Stat_t{
+		"/work/ws":        {Dev: 13, Ino: 1, Mode: unix.S_IFDIR},
+		"/work/ws/.git":   {Dev: 16, Ino: 1, Mode: unix.S_IFDIR},
+		"/.agentbox/init": {Dev: 17, Ino: 1, Mode: unix.S_IFREG},
+	}
+	want := func(hostID bool) []ExpectedMount {
+		return []ExpectedMount{
+			{Target: "/work/ws", Dev: 65024, Ino: 9978002, Dir: true, HostID: hostID},
+			{Target: "/work/ws/.git", Dev: 65024, Ino: 9977896, Dir: true, RO: true, HostID: hostID},
+			{Target: "/.agentbox/init", Dev: 65024, Ino: 77, RO: true, HostID: hostID},
+		}
+	}
+	tests := []struct {
+		name   string
+		info   string
+		hostID bool
+		over   map[string]unix.Stat_t
+		error  string
+	}{
+		// Without HostID the virtual numbers never match: refused, never
+		// skipped.
+		{name: "identity compared in the container", info: gvisorMountinfo, error: "inode 1"},
+		{name: "identity left to the host", info: gvisorMountinfo, hostID: true},
+		{name: "read-only mount made writable", info: strings.Replace(gvisorMountinfo, "/work/ws/.git ro ", "/work/ws/.git rw ", 1), hostID: true, error: "read-only"},
+		{name: "unexpected 9p mount", info: gvisorMountinfo + "19 14 0:20 / /work/ws/sock rw  - 9p none rw,trans=fd\n", hostID: true, error: "not asked for"},
+		{name: "file where a directory was checked", info: gvisorMountinfo, hostID: true,
+			over: map[string]unix.Stat_t{"/work/ws/.git": {Dev: 16, Ino: 1, Mode: unix.S_IFREG}}, error: "not the directory"},
+		{name: "socket at a mount point", info: gvisorMountinfo, hostID: true,
+			over: map[string]unix.Stat_t{"/.agentbox/init": {Dev: 17, Ino: 1, Mode: unix.S_IFSOCK}}, error: "socket"},
+		{name: "expected mount missing", info: strings.Join(dropLine(gvisorMountinfo, "17 "), ""), hostID: true, error: "not mounted"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			table, err := ParseMountinfo(strings.NewReader(tt.info))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = VerifyMounts(table, want(tt.hostID), func(p string, st *unix.Stat_t) error {
+				if o, ok := tt.over[p]; ok {
+					*st = o
+				} else if o, ok := inside[p]; ok {
+					*st = o
+				} else {
+					*st = unix.Stat_t{Mode: unix.S_IFDIR}
+				}
+				return nil
+			})
+			switch {
+			case tt.error == "" && err != nil:
+				t.Fatalf("unexpected refusal: %v", err)
+			case tt.error != "" && (err == nil || !strings.Contains(err.Error(), tt.error) || !errors.Is(err, ErrMounts)):
+				t.Fatalf("got %v, want an error containing %q", err, tt.error)
+			}
+		})
 	}
 }

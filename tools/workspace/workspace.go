@@ -21,7 +21,6 @@ import (
 	"github.com/agentbox/agentbox/classifier"
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/sandbox"
-	"github.com/agentbox/agentbox/sandbox/docker"
 	"github.com/agentbox/agentbox/snapshot"
 	"github.com/agentbox/agentbox/tools"
 	"github.com/agentbox/agentbox/tools/audit"
@@ -244,7 +243,7 @@ func (l *lazySandbox) get(ctx context.Context) (sandbox.Runner, error) {
 	if l.runner != nil || l.err != nil {
 		return l.runner, l.err
 	}
-	r, err := docker.Open(ctx, l.cfg, l.log)
+	r, err := sandbox.Open(ctx, l.cfg, l.log)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, err // do not remember a cancelled open
