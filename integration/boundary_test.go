@@ -243,7 +243,7 @@ while time.time() < end:
     time.sleep(0.4)
 print("flips", n, "refused (EBUSY)", busy)
 `
-	ctx, cancel := context.WithTimeout(context.Background(), dur+3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), dur+10*time.Minute)
 	defer cancel()
 	var wg sync.WaitGroup
 	wg.Add(2)

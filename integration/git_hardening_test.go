@@ -195,6 +195,12 @@ func testGitAttack(t *testing.T, a gitAttack) {
 	check := func(variant, dir, trigger string) {
 		t.Helper()
 		res := run(dir, trigger)
+		if variant == "ws" && !marked(variant) && strings.Contains(string(res.Stderr), "Read-only file system") {
+			// The workspace's .git behaviour files are read-only mounts:
+			// the attack could not even be set up.
+			t.Logf("%s: refused by the read-only .git mounts: %s", variant, strings.TrimSpace(string(res.Stderr)))
+			return
+		}
 		switch ran := marked(variant); {
 		case a.gap == "" && ran:
 			t.Errorf("%s: the planted program ran under the overrides (exit %d)\nstdout: %s\nstderr: %s", variant, res.ExitCode, res.Stdout, res.Stderr)
@@ -316,10 +322,12 @@ func TestGitHardeningNormalUse(t *testing.T) {
 		{"log -p and show", "git log -p -1 --format=%s | head -1 && git show --stat --format=%s HEAD | head -1", "Revert \"m\"\nRevert \"m\"\n"},
 		{"blame", "git blame --porcelain a.txt | grep -c '^author Agent'", "2\n"},
 		{"local clone and submodule", "git clone -q . .clone && git submodule add -q \"$PWD/.clone\" sub && git commit -qm sub && git submodule status | wc -l", "1\n"},
-		{"worktree", "git worktree add -q --detach .wt && git -C .wt status --short | wc -l", "0\n"},
 		{"archive tgz", "git archive --format=tgz HEAD | gzip -t && echo ok", "ok\n"},
 		{"commit without -m aborts (GIT_EDITOR=true)", "echo e >> a.txt && git commit -qa; echo $?", "1\n"},
 		{"gc", "git gc -q && echo ok", "ok\n"},
+		// Last: once .git/worktrees exists it is a read-only mount (it
+		// decides what git runs), so later calls cannot write into it.
+		{"worktree", "git worktree add -q --detach .wt && git -C .wt status --short | wc -l", "0\n"},
 	}
 	for _, s := range steps {
 		res, err := runIn(t, r, sandbox.Spec{Shell: "set -o pipefail; " + s.shell, Env: gitIdentity})
