@@ -76,10 +76,12 @@ type Runner struct {
 	id         string
 	hostname   string
 	pidStart   string
-	seccomp    string   // the "seccomp=..." security option (seccompFor)
-	wsFD       *os.File // O_PATH descriptor of the workspace, held for the Runner's life
-	pinBase    string   // root-only directory of bind-source pins (pin.go)
-	noPins     bool     // WithoutPins
+	seccomp    string      // the "seccomp=..." security option (seccompFor)
+	wsFD       *os.File    // O_PATH descriptor of the workspace, held for the Runner's life
+	pinBase    string      // root-only directory of bind-source pins (pin.go)
+	noPins     bool        // WithoutPins
+	tc         *Toolchains // caches and identity (caches.go)
+	toolEnv    []string    // tc.Env()
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -109,6 +111,8 @@ type options struct {
 	hostMounts    []string
 	hostMountsSet bool
 	noPins        bool
+	ownerHome     string
+	ownerHomeSet  bool
 }
 
 // WithoutPins hands Docker the workspace paths of bind sources instead of
@@ -209,6 +213,11 @@ func New(ctx context.Context, cli *client.Client, cfg *config.Config, log *slog.
 		initPath: initPath, hostMounts: hm, path: path, id: hex.EncodeToString(idb[:]), hostname: host,
 		pidStart: procStart(os.Getpid()), running: map[string]*warm{}, seccomp: secOpt,
 		wsFD: wsFD, pinBase: filepath.Join(cfg.WorkspaceStateDir(), "pins"), noPins: o.noPins,
+	}
+	r.cfg.CPUs, r.cfg.MemoryMB = cfg.Sandbox.EffectiveCPUs(), cfg.Sandbox.EffectiveMemoryMB()
+	if err := r.setupToolchains(cfg, o); err != nil {
+		wsFD.Close()
+		return nil, err
 	}
 	if _, err := r.fingerprint(); err != nil {
 		wsFD.Close()
