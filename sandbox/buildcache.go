@@ -80,6 +80,7 @@ type cacheFile struct {
 	rel  string
 	size int64
 	used time.Time
+	link bool
 }
 
 // scan lists every regular file and symlink below the cache.
@@ -103,7 +104,7 @@ func (c *BuildCache) scan(root *os.Root) ([]cacheFile, CacheUsage, error) {
 				used = at
 			}
 		}
-		files = append(files, cacheFile{rel: p, size: fi.Size(), used: used})
+		files = append(files, cacheFile{rel: p, size: fi.Size(), used: used, link: d.Type()&fs.ModeSymlink != 0})
 		u.Bytes += fi.Size()
 		u.Files++
 		return nil
@@ -151,6 +152,9 @@ func (c *BuildCache) Trim() (removed CacheUsage, err error) {
 	for _, f := range files {
 		if total <= goal {
 			break
+		}
+		if f.link {
+			continue // tiny, and CargoHome's links must stay
 		}
 		if err := root.Remove(f.rel); err != nil {
 			continue
@@ -206,4 +210,45 @@ func (c *BuildCache) Clear() (CacheUsage, error) {
 		errs = append(errs, root.RemoveAll(n))
 	}
 	return u, errors.Join(errs...)
+}
+
+// CargoHomeDir is CARGO_HOME in the container when a cargo cache is
+// mounted: a writable directory of the build cache (cargo takes its locks
+// there) whose registry and git entries link to the read-only caches.
+const CargoHomeDir = BuildCacheDir + "/cargo-home"
+
+// LinkCargoHome makes cargo-home in the cache, owned by uid:gid, with
+// registry and git symlinks to the given host directories ("" skips
+// one). Links a command replaced are made again.
+func (c *BuildCache) LinkCargoHome(uid, gid int, registry, git string) error {
+	root, err := os.OpenRoot(c.Dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	if err := root.Mkdir("cargo-home", 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	if err := root.Lchown("cargo-home", uid, gid); err != nil {
+		return err
+	}
+	for name, target := range map[string]string{"registry": registry, "git": git} {
+		if target == "" {
+			continue
+		}
+		rel := "cargo-home/" + name
+		if cur, err := root.Readlink(rel); err == nil && cur == target {
+			continue
+		}
+		if err := root.RemoveAll(rel); err != nil {
+			return err
+		}
+		if err := root.Symlink(target, rel); err != nil {
+			return err
+		}
+		if err := root.Lchown(rel, uid, gid); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -112,7 +112,27 @@ func ownerHome(uid int) string {
 
 // Env is the toolchain environment of every command (identity aside).
 func (t *Toolchains) Env() []string {
-	return sandbox.ToolEnv(t.Caches, t.BuildCache != nil)
+	env := sandbox.ToolEnv(t.Caches, t.BuildCache != nil)
+	if reg, git := t.cargoCaches(); t.BuildCache != nil && (reg != "" || git != "") {
+		env = append(env, "CARGO_HOME="+sandbox.CargoHomeDir)
+	}
+	return env
+}
+
+// cargoCaches are the mounted cargo registry and git directories.
+func (t *Toolchains) cargoCaches() (registry, git string) {
+	for _, c := range t.Caches {
+		if c.Kind != "cargo" {
+			continue
+		}
+		switch filepath.Base(c.Path) {
+		case "registry":
+			registry = c.Path
+		case "git":
+			git = c.Path
+		}
+	}
+	return registry, git
 }
 
 // setupToolchains plans the runner's toolchains and creates the build
@@ -123,6 +143,13 @@ func (r *Runner) setupToolchains(cfg *config.Config, o options) error {
 	if t.BuildCache != nil {
 		if err := t.BuildCache.Ensure(r.uid, r.gid); err != nil {
 			return fmt.Errorf("%w: build cache: %v", sandbox.ErrUnavailable, err)
+		}
+		// Cargo takes locks in CARGO_HOME: give it a writable one in the
+		// build cache whose registry and git lead to the read-only caches.
+		if reg, git := t.cargoCaches(); reg != "" || git != "" {
+			if err := t.BuildCache.LinkCargoHome(r.uid, r.gid, reg, git); err != nil {
+				r.log.Warn("preparing CARGO_HOME in the build cache", "err", err)
+			}
 		}
 	}
 	for _, s := range t.Skipped {
