@@ -140,7 +140,7 @@ func DetectCaches(o CacheOptions) (caches []DepCache, skipped []SkippedCache) {
 		add(c, true)
 	}
 	for _, p := range paths {
-		add(DepCache{Kind: "path", Path: p}, false)
+		add(DepCache{Kind: guessKind(p), Path: p}, false)
 	}
 	return caches, skipped
 }
@@ -256,4 +256,27 @@ func firstOf(vs ...string) string {
 		}
 	}
 	return ""
+}
+
+// guessKind recognises a configured cache directory by its layout, so
+// that it gets its tool's environment; "path" when unknown.
+func guessKind(p string) string {
+	has := func(rel string) bool {
+		_, err := os.Stat(filepath.Join(p, rel))
+		return err == nil
+	}
+	base := filepath.Base(filepath.Clean(p))
+	switch {
+	case has("cache/download"):
+		return "go"
+	case base == "_cacache" && has("index-v5"):
+		return "npm"
+	case base == "registry" && (has("index") || has("cache")):
+		return "cargo"
+	case base == "git" && (has("checkouts") || has("db")):
+		return "cargo"
+	case base == "store" && (has("v3") || has("v10")):
+		return "pnpm"
+	}
+	return "path"
 }

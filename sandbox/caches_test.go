@@ -89,6 +89,7 @@ func TestDetectCaches(t *testing.T) {
 			setup: func(t *testing.T, home string, o *CacheOptions) { o.UID = os.Getuid() + 1 }, want: nil, skipHas: "not to the workspace owner"},
 		{name: "but may be configured by path", dirs: []string{"go/pkg/mod"}, entries: []string{"HOME/go/pkg/mod"},
 			setup: func(t *testing.T, home string, o *CacheOptions) { o.UID = os.Getuid() + 1 }, want: []string{"path:go/pkg/mod"}},
+		{name: "a configured Go module cache gets Go's environment", dirs: []string{"mc/cache/download"}, entries: []string{"HOME/mc"}, want: []string{"go:mc"}},
 		{name: "overlapping entries", dirs: []string{"go/pkg/mod/cache"}, entries: []string{"go", "HOME/go/pkg/mod/cache"}, want: []string{"go:go/pkg/mod"}, skipHas: "overlaps"},
 		{name: "a configured path that is missing is reported", entries: []string{"HOME/nope"}, want: nil, skipHas: "does not exist"},
 	}

@@ -165,7 +165,7 @@ func benchToolchains(ctx context.Context, progress io.Writer, cfg config.Config,
 		raw, _ := json.Marshal(map[string]any{"command": script, "timeout": 600000})
 		r := sys.Pipeline.Run(ctx, tools.Request{Session: sess, Tool: "Bash", Input: raw})
 		if r.Err != nil {
-			return fmt.Errorf("sandboxed %s: %s: %s", script, r.Err.Kind, r.Err.Message)
+			return fmt.Errorf("sandboxed %s: %s: %s\n%s", script, r.Err.Kind, r.Err.Message, r.Content)
 		}
 		if r.Display != "exit 0" {
 			return fmt.Errorf("sandboxed %s: %s\n%s", script, r.Display, r.Content)
