@@ -268,7 +268,7 @@ func checkToolchains(cfg *config.Config) []check {
 	caches := check{Name: "caches", Status: statusOK}
 	rep, err := cachesOf(cfg)
 	if err != nil {
-		caches.Status, caches.Detail = statusWarn, err.Error()
+		caches.Status, caches.Detail, caches.Fix = statusWarn, err.Error(), "fix the workspace (see the workspace check), then run agentbox caches list"
 		return []check{limits, caches}
 	}
 	caches.Detail = cacheSummary(rep)
