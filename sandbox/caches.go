@@ -31,6 +31,9 @@ type DepCache struct {
 	Path string `json:"path"`
 	// Env points the tool at the cache, offline.
 	Env []string `json:"env,omitempty"`
+	// InWorkspace: the cache lies inside the workspace, which is mounted
+	// already; it gets its environment but no mount of its own.
+	InWorkspace bool `json:"in_workspace,omitempty"`
 }
 
 // SkippedCache is a cache that was found or configured but is not mounted.
@@ -116,6 +119,11 @@ func DetectCaches(o CacheOptions) (caches []DepCache, skipped []SkippedCache) {
 	seen := map[string]bool{}
 	add := func(c DepCache, detected bool) {
 		real, reason := checkCache(o, c.Path, detected)
+		if reason == reasonInWorkspace {
+			c.Path, c.Env, c.InWorkspace = real, cacheEnv(c.Kind, real), true
+			caches = append(caches, c)
+			return
+		}
 		if reason != "" {
 			if !(detected && reason == reasonMissing) {
 				skipped = append(skipped, SkippedCache{Kind: c.Kind, Path: c.Path, Reason: reason})
@@ -126,6 +134,9 @@ func DetectCaches(o CacheOptions) (caches []DepCache, skipped []SkippedCache) {
 			return
 		}
 		for _, prev := range caches {
+			if prev.InWorkspace {
+				continue
+			}
 			if Within(real, prev.Path) || Within(prev.Path, real) {
 				skipped = append(skipped, SkippedCache{Kind: c.Kind, Path: c.Path, Reason: "overlaps " + prev.Path})
 				return
@@ -179,7 +190,10 @@ func candidates(o CacheOptions) []DepCache {
 	return out
 }
 
-const reasonMissing = "does not exist"
+const (
+	reasonMissing     = "does not exist"
+	reasonInWorkspace = "inside the workspace, visible there already"
+)
 
 // checkCache returns the real path of a cache directory, or why it may
 // not be mounted.
@@ -211,8 +225,8 @@ func checkCache(o CacheOptions, p string, detected bool) (string, string) {
 			return "", "is the root directory"
 		case o.Home != "" && Within(o.Home, q):
 			return "", "is (or contains) the owner's home"
-		case o.Workspace != "" && Within(q, o.Workspace):
-			return "", "inside the workspace, visible there already"
+		case o.Workspace != "" && Within(q, o.Workspace) && q != o.Workspace:
+			return real, reasonInWorkspace
 		case o.Workspace != "" && Within(o.Workspace, q):
 			return "", "contains the workspace"
 		case o.StateDir != "" && (Within(o.StateDir, q) || Within(q, o.StateDir)):

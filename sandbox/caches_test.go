@@ -27,7 +27,11 @@ func fakeHome(t *testing.T, dirs ...string) string {
 func kindsAndPaths(cs []DepCache, home string) []string {
 	var out []string
 	for _, c := range cs {
-		out = append(out, c.Kind+":"+strings.TrimPrefix(c.Path, home+"/"))
+		s := c.Kind + ":" + strings.TrimPrefix(c.Path, home+"/")
+		if c.InWorkspace {
+			s += " (in workspace)"
+		}
+		out = append(out, s)
 	}
 	return out
 }
@@ -74,8 +78,10 @@ func TestDetectCaches(t *testing.T) {
 			setup: func(t *testing.T, home string, o *CacheOptions) {
 				o.Denied = func(p string) bool { return strings.Contains(p, "/.ssh") }
 			}, want: nil, skipHas: "secrets"},
-		{name: "a cache inside the workspace is not mounted again", dirs: []string{"ws/node_modules/.cache"}, entries: []string{"HOME/ws/node_modules/.cache"},
-			setup: func(t *testing.T, home string, o *CacheOptions) { o.Workspace = home + "/ws" }, want: nil, skipHas: "inside the workspace"},
+		{name: "a cache inside the workspace is not mounted again", dirs: []string{"ws/go/pkg/mod"}, entries: []string{"go"},
+			setup: func(t *testing.T, home string, o *CacheOptions) { o.Workspace = home + "/ws"; o.Home = home + "/ws" }, want: []string{"go:ws/go/pkg/mod (in workspace)"}},
+		{name: "the workspace itself is no cache", dirs: []string{"ws"}, entries: []string{"HOME/ws"},
+			setup: func(t *testing.T, home string, o *CacheOptions) { o.Workspace = home + "/ws" }, want: nil, skipHas: "contains the workspace"},
 		{name: "a cache holding the workspace is refused", dirs: []string{"a/ws"}, entries: []string{"HOME/a"},
 			setup: func(t *testing.T, home string, o *CacheOptions) { o.Workspace = home + "/a/ws" }, want: nil, skipHas: "contains the workspace"},
 		{name: "a cache holding the state dir is refused", dirs: []string{"a/state"}, entries: []string{"HOME/a"},

@@ -61,7 +61,11 @@ kept in the state dir and capped by sandbox.build_cache_max_mb.`,
 			tw := tabwriter.NewWriter(a.stdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "cache\tpath\tmount")
 			for _, c := range rep.Caches {
-				fmt.Fprintf(tw, "%s\t%s\tread-only\n", c.Kind, termtext.Line(c.Path))
+				how := "read-only"
+				if c.InWorkspace {
+					how = "inside the workspace (environment only)"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Kind, termtext.Line(c.Path), how)
 			}
 			for _, s := range rep.Skipped {
 				fmt.Fprintf(tw, "%s\t%s\tnot mounted: %s\n", s.Kind, termtext.Line(s.Path), termtext.Line(s.Reason))

@@ -157,6 +157,7 @@ func (r *Runner) setupToolchains(cfg *config.Config, o options) error {
 	}
 	r.tc = t
 	r.toolEnv = t.Env()
+	r.trimLater() // a cache left over the cap since the last session
 	return nil
 }
 
@@ -168,6 +169,9 @@ func (r *Runner) cacheSources() ([]bindSource, error) {
 	}
 	var out []bindSource
 	for _, c := range r.tc.Caches {
+		if c.InWorkspace {
+			continue
+		}
 		f, err := unix.Open(c.Path, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return out, fmt.Errorf("%w: opening the %s cache %s: %v", sandbox.ErrUnavailable, c.Kind, c.Path, err)
