@@ -53,6 +53,8 @@ var projectKeys = map[string]tighten{
 	"sandbox.file_size_mb":       tightenLower,
 	"sandbox.nproc":              tightenLower,
 	"snapshot.max_call_bytes":    tightenLower,
+	"sandbox.build_cache_max_mb": tightenLower,
+	"sandbox.git_identity":       tightenFalse,
 }
 
 // applyProject merges the project file (if it exists) into c, refusing
@@ -112,6 +114,15 @@ func (c *Config) applyProject(file string) error {
 			cur.Set(merged)
 		case tightenLower:
 			cf, pf := number(cur), number(proj)
+			if cf == 0 {
+				// 0 means "auto" for these: compare with what auto gives.
+				switch k {
+				case "sandbox.memory_mb":
+					cf = float64(c.Sandbox.EffectiveMemoryMB())
+				case "sandbox.cpus":
+					cf = c.Sandbox.EffectiveCPUs()
+				}
+			}
 			if pf <= 0 || (cf > 0 && pf > cf) {
 				return fmt.Errorf("%w: %s: %s = %v would loosen the current %v (from %s); a project config may only lower limits", ErrInvalid, file, k, proj.Interface(), cur.Interface(), c.source(k))
 			}

@@ -1,13 +1,17 @@
 package config
 
 import (
+	"bufio"
 	"fmt"
-
-	"github.com/bmatcuk/doublestar/v4"
+	"os"
 	"path"
 	"regexp"
+	"runtime"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bmatcuk/doublestar/v4"
 )
 
 // Sandbox is the "sandbox" section: the throwaway containers commands run
@@ -35,9 +39,12 @@ type Sandbox struct {
 	MaxTimeout time.Duration `mapstructure:"max_timeout" yaml:"max_timeout"`
 	// OutputCap is the bytes of each stream kept (head and tail).
 	OutputCap int `mapstructure:"output_cap" yaml:"output_cap"`
-	// MemoryMB is the container memory limit (swap included) in MiB.
+	// MemoryMB is the container memory limit (swap included) in MiB; 0
+	// means half of the host's memory, at least 2048 (never more than the
+	// host has).
 	MemoryMB int64 `mapstructure:"memory_mb" yaml:"memory_mb"`
-	// CPUs is the CPU limit (fractions allowed).
+	// CPUs is the CPU limit (fractions allowed); 0 means every CPU of the
+	// host (still a cgroup limit).
 	CPUs float64 `mapstructure:"cpus" yaml:"cpus"`
 	// PidsLimit bounds the number of processes and threads in a container.
 	PidsLimit int64 `mapstructure:"pids_limit" yaml:"pids_limit"`
@@ -75,6 +82,28 @@ type Sandbox struct {
 	// any reachable root-owned socket or file into host root. User config
 	// only.
 	AllowRootWorkspace bool `mapstructure:"allow_root_workspace" yaml:"allow_root_workspace"`
+	// Caches selects the host's dependency caches mounted read-only at
+	// their own paths (Go module cache, cargo registry and git checkouts,
+	// npm and pnpm content stores) with the environment that points the
+	// tools at them offline. "auto" mounts every one detected in the
+	// workspace owner's home; a kind ("go", "cargo", "npm", "pnpm") mounts
+	// that one only; "-KIND" leaves a detected one out; an absolute path
+	// adds a directory. Credentials never come along: only the cache
+	// subdirectories are mounted, never a home, and paths holding secrets
+	// (.ssh, .netrc, credentials files, …) are refused. [] mounts none.
+	// User config only.
+	Caches []string `mapstructure:"caches" yaml:"caches"`
+	// BuildCacheMaxMB caps the persistent per-workspace build cache (Go's
+	// GOCACHE, XDG_CACHE_HOME, pip and npm caches) kept in the state dir and
+	// writable only by sandboxed commands; the least recently used files
+	// are evicted beyond it. 0 turns the persistent build cache off
+	// (every call starts cold).
+	BuildCacheMaxMB int64 `mapstructure:"build_cache_max_mb" yaml:"build_cache_max_mb"`
+	// GitIdentity passes the workspace owner's git user.name and
+	// user.email (from their global git config, nothing else of it) as
+	// GIT_AUTHOR_* and GIT_COMMITTER_*, so that commits in the sandbox are
+	// theirs. A repository's own user.name/user.email still win.
+	GitIdentity bool `mapstructure:"git_identity" yaml:"git_identity"`
 	// InitBinary is the static agentbox binary mounted as the container's
 	// init; empty means the running executable.
 	InitBinary string `mapstructure:"init_binary" yaml:"init_binary"`
@@ -82,22 +111,25 @@ type Sandbox struct {
 
 func defaultSandbox() Sandbox {
 	return Sandbox{
-		Backend:        "docker",
-		Image:          "agentbox/host",
-		PoolSize:       2,
-		DefaultTimeout: 2 * time.Minute,
-		MaxTimeout:     10 * time.Minute,
-		OutputCap:      1 << 20,
-		MemoryMB:       2048,
-		CPUs:           1,
-		PidsLimit:      512,
-		TmpSizeMB:      512,
-		NoFile:         4096,
-		FileSizeMB:     1024,
-		NProc:          4096,
-		EnvPassthrough: []string{},
-		GitSafeConfig:  true,
-		ProtectedPaths: append([]string(nil), DefaultProtectedPaths...),
+		Backend:         "docker",
+		Image:           "agentbox/host",
+		PoolSize:        2,
+		DefaultTimeout:  2 * time.Minute,
+		MaxTimeout:      10 * time.Minute,
+		OutputCap:       1 << 20,
+		MemoryMB:        0,
+		CPUs:            0,
+		PidsLimit:       512,
+		TmpSizeMB:       512,
+		NoFile:          4096,
+		FileSizeMB:      1024,
+		NProc:           4096,
+		EnvPassthrough:  []string{},
+		GitSafeConfig:   true,
+		ProtectedPaths:  append([]string(nil), DefaultProtectedPaths...),
+		Caches:          []string{CachesAuto},
+		BuildCacheMaxMB: 4096,
+		GitIdentity:     true,
 	}
 }
 
@@ -127,8 +159,9 @@ func (c *Sandbox) validate() error {
 		{"sandbox.max_timeout", c.MaxTimeout <= 0 || c.MaxTimeout > maxSandboxTimeout, "must be in (0, 10m]"},
 		{"sandbox.default_timeout", c.DefaultTimeout > c.MaxTimeout, "must not exceed sandbox.max_timeout"},
 		{"sandbox.output_cap", c.OutputCap < 1024 || c.OutputCap > 64<<20, "must be 1 KiB..64 MiB"},
-		{"sandbox.memory_mb", c.MemoryMB < 16, "must be at least 16"},
-		{"sandbox.cpus", c.CPUs <= 0 || c.CPUs > 1024, "must be positive"},
+		{"sandbox.memory_mb", c.MemoryMB != 0 && c.MemoryMB < 16, "must be 0 (auto) or at least 16"},
+		{"sandbox.cpus", c.CPUs < 0 || c.CPUs > 1024, "must be 0 (auto) or positive"},
+		{"sandbox.build_cache_max_mb", c.BuildCacheMaxMB < 0, "must be 0 (off) or positive"},
 		{"sandbox.pids_limit", c.PidsLimit < 8, "must be at least 8"},
 		{"sandbox.tmp_size_mb", c.TmpSizeMB < 1, "must be at least 1"},
 		{"sandbox.nofile", c.NoFile < 64, "must be at least 64"},
@@ -154,8 +187,93 @@ func (c *Sandbox) validate() error {
 			return fmt.Errorf("sandbox.protected_paths: %q is not a valid pattern", p)
 		}
 	}
+	for _, e := range c.Caches {
+		if err := validCacheEntry(e); err != nil {
+			return fmt.Errorf("sandbox.caches: %v", err)
+		}
+	}
 	if c.InitBinary != "" && !path.IsAbs(c.InitBinary) {
 		return fmt.Errorf("sandbox.init_binary: %q must be absolute", c.InitBinary)
 	}
 	return nil
+}
+
+// CachesAuto is the sandbox.caches entry that mounts every detected cache.
+const CachesAuto = "auto"
+
+// CacheKinds are the dependency caches sandbox.caches can name.
+var CacheKinds = []string{"go", "cargo", "npm", "pnpm"}
+
+func validCacheEntry(e string) error {
+	k := strings.TrimPrefix(e, "-")
+	switch {
+	case e == CachesAuto:
+		return nil
+	case strings.HasPrefix(e, "/"):
+		if strings.ContainsRune(e, 0) || path.Clean(e) == "/" {
+			return fmt.Errorf("%q is not a usable directory", e)
+		}
+		return nil
+	}
+	for _, kind := range CacheKinds {
+		if k == kind {
+			return nil
+		}
+	}
+	return fmt.Errorf("%q: want %q, a kind (%s), -KIND or an absolute path", e, CachesAuto, strings.Join(CacheKinds, ", "))
+}
+
+// minAutoMemoryMB is the least memory "auto" gives a container.
+const minAutoMemoryMB = 2048
+
+// EffectiveCPUs is the CPU limit containers get: CPUs, or every CPU of
+// the host when it is 0.
+func (c *Sandbox) EffectiveCPUs() float64 {
+	if c.CPUs > 0 {
+		return c.CPUs
+	}
+	return float64(runtime.NumCPU())
+}
+
+// EffectiveMemoryMB is the memory limit containers get: MemoryMB, or
+// when it is 0 half of the host's memory, at least 2048 MiB but never
+// more than the host has.
+func (c *Sandbox) EffectiveMemoryMB() int64 {
+	if c.MemoryMB > 0 {
+		return c.MemoryMB
+	}
+	return autoMemoryMB(hostMemoryMB())
+}
+
+func autoMemoryMB(total int64) int64 {
+	if total <= 0 {
+		return minAutoMemoryMB
+	}
+	return min(max(total/2, minAutoMemoryMB), total)
+}
+
+// hostMemoryMB reads MemTotal from /proc/meminfo; 0 when unknown.
+func hostMemoryMB() int64 {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok || k != "MemTotal" {
+			continue
+		}
+		fields := strings.Fields(v)
+		if len(fields) == 0 {
+			return 0
+		}
+		kb, err := strconv.ParseInt(fields[0], 10, 64)
+		if err != nil {
+			return 0
+		}
+		return kb / 1024
+	}
+	return 0
 }

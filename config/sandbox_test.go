@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +31,11 @@ func TestSandboxValidate(t *testing.T) {
 		{"max timeout over 10m", func(s *Sandbox) { s.MaxTimeout = 11 * time.Minute }, "sandbox.max_timeout"},
 		{"default over max", func(s *Sandbox) { s.DefaultTimeout = 5 * time.Minute; s.MaxTimeout = time.Minute }, "sandbox.default_timeout"},
 		{"tiny memory", func(s *Sandbox) { s.MemoryMB = 1 }, "sandbox.memory_mb"},
-		{"zero cpus", func(s *Sandbox) { s.CPUs = 0 }, "sandbox.cpus"},
+		{"negative cpus", func(s *Sandbox) { s.CPUs = -1 }, "sandbox.cpus"},
+		{"negative build cache", func(s *Sandbox) { s.BuildCacheMaxMB = -1 }, "sandbox.build_cache_max_mb"},
+		{"relative cache", func(s *Sandbox) { s.Caches = []string{"go/pkg/mod"} }, "sandbox.caches"},
+		{"unknown cache kind", func(s *Sandbox) { s.Caches = []string{"-maven"} }, "sandbox.caches"},
+		{"root cache", func(s *Sandbox) { s.Caches = []string{"/"} }, "sandbox.caches"},
 		{"few pids", func(s *Sandbox) { s.PidsLimit = 1 }, "sandbox.pids_limit"},
 		{"small output cap", func(s *Sandbox) { s.OutputCap = 10 }, "sandbox.output_cap"},
 		{"bad passthrough", func(s *Sandbox) { s.EnvPassthrough = []string{"A=B"} }, "sandbox.env_passthrough"},
@@ -72,5 +77,34 @@ func TestSandboxFromFileAndEnv(t *testing.T) {
 	})})
 	if !errors.Is(err, ErrInvalid) {
 		t.Errorf("max_timeout 1h: %v, want ErrInvalid", err)
+	}
+}
+
+func TestSandboxAutoLimits(t *testing.T) {
+	s := defaultSandbox()
+	if s.CPUs != 0 || s.MemoryMB != 0 {
+		t.Fatalf("defaults are not auto: cpus %v memory %v", s.CPUs, s.MemoryMB)
+	}
+	if got := s.EffectiveCPUs(); got != float64(runtime.NumCPU()) {
+		t.Errorf("auto cpus = %v, want %d", got, runtime.NumCPU())
+	}
+	if got := s.EffectiveMemoryMB(); got < minAutoMemoryMB && got != hostMemoryMB() {
+		t.Errorf("auto memory = %d", got)
+	}
+	s.CPUs, s.MemoryMB = 1.5, 300
+	if s.EffectiveCPUs() != 1.5 || s.EffectiveMemoryMB() != 300 {
+		t.Errorf("explicit limits not kept: %v %v", s.EffectiveCPUs(), s.EffectiveMemoryMB())
+	}
+	for _, tt := range []struct{ total, want int64 }{
+		{0, 2048}, {1024, 1024}, {3000, 2048}, {8192, 4096}, {24105, 12052},
+	} {
+		if got := autoMemoryMB(tt.total); got != tt.want {
+			t.Errorf("autoMemoryMB(%d) = %d, want %d", tt.total, got, tt.want)
+		}
+	}
+	for _, e := range []string{"auto", "go", "-npm", "/var/cache/x"} {
+		if err := validCacheEntry(e); err != nil {
+			t.Errorf("%q: %v", e, err)
+		}
 	}
 }

@@ -199,3 +199,33 @@ func hostPath(fs fsys) string {
 	}
 	return p
 }
+
+// homeRoots are denied paths that hold homes and caches: SecretPath
+// refuses them and what contains them, not what lies below them.
+var homeRoots = map[string]bool{"/home": true, "/root": true, "/tmp": true, "/var": true}
+
+// SecretPath reports whether a host directory may not be mounted into a
+// sandbox as a cache: it is, contains or lies below a system secret of
+// the deny list (/etc/shadow, /run, the engine's socket, …), has a
+// credential directory name anywhere in it (.ssh, .gnupg, .aws, .netrc,
+// …), or is or contains a home root (/home, /root) or /tmp or /var. A
+// directory below a home root is not refused for that alone.
+func SecretPath(p string) bool {
+	p = filepath.Clean(p)
+	if p == "/" || p == "/etc" || strings.HasPrefix(p, "/etc/") {
+		return true
+	}
+	for _, d := range deniedPaths {
+		if p == d || strings.HasPrefix(d, p+"/") || (!homeRoots[d] && strings.HasPrefix(p, d+"/")) {
+			return true
+		}
+	}
+	for _, el := range strings.Split(p, "/") {
+		for _, n := range deniedNames {
+			if el == n {
+				return true
+			}
+		}
+	}
+	return false
+}

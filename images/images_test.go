@@ -416,3 +416,27 @@ func TestHostDigestIgnoresWorkspacePathButNotOwner(t *testing.T) {
 		t.Errorf("uid labels %v %v", a.labels, c.labels)
 	}
 }
+
+func TestSecretPath(t *testing.T) {
+	for p, want := range map[string]bool{
+		"/home/u/go/pkg/mod":       false,
+		"/root/.cargo/registry":    false,
+		"/var/cache/pnpm":          false,
+		"/home":                    true,
+		"/home/u/.ssh/cache":       true,
+		"/home/u/.aws":             true,
+		"/etc/ssh":                 true,
+		"/etc":                     true,
+		"/etc/npm/cache":           true,
+		"/":                        true,
+		"/run/user/1000/cache":     true,
+		"/var/lib/docker/overlay2": true,
+		"/var/run":                 true,
+		"/proc/1/root":             true,
+		"/opt/cache/gcloud/x":      true,
+	} {
+		if got := SecretPath(p); got != want {
+			t.Errorf("SecretPath(%q) = %v, want %v", p, got, want)
+		}
+	}
+}

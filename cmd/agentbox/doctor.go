@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -104,6 +105,7 @@ func runDoctor(ctx context.Context, a *app) []check {
 	out = append(out, check{Name: "config", Status: statusOK, Detail: cfgDetail + "; workspace " + cfg.Workspace})
 	out = append(out, checkStateDir(cfg)...)
 	out = append(out, checkWorkspace(cfg))
+	out = append(out, checkToolchains(cfg)...)
 	out = append(out, checkMCP(cfg))
 	cli, info, err := engine.Connect(ctx, cfg)
 	if err != nil {
@@ -286,4 +288,48 @@ func writable(dir string) error {
 	name := f.Name()
 	f.Close()
 	return os.Remove(name)
+}
+
+// checkToolchains reports the limits and the caches commands get.
+func checkToolchains(cfg *config.Config) []check {
+	s := cfg.Sandbox
+	limits := check{Name: "limits", Status: statusOK,
+		Detail: fmt.Sprintf("%g CPUs (%s), %d MiB memory (%s), %d pids, %d MiB /tmp", s.EffectiveCPUs(), autoOr(s.CPUs == 0),
+			s.EffectiveMemoryMB(), autoOr(s.MemoryMB == 0), s.PidsLimit, s.TmpSizeMB)}
+	if s.EffectiveCPUs() < float64(runtime.NumCPU()) {
+		limits.Status = statusWarn
+		limits.Detail += fmt.Sprintf("; the host has %d CPUs: builds and tests run slower than on the host", runtime.NumCPU())
+		limits.Fix = "set sandbox.cpus: 0 (all CPUs) in your config"
+	}
+	caches := check{Name: "caches", Status: statusOK}
+	rep, err := cachesOf(cfg)
+	if err != nil {
+		caches.Status, caches.Detail, caches.Fix = statusWarn, err.Error(), "fix the workspace (see the workspace check), then run agentbox caches list"
+		return []check{limits, caches}
+	}
+	caches.Detail = cacheSummary(rep)
+	if rep.Home == "" {
+		caches.Status = statusWarn
+		caches.Detail = "the workspace owner has no home in /etc/passwd: no dependency caches detected; " + caches.Detail
+		caches.Fix = "list cache directories in sandbox.caches"
+	}
+	id := check{Name: "git identity", Status: statusOK}
+	switch {
+	case !s.GitIdentity:
+		id.Detail = "off (sandbox.git_identity: false): commits in the sandbox need the repository's own user.name/user.email"
+	case rep.Identity.Name == "" || rep.Identity.Email == "":
+		id.Status = statusWarn
+		id.Detail = fmt.Sprintf("the owner's global git config has no complete user.name/user.email (name %q, email %q): git commit in the sandbox fails without the repository's own", rep.Identity.Name, rep.Identity.Email)
+		id.Fix = "git config --global user.name NAME; git config --global user.email EMAIL (as the workspace owner)"
+	default:
+		id.Detail = fmt.Sprintf("commits in the sandbox are by %s <%s> (GIT_AUTHOR_*/GIT_COMMITTER_*)", rep.Identity.Name, rep.Identity.Email)
+	}
+	return []check{limits, caches, id}
+}
+
+func autoOr(auto bool) string {
+	if auto {
+		return "auto"
+	}
+	return "configured"
 }

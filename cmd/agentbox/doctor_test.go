@@ -57,3 +57,36 @@ func TestDoctorMCP(t *testing.T) {
 		}
 	}
 }
+
+func TestDoctorToolchains(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(*config.Config)
+		want   map[string]string // check name -> status
+	}{
+		{"auto limits", func(c *config.Config) {}, map[string]string{"limits": statusOK, "caches": ""}},
+		{"fewer CPUs than the host", func(c *config.Config) { c.Sandbox.CPUs = 0.5 }, map[string]string{"limits": statusWarn}},
+		{"identity off", func(c *config.Config) { c.Sandbox.GitIdentity = false }, map[string]string{"git identity": statusOK}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := config.Default()
+			cfg.Workspace, cfg.StateDir = t.TempDir(), t.TempDir()
+			tc.mutate(&cfg)
+			got := map[string]check{}
+			for _, c := range checkToolchains(&cfg) {
+				got[c.Name] = c
+				if c.Status != statusOK && c.Fix == "" {
+					t.Errorf("%s: %s without a fix", c.Name, c.Status)
+				}
+			}
+			for name, status := range tc.want {
+				c, ok := got[name]
+				if !ok {
+					t.Errorf("no %s check in %+v", name, got)
+				} else if status != "" && c.Status != status {
+					t.Errorf("%s = %+v, want %s", name, c, status)
+				}
+			}
+		})
+	}
+}

@@ -60,7 +60,7 @@ func (r *Runner) containerSpec(mounts []mount.Mount, expect []initproc.ExpectedM
 		NetworkDisabled: true,
 		Labels:          r.labels(),
 	}
-	mem := c.MemoryMB << 20
+	mem := c.EffectiveMemoryMB() << 20
 	pids := c.PidsLimit
 	host := &container.HostConfig{
 		Runtime:        r.runtime,
@@ -75,7 +75,7 @@ func (r *Runner) containerSpec(mounts []mount.Mount, expect []initproc.ExpectedM
 		Resources: container.Resources{
 			Memory:     mem,
 			MemorySwap: mem,
-			NanoCPUs:   int64(c.CPUs * 1e9),
+			NanoCPUs:   int64(c.EffectiveCPUs() * 1e9),
 			PidsLimit:  &pids,
 			Ulimits: []*container.Ulimit{
 				{Name: "nofile", Soft: c.NoFile, Hard: c.NoFile},

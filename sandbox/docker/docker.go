@@ -76,12 +76,14 @@ type Runner struct {
 	id         string
 	hostname   string
 	pidStart   string
-	seccomp    string   // the "seccomp=..." security option (seccompFor)
-	wsFD       *os.File // O_PATH descriptor of the workspace, held for the Runner's life
-	pinBase    string   // root-only directory of bind-source pins (pin.go)
-	noPins     bool     // WithoutPins
-	runtime    string   // OCI runtime (config sandbox.runtime; "" = engine default)
-	gvisor     bool     // runtime is runsc: mount identities are checked host-side (gofer.go)
+	seccomp    string      // the "seccomp=..." security option (seccompFor)
+	wsFD       *os.File    // O_PATH descriptor of the workspace, held for the Runner's life
+	pinBase    string      // root-only directory of bind-source pins (pin.go)
+	noPins     bool        // WithoutPins
+	runtime    string      // OCI runtime (config sandbox.runtime; "" = engine default)
+	gvisor     bool        // runtime is runsc: mount identities are checked host-side (gofer.go)
+	tc         *Toolchains // caches and identity (caches.go)
+	toolEnv    []string    // tc.Env()
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -133,6 +135,8 @@ type options struct {
 	hostMounts    []string
 	hostMountsSet bool
 	noPins        bool
+	ownerHome     string
+	ownerHomeSet  bool
 }
 
 // WithoutPins hands Docker the workspace paths of bind sources instead of
@@ -254,6 +258,11 @@ func New(ctx context.Context, cli *client.Client, cfg *config.Config, log *slog.
 		pidStart: procStart(os.Getpid()), running: map[string]*warm{}, seccomp: secOpt,
 		wsFD: wsFD, pinBase: filepath.Join(cfg.WorkspaceStateDir(), "pins"), noPins: o.noPins,
 		runtime: cfg.Sandbox.Runtime, gvisor: gvisor,
+	}
+	r.cfg.CPUs, r.cfg.MemoryMB = cfg.Sandbox.EffectiveCPUs(), cfg.Sandbox.EffectiveMemoryMB()
+	if err := r.setupToolchains(cfg, o); err != nil {
+		wsFD.Close()
+		return nil, err
 	}
 	if _, err := r.fingerprint(); err != nil {
 		wsFD.Close()

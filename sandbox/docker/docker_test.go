@@ -176,7 +176,7 @@ func TestContainerSpecHardening(t *testing.T) {
 	switch {
 	case !host.ReadonlyRootfs, host.NetworkMode != "none", !cfg.NetworkDisabled,
 		!slices.Equal(host.CapDrop, []string{"ALL"}), !slices.Contains(host.SecurityOpt, "no-new-privileges"),
-		host.Privileged, host.Memory != r.cfg.MemoryMB<<20, host.MemorySwap != host.Memory,
+		host.Privileged, host.Memory <= 0 || host.Memory != r.cfg.EffectiveMemoryMB()<<20, host.MemorySwap != host.Memory,
 		host.PidsLimit == nil || *host.PidsLimit != r.cfg.PidsLimit, host.NanoCPUs <= 0,
 		cfg.User != "1:2", cfg.Tty, !cfg.OpenStdin || !cfg.StdinOnce, host.Tmpfs["/tmp"] == "":
 		t.Errorf("spec not hardened: %+v %+v", cfg, host)

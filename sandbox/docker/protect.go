@@ -74,6 +74,11 @@ func (r *Runner) sources(readOnly bool) (srcs []bindSource, err error) {
 		}
 		srcs = append(srcs, bindSource{target: p, fd: os.NewFile(uintptr(f), p), path: p, ro: true})
 	}
+	caches, err := r.cacheSources()
+	srcs = append(srcs, caches...)
+	if err != nil {
+		return srcs, err
+	}
 	for i := range srcs[1:] {
 		b := &srcs[i+1]
 		if b.dev == 0 && b.ino == 0 {

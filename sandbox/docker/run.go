@@ -43,10 +43,11 @@ func (r *Runner) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, er
 	r.runs.Add(1)
 	r.mu.Unlock()
 	defer r.runs.Done()
+	defer r.trimLater()
 
 	req := initproc.Req{
 		Argv: spec.Argv, Shell: spec.Shell, Workdir: spec.Workdir, Stdin: spec.Stdin != nil,
-		Env:       sandbox.Env(r.path, r.cfg.EnvPassthrough, os.LookupEnv, spec.Env, sandbox.WithGitSafeConfig(r.cfg.GitSafeConfig)),
+		Env:       sandbox.Env(r.path, r.cfg.EnvPassthrough, os.LookupEnv, r.commandEnv(spec.Env), sandbox.WithGitSafeConfig(r.cfg.GitSafeConfig)),
 		TimeoutMS: spec.Timeout.Milliseconds(),
 	}
 	res, _, err := r.exchange(ctx, req, exchange{
