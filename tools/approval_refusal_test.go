@@ -27,7 +27,7 @@ func TestRefusalNamesTheFix(t *testing.T) {
 	}{
 		{
 			name: "non-interactive names grant command, rule and mode", input: `{"command":"npm test --x"}`, kind: ErrNeedsApproval,
-			want: []string{"nobody could be asked", "`agentbox --workspace {ws} grants add 'Bash(npm:*)'`", "allow rule Bash(npm:*) to tools.allow", "--mode bypassPermissions"},
+			want:    []string{"nobody could be asked", "`agentbox --workspace {ws} grants add 'Bash(npm:*)'`", "allow rule Bash(npm:*) to tools.allow", "--mode bypassPermissions"},
 			notWant: []string{"wrote", "said", "a person refused"},
 		},
 		{

@@ -7,9 +7,14 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agentbox/agentbox/tools/termtext"
 )
+
+// ReasonWait bounds how long a TTY approver waits for the optional reason
+// after a refusal; the refusal stands without one.
+const ReasonWait = time.Minute
 
 // TTYApprover asks a person on a terminal. Questions are asked one at a
 // time; a pending question is abandoned (as a refusal) when ctx ends.
@@ -86,7 +91,9 @@ func (a *TTYApprover) Approve(ctx context.Context, req ApprovalRequest) (Approva
 	if _, err := io.WriteString(a.out, "denied. Reason for the agent (optional, Enter to skip): "); err != nil {
 		return Approval{Allow: false, By: "tty"}, nil
 	}
-	reason, err := a.readLine(ctx)
+	rctx, cancel := context.WithTimeout(ctx, ReasonWait)
+	defer cancel()
+	reason, err := a.readLine(rctx)
 	if err != nil {
 		// The refusal stands; only the reason is lost.
 		return Approval{Allow: false, By: "tty"}, nil
