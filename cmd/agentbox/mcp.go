@@ -17,8 +17,8 @@ import (
 	"github.com/agentbox/agentbox/snapshot"
 	"github.com/agentbox/agentbox/tools"
 	"github.com/agentbox/agentbox/tools/builtin"
-	"github.com/agentbox/agentbox/tools/termtext"
 	mcpserver "github.com/agentbox/agentbox/tools/mcp"
+	"github.com/agentbox/agentbox/tools/termtext"
 	"github.com/agentbox/agentbox/tools/workspace"
 )
 
