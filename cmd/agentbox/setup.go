@@ -68,12 +68,14 @@ unified diff of each change (--dry-run prints it and writes nothing).
 CLIENT is one of claude-code, gemini-cli, codex, cursor. --project (the
 default) writes the workspace's files, --user the person's own:
 
-  claude-code  --project  .mcp.json (mcpServers.agentbox) and .claude/settings.json
-                          (permissions.deny: Bash Edit Write MultiEdit NotebookEdit;
-                          enabledMcpjsonServers: agentbox)
+  claude-code  --project  .mcp.json (mcpServers.agentbox), .claude/settings.json
+                          (permissions.deny: Bash Edit Write MultiEdit NotebookEdit) and
+                          .claude/settings.local.json (enabledMcpjsonServers: agentbox;
+                          Claude Code still asks once whether to trust the folder)
                --user     ~/.claude.json (mcpServers.agentbox) and ~/.claude/settings.json
   gemini-cli   --project  .gemini/settings.json (mcpServers.agentbox; tools.exclude:
-                          run_shell_command write_file replace)
+                          run_shell_command write_file replace; Gemini CLI starts
+                          servers only in a folder the person trusts)
                --user     ~/.gemini/settings.json
   codex        --project  .codex/config.toml ([mcp_servers.agentbox]; [features]
                           shell_tool = false)
@@ -230,19 +232,25 @@ func setupEdits(t setupTarget) []configEdit {
 		entry := mcpEntry(t.command, t.serverArgs(t.ws), "stdio")
 		mcpFile := t.in(".claude.json", ".mcp.json")
 		settings := t.in(".claude/settings.json", ".claude/settings.json")
-		settingsEdit := jsonEdit(func(o *jsonObject) error {
-			if err := addStrings(o, []string{"permissions", "deny"}, claudeDeny); err != nil {
-				return err
-			}
-			if !t.user { // a project's .mcp.json servers wait for approval otherwise
-				return addStrings(o, []string{"enabledMcpjsonServers"}, []string{"agentbox"})
-			}
-			return nil
-		})
-		return []configEdit{
+		edits := []configEdit{
 			{path: mcpFile, edit: jsonEdit(setServer(entry)), manual: manualJSON("mcpServers.agentbox", entry)},
-			{path: settings, edit: settingsEdit, manual: manualList("permissions.deny", claudeDeny)},
+			{path: settings, edit: jsonEdit(func(o *jsonObject) error {
+				return addStrings(o, []string{"permissions", "deny"}, claudeDeny)
+			}), manual: manualList("permissions.deny", claudeDeny)},
 		}
+		if !t.user {
+			// A project's .mcp.json server waits for approval; Claude Code
+			// takes it only from a settings file that is not committed
+			// (and only once the person trusts the folder).
+			edits = append(edits, configEdit{
+				path: filepath.Join(t.ws, ".claude", "settings.local.json"),
+				edit: jsonEdit(func(o *jsonObject) error {
+					return addStrings(o, []string{"enabledMcpjsonServers"}, []string{"agentbox"})
+				}),
+				manual: manualList("enabledMcpjsonServers", []string{"agentbox"}),
+			})
+		}
+		return edits
 	case "gemini-cli":
 		entry := mcpEntry(t.command, t.serverArgs(t.ws), "")
 		file := t.in(".gemini/settings.json", ".gemini/settings.json")
