@@ -4,14 +4,21 @@ BIN      := bin/agentbox
 VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 STATICCHECK_VERSION := v0.8.2
+PREFIX   ?= /usr/local
+DESTDIR  ?=
 
 export CGO_ENABLED := 0
 
-.PHONY: build test unit integration integration-backends engine images check bench demo clean
+.PHONY: build install test unit integration integration-backends engine images check bench demo clean
 
 ## build: the static agentbox binary (also the in-container init)
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/agentbox
+
+## install: the static binary as $(DESTDIR)$(PREFIX)/bin/agentbox (PREFIX defaults to /usr/local)
+install: build
+	install -d '$(DESTDIR)$(PREFIX)/bin'
+	install -m 0755 $(BIN) '$(DESTDIR)$(PREFIX)/bin/agentbox'
 
 ## unit: tests that need no engine
 unit:

@@ -18,10 +18,13 @@ type Engine struct {
 	// AutoInstall lets `agentbox engine start`, running as root, install
 	// Debian's docker.io when dockerd is missing.
 	AutoInstall bool `mapstructure:"auto_install" yaml:"auto_install"`
+	// AutoStart lets `agentbox mcp`, `tool` and `exec` start the private
+	// engine (as `agentbox engine start` does) when no engine answers.
+	AutoStart bool `mapstructure:"auto_start" yaml:"auto_start"`
 }
 
 func defaultEngine() Engine {
-	return Engine{StartTimeout: 60 * time.Second, AutoInstall: true}
+	return Engine{StartTimeout: 60 * time.Second, AutoInstall: true, AutoStart: true}
 }
 
 func (c *Engine) validate() error {

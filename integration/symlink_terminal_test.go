@@ -280,6 +280,10 @@ func TestMCPApprovalTTYEscapesCommandText(t *testing.T) {
 	if _, err := p.master.WriteString("n\n"); err != nil {
 		t.Fatal(err)
 	}
+	p.waitFor(t, "Reason for the agent") // optional: an empty line skips it
+	if _, err := p.master.WriteString("\n"); err != nil {
+		t.Fatal(err)
+	}
 	a := <-done
 	if a.err != nil {
 		t.Fatal(a.err)

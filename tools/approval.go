@@ -2,7 +2,10 @@ package tools
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -49,8 +52,17 @@ type Approval struct {
 	Remember GrantScope
 	// By names who decided ("tty", "mcp-elicitation", "policy", ...).
 	By string
-	// Message is passed to the model with a refusal ("use npm test").
+	// Message is agentbox's own text for the model with a refusal: why
+	// nobody could be asked, what would have allowed the call. Never text
+	// a person typed.
 	Message string
+	// Feedback is what the person who refused typed for the model ("use
+	// npm test instead"); empty when nobody typed anything. Only an
+	// approver that read it from a human sets it.
+	Feedback string
+	// Unanswered marks a refusal because a person could have been asked
+	// but did not answer in time.
+	Unanswered bool
 }
 
 // Approver asks a person. It must honour ctx (return ctx.Err() when it is
@@ -76,4 +88,48 @@ func (DenyApprover) Approve(ctx context.Context, _ ApprovalRequest) (Approval, e
 		return Approval{}, err
 	}
 	return Approval{Allow: false, By: "non-interactive"}, nil
+}
+
+// GrantID is a grant's stable id: the same tool, prefix and scope (and,
+// for a session grant, the same session) always give the same id, so a
+// listed id can be revoked later by another process.
+func GrantID(g Grant, session string) string {
+	h := sha256.New()
+	scope := g.Scope
+	if scope == GrantOnce {
+		scope = GrantSession
+	}
+	if scope != GrantSession {
+		session = ""
+	}
+	for _, part := range append([]string{string(scope), session, g.Tool}, g.Prefix...) {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	return "g" + hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+// GrantRule is the grant written as a permission rule in Claude Code's
+// syntax: "Bash(npm test:*)" for a command prefix, the tool name alone
+// otherwise. permission.Parse reads it back to the same prefix.
+func GrantRule(g Grant) string {
+	if len(g.Prefix) == 0 {
+		return g.Tool
+	}
+	return g.Tool + "(" + QuoteWords(g.Prefix) + ":*)"
+}
+
+// QuoteWords joins argv words so that the permission rule parser splits
+// them back into the same words: a word with blanks, quotes, backslashes,
+// glob characters or a colon is single-quoted.
+func QuoteWords(words []string) string {
+	out := make([]string, len(words))
+	for i, w := range words {
+		if w != "" && !strings.ContainsAny(w, " \t\n'\"\\*?[]():") {
+			out[i] = w
+			continue
+		}
+		out[i] = "'" + strings.ReplaceAll(w, "'", `'"'"'`) + "'"
+	}
+	return strings.Join(out, " ")
 }

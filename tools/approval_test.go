@@ -17,27 +17,36 @@ func TestTTYApprover(t *testing.T) {
 		req      ApprovalRequest
 		allow    bool
 		remember GrantScope
+		feedback string
 	}{
-		{"y\n", req, true, GrantOnce},
-		{"yes\n", req, true, GrantOnce},
-		{"\n", req, false, GrantOnce},
-		{"n\n", req, false, GrantOnce},
-		{"whatever\n", req, false, GrantOnce},
-		{"s\n", req, true, GrantSession},
-		{"p\n", req, true, GrantProject},
-		{"", req, false, GrantOnce}, // EOF
+		{"y\n", req, true, GrantOnce, ""},
+		{"yes\n", req, true, GrantOnce, ""},
+		{"\n", req, false, GrantOnce, ""},
+		{"n\n", req, false, GrantOnce, ""},
+		{"whatever\n", req, false, GrantOnce, ""},
+		{"s\n", req, true, GrantSession, ""},
+		{"p\n", req, true, GrantProject, ""},
+		{"", req, false, GrantOnce, ""}, // EOF
 		// Without an offered prefix a command cannot be remembered.
-		{"p\n", ApprovalRequest{Tool: "Bash", Verdict: &Verdict{Class: ClassDangerous}}, false, GrantOnce},
+		{"p\n", ApprovalRequest{Tool: "Bash", Verdict: &Verdict{Class: ClassDangerous}}, false, GrantOnce, ""},
+		// A refusal may carry the person's reason for the model.
+		{"n\n  use make test instead \n", req, false, GrantOnce, "use make test instead"},
+		{"\n\n", req, false, GrantOnce, ""},
+		{"n\nno newline at the end", req, false, GrantOnce, "no newline at the end"},
+		{"y\nnot read\n", req, true, GrantOnce, ""},
 	}
 	for _, tt := range tests {
 		var out bytes.Buffer
 		a := NewTTYApprover(strings.NewReader(tt.in), &out)
 		got, err := a.Approve(context.Background(), tt.req)
-		if err != nil || got.Allow != tt.allow || got.Remember != tt.remember || got.By != "tty" {
+		if err != nil || got.Allow != tt.allow || got.Remember != tt.remember || got.By != "tty" || got.Feedback != tt.feedback {
 			t.Errorf("answer %q: %+v %v", tt.in, got, err)
 		}
 		if !strings.Contains(out.String(), tt.req.Summary) {
 			t.Errorf("prompt %q lacks the summary", out.String())
+		}
+		if asked := strings.Contains(out.String(), "Reason for the agent"); asked != (!tt.allow && tt.in != "") {
+			t.Errorf("answer %q: reason asked = %v", tt.in, asked)
 		}
 	}
 	var out bytes.Buffer
@@ -121,5 +130,18 @@ func assertTerminalSafe(t *testing.T, s string) {
 			t.Errorf("output holds %U: %q", r, s)
 			return
 		}
+	}
+}
+
+func TestTTYApproverReasonWaitEndsWithCtx(t *testing.T) {
+	r, w := io.Pipe()
+	defer w.Close()
+	a := NewTTYApprover(r, io.Discard)
+	go w.Write([]byte("n\n")) // and then no reason ever comes
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	got, err := a.Approve(ctx, ApprovalRequest{Tool: "Bash"})
+	if err != nil || got.Allow || got.Feedback != "" {
+		t.Fatalf("a refusal must stand when the reason never comes: %+v %v", got, err)
 	}
 }

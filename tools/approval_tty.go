@@ -7,9 +7,14 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agentbox/agentbox/tools/termtext"
 )
+
+// ReasonWait bounds how long a TTY approver waits for the optional reason
+// after a refusal; the refusal stands without one.
+const ReasonWait = time.Minute
 
 // TTYApprover asks a person on a terminal. Questions are asked one at a
 // time; a pending question is abandoned (as a refusal) when ctx ends.
@@ -63,6 +68,47 @@ func (a *TTYApprover) Approve(ctx context.Context, req ApprovalRequest) (Approva
 	if _, err := io.WriteString(a.out, b.String()); err != nil {
 		return Approval{}, err
 	}
+	line, err := a.readLine(ctx)
+	if err != nil {
+		return Approval{}, err
+	}
+	if line == nil { // end of input
+		return Approval{Allow: false, By: "tty"}, nil
+	}
+	switch strings.ToLower(strings.TrimSpace(*line)) {
+	case "y", "yes":
+		return Approval{Allow: true, By: "tty"}, nil
+	case "s", "session":
+		if always != "" {
+			return Approval{Allow: true, Remember: GrantSession, By: "tty"}, nil
+		}
+	case "p", "project":
+		if always != "" {
+			return Approval{Allow: true, Remember: GrantProject, By: "tty"}, nil
+		}
+	}
+	// Refused: the person may say why, for the model.
+	if _, err := io.WriteString(a.out, "denied. Reason for the agent (optional, Enter to skip): "); err != nil {
+		return Approval{Allow: false, By: "tty"}, nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, ReasonWait)
+	defer cancel()
+	reason, err := a.readLine(rctx)
+	if err != nil {
+		// The refusal stands; only the reason is lost.
+		return Approval{Allow: false, By: "tty"}, nil
+	}
+	ap := Approval{Allow: false, By: "tty"}
+	if reason != nil {
+		ap.Feedback = strings.TrimSpace(*reason)
+	}
+	return ap, nil
+}
+
+// readLine reads one line of input, or gives up when ctx ends (the read
+// then stays pending for the next question). It returns nil at end of
+// input.
+func (a *TTYApprover) readLine(ctx context.Context) (*string, error) {
 	ch := a.pending
 	if ch == nil {
 		ch = make(chan ttyAnswer, 1)
@@ -75,24 +121,12 @@ func (a *TTYApprover) Approve(ctx context.Context, req ApprovalRequest) (Approva
 	case <-ctx.Done():
 		a.pending = ch
 		fmt.Fprintln(a.out)
-		return Approval{}, ctx.Err()
+		return nil, ctx.Err()
 	case ans := <-ch:
 		a.pending = nil
 		if ans.err != nil && ans.line == "" {
-			return Approval{Allow: false, By: "tty"}, nil
+			return nil, nil
 		}
-		switch strings.ToLower(strings.TrimSpace(ans.line)) {
-		case "y", "yes":
-			return Approval{Allow: true, By: "tty"}, nil
-		case "s", "session":
-			if always != "" {
-				return Approval{Allow: true, Remember: GrantSession, By: "tty"}, nil
-			}
-		case "p", "project":
-			if always != "" {
-				return Approval{Allow: true, Remember: GrantProject, By: "tty"}, nil
-			}
-		}
-		return Approval{Allow: false, By: "tty"}, nil
+		return &ans.line, nil
 	}
 }

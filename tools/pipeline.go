@@ -235,7 +235,7 @@ func NewPipeline(reg *Registry, opts Options) *Pipeline {
 		Rules(opts.Rules, pc),
 		ModeStage(opts.Mode, opts.Workspace, opts.Grants),
 		ProtectStage(opts.Protected, opts.Workspace, opts.Root, opts.Mode),
-		ApprovalStage(opts.Approver, opts.Grants, opts.Now),
+		ApprovalStage(opts.Approver, opts.Grants, opts.Workspace, opts.Now),
 		ReadBeforeWrite(p.newEnv),
 		SnapshotStage(opts.Snapshots, opts.Approver),
 	)

@@ -284,7 +284,7 @@ func TestPipeline(t *testing.T) {
 				t.Fatal("read-only command was snapshotted")
 			}
 		}},
-		{name: "dangerous bash non-interactive", tool: "Bash", input: `{"command":"rm -rf x"}`, errKind: ErrNeedsApproval, content: "non-interactively"},
+		{name: "dangerous bash non-interactive", tool: "Bash", input: `{"command":"rm -rf x"}`, errKind: ErrNeedsApproval, content: "nobody could be asked"},
 		{name: "unknown class is dangerous", tool: "Bash", input: `{"command":"weird"}`, errKind: ErrNeedsApproval},
 		{name: "forbidden", opts: func(o *Options) { o.Mode = permission.ModeBypass }, tool: "Bash", input: `{"command":"mkfs /dev/sda"}`, errKind: ErrForbidden, content: "formats a disk"},
 		{name: "bypass", opts: func(o *Options) { o.Mode = permission.ModeBypass }, tool: "Bash", input: `{"command":"rm -rf x"}`, content: "ran", check: func(t *testing.T, h *harness, r Response) {

@@ -141,3 +141,20 @@ func (s *Session) AddGrant(g Grant) {
 	}
 	s.grants = append(s.grants, g)
 }
+
+// RemoveGrants drops the session grants for which drop returns true and
+// returns them.
+func (s *Session) RemoveGrants(drop func(Grant) bool) []Grant {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var kept, gone []Grant
+	for _, g := range s.grants {
+		if drop(g) {
+			gone = append(gone, g)
+		} else {
+			kept = append(kept, g)
+		}
+	}
+	s.grants = kept
+	return gone
+}

@@ -15,7 +15,11 @@ import (
 // argv prefix (Bash) or the whole tool (others), in the session or the
 // project grant store. Without an answer (ctx done, approver error) the
 // call is refused with needs_approval.
-func ApprovalStage(ap Approver, store GrantStore, now func() time.Time) Stage {
+//
+// A refusal says who refused and, when no person did, exactly what would
+// allow the call (see allowHints); text a person typed when refusing
+// (Approval.Feedback) is passed on as theirs, and only that.
+func ApprovalStage(ap Approver, store GrantStore, workspace string, now func() time.Time) Stage {
 	return func(next Handler) Handler {
 		return func(ctx context.Context, c *Call) Result {
 			if c.Decision.Action != permission.Ask {
@@ -33,6 +37,7 @@ func ApprovalStage(ap Approver, store GrantStore, now func() time.Time) Stage {
 			if c.Verdict != nil {
 				req.Prefix = c.Verdict.Prefix
 			}
+			askedBy := c.Decision.By // what made the call ask: rule, classifier, mode, protected
 			ans, err := ap.Approve(ctx, req)
 			if err != nil {
 				c.Decision.Action = permission.Deny
@@ -40,21 +45,12 @@ func ApprovalStage(ap Approver, store GrantStore, now func() time.Time) Stage {
 				if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 					return Fail(ErrNeedsApproval, "this %s call needs a person's approval (%s) and none came before the call was cancelled: %s", c.Tool.Name(), c.Decision.Reason, req.Summary)
 				}
-				return Fail(ErrNeedsApproval, "this %s call needs a person's approval (%s) and none could be asked: %s", c.Tool.Name(), c.Decision.Reason, req.Summary)
+				return Fail(ErrNeedsApproval, "this %s call needs a person's approval (%s) and none could be asked: %s.%s", c.Tool.Name(), c.Decision.Reason, req.Summary, allowHints(c, askedBy, workspace))
 			}
 			c.Decision.By = ans.By
 			if !ans.Allow {
 				c.Decision.Action = permission.Deny
-				msg := fmt.Sprintf("a person refused this %s call (%s): %s", c.Tool.Name(), c.Decision.Reason, req.Summary)
-				kind := ErrPermissionDenied
-				if ans.By == "non-interactive" || ans.By == "" {
-					kind = ErrNeedsApproval
-					msg = fmt.Sprintf("this %s call needs approval (%s) and agentbox runs non-interactively, so it was refused: %s. Use a read-only alternative or ask the user to allow it", c.Tool.Name(), c.Decision.Reason, req.Summary)
-				}
-				if ans.Message != "" {
-					msg += ". They said: " + ans.Message
-				}
-				return Fail(kind, "%s", msg)
+				return refuseAfterApproval(c, req, ans, askedBy, workspace)
 			}
 			c.Decision.Action = permission.Allow
 			if ans.Remember != GrantOnce {
@@ -80,6 +76,83 @@ func ApprovalStage(ap Approver, store GrantStore, now func() time.Time) Stage {
 			return next(ctx, c)
 		}
 	}
+}
+
+// refuseAfterApproval is the result of a call the approver did not allow.
+func refuseAfterApproval(c *Call, req ApprovalRequest, ans Approval, askedBy, workspace string) Result {
+	var b strings.Builder
+	kind := ErrPermissionDenied
+	asked := ans.By != "non-interactive" && ans.By != ""
+	switch {
+	case !asked:
+		kind = ErrNeedsApproval
+		fmt.Fprintf(&b, "this %s call needs approval (%s) and nobody could be asked, so it was refused: %s.", c.Tool.Name(), c.Decision.Reason, req.Summary)
+	case ans.Unanswered:
+		kind = ErrNeedsApproval
+		fmt.Fprintf(&b, "this %s call needs approval (%s) and nobody answered in time, so it was refused: %s.", c.Tool.Name(), c.Decision.Reason, req.Summary)
+	default:
+		fmt.Fprintf(&b, "a person refused this %s call (%s): %s.", c.Tool.Name(), c.Decision.Reason, req.Summary)
+	}
+	if ans.Message != "" {
+		b.WriteString(" ")
+		b.WriteString(ans.Message)
+	}
+	if fb := strings.TrimSpace(ans.Feedback); fb != "" && asked && !ans.Unanswered {
+		fmt.Fprintf(&b, "\nThe person who refused it wrote: %q", oneLine(fb, 2000))
+	}
+	if !asked || ans.Unanswered {
+		b.WriteString(allowHints(c, askedBy, workspace))
+		b.WriteString("\nDo not retry the same call: use a read-only alternative, or tell the user which of these would allow it.")
+	}
+	return Fail(kind, "%s", b.String())
+}
+
+// allowHints says exactly which setting or command would allow a call
+// that needed approval: the grant command, the allow rule and the mode
+// that cover it, or why none can. askedBy is what made the call ask
+// (Decision.By before the approver). It begins with a newline ("" when there
+// is nothing to say).
+func allowHints(c *Call, askedBy, workspace string) string {
+	var b strings.Builder
+	const userConfig = "the user config (~/.config/agentbox/config.yaml, or AGENTBOX_TOOLS_ALLOW; a project's .agentbox/config.yaml cannot allow)"
+	grantCmd := func(rule string) string {
+		return fmt.Sprintf("agentbox --workspace %s grants add %s", ShellQuote(workspace), ShellQuote(rule))
+	}
+	name := c.Tool.Name()
+	_, isCmd := CommandOf(c.Params)
+	b.WriteString("\nWhat would allow it (a person must do one of these):")
+	switch {
+	case askedBy == "protected":
+		rule := name
+		if paths := PathsOf(c.Params); len(paths) > 0 {
+			rule = name + "(" + ruleFor(workspace, paths[0]) + ")"
+		}
+		fmt.Fprintf(&b, "\n- add the allow rule %s to tools.allow in %s;", rule, userConfig)
+		b.WriteString("\n- or approve it when asked: run it where a person can answer (see above).")
+		return b.String()
+	case askedBy == "rule" && c.Decision.Rule != "":
+		fmt.Fprintf(&b, "\n- remove the ask rule %s from tools.ask (no allow rule or grant overrides an ask rule);", c.Decision.Rule)
+	case isCmd && c.Verdict != nil && len(c.Verdict.Prefix) > 0:
+		rule := GrantRule(Grant{Tool: name, Prefix: c.Verdict.Prefix})
+		fmt.Fprintf(&b, "\n- grant it for this workspace: `%s` (commands starting with %q);", grantCmd(rule), strings.Join(c.Verdict.Prefix, " "))
+		fmt.Fprintf(&b, "\n- or add the allow rule %s to tools.allow in %s;", rule, userConfig)
+	case isCmd:
+		b.WriteString("\n- no rule or grant can cover this command: the classifier offered no safe command prefix to allow (a person can run it themselves);")
+	default:
+		fmt.Fprintf(&b, "\n- grant it for this workspace: `%s` (every %s call);", grantCmd(name), name)
+		fmt.Fprintf(&b, "\n- or add the allow rule %s to tools.allow in %s;", name, userConfig)
+	}
+	b.WriteString("\n- or use the mode bypassPermissions (`--mode bypassPermissions` on the agentbox command line, or tools.mode in the user config): everything not forbidden runs, still in the sandbox.")
+	return b.String()
+}
+
+// ShellQuote quotes s for a POSIX shell (single quotes) unless it is made
+// only of characters that need none.
+func ShellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=,+@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'"
 }
 
 // Summarize is a one-line description of a call for a person.

@@ -181,6 +181,35 @@ func (g *GrantFile) Add(n Grant) error {
 	return WriteFileAtomic(g.path, b, 0o600)
 }
 
+// Remove drops the grants for which drop returns true and returns them.
+func (g *GrantFile) Remove(drop func(Grant) bool) ([]Grant, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	gs, err := g.read()
+	if err != nil {
+		return nil, err
+	}
+	var kept, gone []Grant
+	for _, x := range gs {
+		if drop(x) {
+			gone = append(gone, x)
+		} else {
+			kept = append(kept, x)
+		}
+	}
+	if len(gone) == 0 {
+		return nil, nil
+	}
+	if kept == nil {
+		kept = []Grant{}
+	}
+	b, err := json.MarshalIndent(kept, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return gone, WriteFileAtomic(g.path, b, 0o600)
+}
+
 // WriteFileAtomic writes data to path durably: a temporary file in the
 // same directory, fsync, rename, fsync of the directory. The directory is
 // created (0700) when missing.

@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -97,6 +100,35 @@ under the state directory instead.`,
 			return nil
 		},
 	}
-	cmd.AddCommand(start, status, stop)
+	unit := &cobra.Command{
+		Use:   "unit",
+		Short: "Print a systemd unit that keeps the private engine running",
+		Long: `unit prints a systemd service that runs "agentbox engine start" at boot
+(and "engine stop" when stopped), for operators who want the private engine
+up before any agent starts. Install it as root:
+
+  agentbox engine unit > /etc/systemd/system/agentbox-engine.service
+  systemctl daemon-reload && systemctl enable --now agentbox-engine
+
+It names this binary and this state directory; agentbox mcp, tool and exec
+also start the engine by themselves when none answers (engine.auto_start).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := a.Config()
+			if err != nil {
+				return err
+			}
+			bin, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			if real, err := filepath.EvalSymlinks(bin); err == nil {
+				bin = real
+			}
+			_, err = io.WriteString(a.stdout(), unitText(bin, cfg.StateDir))
+			return err
+		},
+	}
+	cmd.AddCommand(start, status, stop, unit)
 	return cmd
 }

@@ -54,6 +54,9 @@ lies inside the workspace, else in the workspace root.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if err := a.ensureEngine(ctx, cfg); err != nil {
+				return err
+			}
 			spec := sandbox.Spec{Timeout: timeout, Workdir: execWorkdir(cfg.Workspace)}
 			if len(args) == 1 {
 				spec.Shell = args[0]

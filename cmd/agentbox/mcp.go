@@ -18,6 +18,7 @@ import (
 	"github.com/agentbox/agentbox/tools"
 	"github.com/agentbox/agentbox/tools/builtin"
 	mcpserver "github.com/agentbox/agentbox/tools/mcp"
+	"github.com/agentbox/agentbox/tools/termtext"
 	"github.com/agentbox/agentbox/tools/workspace"
 )
 
@@ -36,7 +37,10 @@ AGENTBOX_MCP_BEARER_TOKEN; agentbox refuses to listen elsewhere without one).
 Every call goes through the full pipeline: rules, the classifier, approval
 (MCP elicitation when the client supports it, else mcp.non_interactive),
 snapshot, the sandbox, the journal and the audit log. Each MCP session has
-its own working directory, read tracker, grants and background jobs.`,
+its own working directory, read tracker, grants and background jobs.
+
+When no Docker engine answers, agentbox starts its private one first
+(engine.auto_start; progress on stderr).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := a.Config()
@@ -54,6 +58,11 @@ its own working directory, read tracker, grants and background jobs.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			log := slog.New(slog.NewTextHandler(a.stderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+			// Before serving: progress goes to stderr, the stdio stream
+			// stays clean. Without an engine the host-side tools still work.
+			if err := a.ensureEngine(ctx, cfg); err != nil {
+				fmt.Fprintf(a.stderr(), "agentbox: warning: %s; shell commands and file writes will fail until an engine answers\n", termtext.Escape(err.Error()))
+			}
 			return serveMCP(ctx, cfg, log, httpAddr)
 		},
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentbox/agentbox/config"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // app carries the global flags and the lazily loaded configuration to
@@ -18,13 +19,16 @@ type app struct {
 	once sync.Once
 	cfg  *config.Config
 	err  error
+
+	engineOnce sync.Once
+	engineErr  error
 }
 
 // Config loads the configuration once, from defaults, the config file,
 // AGENTBOX_* variables and the global flags.
 func (a *app) Config() (*config.Config, error) {
 	a.once.Do(func() {
-		a.cfg, a.err = config.Load(config.LoadOptions{File: a.configFile, Flags: a.root.PersistentFlags()})
+		a.cfg, a.err = config.Load(config.LoadOptions{File: a.configFile, Flags: configFlags(a.root.PersistentFlags())})
 	})
 	return a.cfg, a.err
 }
@@ -59,8 +63,30 @@ be seen, undone, or rolled back.`,
 	pf.StringVar(&a.configFile, "config", "", "config file (default: ~/.config/agentbox/config.yaml if present)")
 	pf.String("state-dir", "", "state directory (default: $XDG_STATE_HOME/agentbox)")
 	pf.BoolVar(&a.jsonOut, "json", false, "print machine-readable JSON")
+	pf.String("mode", "", "permission mode: default, acceptEdits, plan, dontAsk or bypassPermissions (default: tools.mode; a project config can only make it stricter)")
 	for _, fn := range commands {
 		root.AddCommand(fn(a))
 	}
 	return root
+}
+
+// flagKeys maps global flags whose names are not their config keys to
+// those keys.
+var flagKeys = map[string]string{"mode": "tools.mode"}
+
+// configFlags is the flag set config.Load binds by name: the global
+// flags, with those of flagKeys renamed to their config keys.
+func configFlags(pf *pflag.FlagSet) *pflag.FlagSet {
+	out := pflag.NewFlagSet("config", pflag.ContinueOnError)
+	pf.VisitAll(func(f *pflag.Flag) {
+		key, ok := flagKeys[f.Name]
+		if !ok {
+			out.AddFlag(f)
+			return
+		}
+		g := *f
+		g.Name = key
+		out.AddFlag(&g)
+	})
+	return out
 }

@@ -36,6 +36,7 @@ const cliSession = "cli"
 
 func newToolCmd(a *app) *cobra.Command {
 	var session string
+	var yes bool
 	cmd := &cobra.Command{
 		Use:   "tool NAME ['JSON-ARGS' | -]",
 		Short: "Run one tool call through the whole pipeline",
@@ -48,6 +49,12 @@ the CLI share one session per workspace (its cwd, what it has read, its
 grants), so "agentbox tool Read" then "agentbox tool Edit" works from a script;
 --session names another. Background shells (Bash run_in_background) live only
 as long as the process that started them: use the MCP server for those.
+
+A call that needs approval is asked on the terminal when stdin and stderr
+are one (tools.approver: auto); --yes approves this one call instead (allow
+once, no grant). Without either it is refused, and the refusal says which
+rule, grant or mode would allow it. An engine is started when none answers
+(engine.auto_start).
 
 Exit status: 0 when the call succeeded, 1 when it failed (the error's kind and
 message go to stderr, or into the JSON with --json).`,
@@ -71,7 +78,11 @@ message go to stderr, or into the JSON with --json).`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			sys, err := openCLISystem(ctx, a, cfg)
+			if err := a.ensureEngine(ctx, cfg); err != nil {
+				// Host-side calls (Read, Grep, ...) work without one.
+				fmt.Fprintf(a.stderr(), "agentbox: warning: %s\n", termtext.Escape(err.Error()))
+			}
+			sys, err := openCLISystem(ctx, a, cfg, yes)
 			if err != nil {
 				return err
 			}
@@ -88,6 +99,7 @@ message go to stderr, or into the JSON with --json).`,
 		},
 	}
 	cmd.Flags().StringVar(&session, "session", "", "session id (default: the workspace's CLI session)")
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "approve this call if it needs approval (allow once; no grant is kept)")
 	return cmd
 }
 
@@ -96,15 +108,20 @@ message go to stderr, or into the JSON with --json).`,
 // single cold container per command, like `agentbox exec`), since
 // starting and then draining a pool costs far more than the one call
 // needs. `agentbox mcp` keeps the pool.
-func openCLISystem(ctx context.Context, a *app, cfg *config.Config) (*workspace.Tools, error) {
+//
+// yes (--yes) approves every question of this process once: the person
+// who typed the command line is the approver.
+func openCLISystem(ctx context.Context, a *app, cfg *config.Config, yes bool) (*workspace.Tools, error) {
 	oneShot := *cfg
 	oneShot.Sandbox.PoolSize = 0
 	cfg = &oneShot
-	var approver tools.Approver = tools.DenyApprover{}
-	switch cfg.Tools.Approver {
-	case "tty":
+	var approver tools.Approver = cliDenyApprover{approver: cfg.Tools.Approver}
+	switch {
+	case yes:
+		approver = yesApprover{}
+	case cfg.Tools.Approver == "tty":
 		approver = tools.NewTTYApprover(os.Stdin, a.stderr())
-	case "auto":
+	case cfg.Tools.Approver == "auto":
 		if isTerminal(os.Stdin) && isTerminal(os.Stderr) {
 			approver = tools.NewTTYApprover(os.Stdin, a.stderr())
 		}
@@ -114,6 +131,31 @@ func openCLISystem(ctx context.Context, a *app, cfg *config.Config) (*workspace.
 		logger = slog.New(slog.NewTextHandler(a.stderr(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return workspace.Open(ctx, cfg, workspace.Options{Register: builtin.Register, Approver: approver, Logger: logger})
+}
+
+// yesApprover allows every question once: `agentbox tool --yes`.
+type yesApprover struct{}
+
+func (yesApprover) Approve(ctx context.Context, _ tools.ApprovalRequest) (tools.Approval, error) {
+	if err := ctx.Err(); err != nil {
+		return tools.Approval{}, err
+	}
+	return tools.Approval{Allow: true, By: "cli-yes"}, nil
+}
+
+// cliDenyApprover is the CLI without anyone to ask: it refuses and says
+// how a person could have been asked.
+type cliDenyApprover struct{ approver string }
+
+func (d cliDenyApprover) Approve(ctx context.Context, req tools.ApprovalRequest) (tools.Approval, error) {
+	if err := ctx.Err(); err != nil {
+		return tools.Approval{}, err
+	}
+	why := "agentbox tool has no terminal to ask on (stdin or stderr is not a terminal)"
+	if d.approver == "deny" {
+		why = "agentbox tool does not ask (tools.approver is deny)"
+	}
+	return tools.Approval{Allow: false, By: "non-interactive", Message: why + "; a person can approve this one call by running the same command with --yes, or run it in a terminal to be asked."}, nil
 }
 
 func isTerminal(f *os.File) bool {

@@ -28,7 +28,7 @@ format (mcp, openai function calling, anthropic, gemini). --json alone is
 			if err != nil {
 				return err
 			}
-			sys, err := openCLISystem(cmd.Context(), a, cfg)
+			sys, err := openCLISystem(cmd.Context(), a, cfg, false)
 			if err != nil {
 				return err
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -17,6 +18,9 @@ const (
 	decisionAllowOnce   = "allow_once"
 	decisionAlwaysAllow = "always_allow"
 	decisionDeny        = "deny"
+
+	fieldDecision = "decision"
+	fieldReason   = "reason" // optional: the person's words for the model when denying
 )
 
 // elicitor is the subset of *sdk.ServerSession the approver uses.
@@ -84,8 +88,8 @@ func (a *Approver) Approve(ctx context.Context, req tools.ApprovalRequest) (tool
 			return tools.Approval{}, ctx.Err()
 		}
 		if errors.Is(context.Cause(ectx), errApprovalTimeout) {
-			return tools.Approval{Allow: false, By: "mcp-elicitation", Message: fmt.Sprintf(
-				"Nobody answered the approval request within %s, so the call was refused. Ask the user to approve it, or choose a read-only alternative.", a.timeout)}, nil
+			return tools.Approval{Allow: false, By: "mcp-elicitation", Unanswered: true, Message: fmt.Sprintf(
+				"Nobody answered the approval request within %s (mcp.approval_timeout).", a.timeout)}, nil
 		}
 		return a.noElicitation(ctx, req, "Asking the user through the MCP client failed")
 	}
@@ -109,8 +113,8 @@ func (a *Approver) noElicitation(ctx context.Context, req tools.ApprovalRequest,
 		return tools.Approval{}, ctx.Err()
 	}
 	if errors.Is(context.Cause(tctx), errApprovalTimeout) {
-		return tools.Approval{Allow: false, By: "tty", Message: fmt.Sprintf(
-			"Nobody answered on the approval terminal within %s, so the call was refused. Ask the user to approve it, or choose a read-only alternative.", a.timeout)}, nil
+		return tools.Approval{Allow: false, By: "tty", Unanswered: true, Message: fmt.Sprintf(
+			"Nobody answered on the approval terminal within %s (mcp.approval_timeout).", a.timeout)}, nil
 	}
 	return a.fallback(req, why+", the approval terminal (mcp.approval_tty) could not be used"), nil
 }
@@ -122,6 +126,9 @@ func (a *Approver) fallback(req tools.ApprovalRequest, why string) tools.Approva
 		return tools.Approval{Allow: true, By: "non-interactive"}
 	}
 	msg := why + ", and the configured non-interactive decision (mcp.non_interactive) is deny."
+	if a.tty == nil {
+		msg += " A person can make agentbox ask them instead by setting mcp.approval_tty to a terminal (run `tty` in one), or by using an MCP client that supports elicitation."
+	}
 	if v := req.Verdict; v != nil && len(v.Reasons) > 0 {
 		msg += " The classifier judged the command " + v.Class + ":"
 		for i, r := range v.Reasons {
@@ -143,7 +150,7 @@ func decide(req tools.ApprovalRequest, res *sdk.ElicitResult) tools.Approval {
 	const by = "mcp-elicitation"
 	switch res.Action {
 	case "accept":
-		d, _ := res.Content["decision"].(string)
+		d, _ := res.Content[fieldDecision].(string)
 		switch d {
 		case decisionAllowOnce:
 			return tools.Approval{Allow: true, By: by}
@@ -154,14 +161,32 @@ func decide(req tools.ApprovalRequest, res *sdk.ElicitResult) tools.Approval {
 			}
 			return tools.Approval{Allow: true, Remember: tools.GrantSession, By: by}
 		case decisionDeny:
-			return tools.Approval{Allow: false, By: by, Message: "The user denied this call. Do not retry it; ask the user what to do instead."}
+			return tools.Approval{Allow: false, By: by, Feedback: feedback(res.Content), Message: "The user denied this call. Do not retry it; ask the user what to do instead."}
 		}
 		return tools.Approval{Allow: false, By: by, Message: "The approval answer was not understood, so the call was refused."}
 	case "decline":
-		return tools.Approval{Allow: false, By: by, Message: "The user declined this call. Do not retry it; ask the user what to do instead."}
+		return tools.Approval{Allow: false, By: by, Feedback: feedback(res.Content), Message: "The user declined this call. Do not retry it; ask the user what to do instead."}
 	default: // cancel: dismissed without a choice
 		return tools.Approval{Allow: false, By: by, Message: "The user dismissed the approval request, so the call was refused."}
 	}
+}
+
+// maxFeedback bounds the reason a person types for the model.
+const maxFeedback = 2000
+
+// feedback is the optional reason the person typed into the form, cut to
+// maxFeedback bytes at a rune boundary.
+func feedback(content map[string]any) string {
+	s, _ := content[fieldReason].(string)
+	s = strings.TrimSpace(s)
+	if len(s) > maxFeedback {
+		cut := maxFeedback
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut]
+	}
+	return s
 }
 
 // offersGrant reports whether "always allow" can be offered: a shell
@@ -212,14 +237,20 @@ func elicitParams(req tools.ApprovalRequest) *sdk.ElicitParams {
 		RequestedSchema: map[string]any{
 			"type": "object",
 			"properties": map[string]any{
-				"decision": map[string]any{
+				fieldDecision: map[string]any{
 					"type":        "string",
 					"title":       "Decision",
 					"description": "Allow this call once, always allow the offered command prefix for this session, or deny it.",
 					"oneOf":       choices,
 				},
+				fieldReason: map[string]any{
+					"type":        "string",
+					"title":       "Reason (optional)",
+					"description": "When denying: what the agent should do instead. Passed to the agent as your words.",
+					"maxLength":   maxFeedback,
+				},
 			},
-			"required": []string{"decision"},
+			"required": []string{fieldDecision},
 		},
 	}
 }

@@ -140,8 +140,15 @@ func TestTTYChannelAnswers(t *testing.T) {
 				t.Errorf("always-allow offered=%v with prefix %v: %q", offered, tt.prefix, out)
 			}
 			p.answer(tt.in)
+			wantFeedback := ""
+			if !tt.allow {
+				// A refusal asks for the person's reason for the model.
+				p.waitFor("Reason for the agent", 1)
+				wantFeedback = "use rm -i instead"
+				p.answer(wantFeedback + "\n")
+			}
 			r := <-done
-			if r.err != nil || r.ap.Allow != tt.allow || r.ap.Remember != tt.remember || r.ap.By != "tty" {
+			if r.err != nil || r.ap.Allow != tt.allow || r.ap.Remember != tt.remember || r.ap.By != "tty" || r.ap.Feedback != wantFeedback {
 				t.Fatalf("answer %q: %+v %v", tt.in, r.ap, r.err)
 			}
 			if !tt.allow && !strings.Contains(r.ap.Message, "denied") {
@@ -230,6 +237,8 @@ func TestTTYChannelSerialises(t *testing.T) {
 	first := <-results
 	p.waitFor("[y]es", 2)
 	p.answer("n\n")
+	p.waitFor("Reason for the agent", 1)
+	p.answer("\n")
 	second := <-results
 	if !first.Allow || second.Allow {
 		t.Fatalf("answers y then n gave %+v then %+v", first, second)
@@ -289,6 +298,8 @@ func TestTTYChannelEscapes(t *testing.T) {
 	}()
 	out := p.waitFor("[y]es / [N]o", 1)
 	p.answer("n\n")
+	p.waitFor("Reason for the agent", 1)
+	p.answer("\n")
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}

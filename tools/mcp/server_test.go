@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -209,14 +210,18 @@ func TestApprovalElicitation(t *testing.T) {
 		action   string
 		allow    bool
 		remember tools.GrantScope
+		reason   string // typed into the optional field
+		feedback string // what reaches the approval
 	}{
-		{decisionAllowOnce, "accept", true, tools.GrantOnce},
-		{decisionAlwaysAllow, "accept", true, tools.GrantSession},
-		{decisionDeny, "accept", false, tools.GrantOnce},
-		{"", "decline", false, tools.GrantOnce},
-		{"", "cancel", false, tools.GrantOnce},
+		{decisionAllowOnce, "accept", true, tools.GrantOnce, "", ""},
+		{decisionAlwaysAllow, "accept", true, tools.GrantSession, "", ""},
+		{decisionDeny, "accept", false, tools.GrantOnce, "", ""},
+		{decisionDeny, "accept", false, tools.GrantOnce, "  use git clean -n first ", "use git clean -n first"},
+		{decisionDeny, "accept", false, tools.GrantOnce, strings.Repeat("é", maxFeedback), strings.Repeat("é", maxFeedback/2)},
+		{"", "decline", false, tools.GrantOnce, "", ""},
+		{"", "cancel", false, tools.GrantOnce, "", ""},
 	} {
-		t.Run(tc.action+"-"+tc.answer, func(t *testing.T) {
+		t.Run(tc.action+"-"+tc.answer+"-"+fmt.Sprint(len(tc.reason)), func(t *testing.T) {
 			p := &testPipeline{}
 			var asked *sdk.ElicitParams
 			_, cs := connect(t, p, true, &sdk.ClientOptions{
@@ -225,6 +230,9 @@ func TestApprovalElicitation(t *testing.T) {
 					r := &sdk.ElicitResult{Action: tc.action}
 					if tc.action == "accept" {
 						r.Content = map[string]any{"decision": tc.answer}
+						if tc.reason != "" {
+							r.Content["reason"] = tc.reason
+						}
 					}
 					return r, nil
 				},
@@ -236,6 +244,10 @@ func TestApprovalElicitation(t *testing.T) {
 			if asked == nil {
 				t.Fatal("client was not asked")
 			}
+			props, _ := asked.RequestedSchema.(map[string]any)["properties"].(map[string]any)
+			if _, ok := props["reason"]; !ok {
+				t.Errorf("the form has no optional reason field: %v", asked.RequestedSchema)
+			}
 			for _, want := range []string{"rm -rf x", "dangerous", "deletes files recursively", "rm.recursive"} {
 				if !strings.Contains(asked.Message, want) {
 					t.Errorf("elicitation message lacks %q:\n%s", want, asked.Message)
@@ -245,7 +257,7 @@ func TestApprovalElicitation(t *testing.T) {
 				t.Fatalf("approvals = %+v", p.approved)
 			}
 			a := p.approved[0]
-			if a.Allow != tc.allow || a.Remember != tc.remember || a.By != "mcp-elicitation" {
+			if a.Allow != tc.allow || a.Remember != tc.remember || a.By != "mcp-elicitation" || a.Feedback != tc.feedback {
 				t.Errorf("approval = %+v", a)
 			}
 			if res.IsError == tc.allow {

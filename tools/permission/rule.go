@@ -371,3 +371,18 @@ func (r Rule) matchesAny(ctx Context, c Call) bool {
 	}
 	return false
 }
+
+// CommandPrefix returns the words of a command rule in prefix form
+// (`Bash(npm run test:*)` → npm, run, test), as a grant keys them. ok is
+// false for other rules, for a rule without a specifier and for a
+// specifier with a `*` word (a grant matches words exactly).
+func (r Rule) CommandPrefix() (words []string, ok bool) {
+	if !isCommandTool(r.Tool) || r.Spec == "" || !strings.HasSuffix(r.Spec, ":*") {
+		return nil, false
+	}
+	words, _ = commandPattern(r.Spec)
+	if len(words) == 0 || slices.Contains(words, "*") {
+		return nil, false
+	}
+	return words, true
+}

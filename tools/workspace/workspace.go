@@ -72,6 +72,16 @@ func AuditPath(cfg *config.Config) string {
 	return filepath.Join(cfg.WorkspaceStateDir(), auditFile)
 }
 
+// GrantsPath is the file of a workspace's project grants.
+func GrantsPath(cfg *config.Config) string {
+	return filepath.Join(cfg.WorkspaceStateDir(), grantsFile)
+}
+
+// SessionsDir is where a workspace's CLI sessions are kept.
+func SessionsDir(cfg *config.Config) string {
+	return filepath.Join(cfg.WorkspaceStateDir(), sessionsDir)
+}
+
 // Open wires the tool system for cfg's workspace. Nothing heavy starts
 // here: the sandbox and the snapshot store open on first use.
 func Open(ctx context.Context, cfg *config.Config, opts Options) (*Tools, error) {
@@ -131,8 +141,8 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Tools, error)
 	if s.Audit, err = audit.Open(filepath.Join(state, auditFile)); err != nil {
 		return nil, err
 	}
-	s.Sessions = tools.NewSessionStore(filepath.Join(state, sessionsDir), cfg.Workspace)
-	s.Grants = tools.NewGrantFile(filepath.Join(state, grantsFile))
+	s.Sessions = tools.NewSessionStore(SessionsDir(cfg), cfg.Workspace)
+	s.Grants = tools.NewGrantFile(GrantsPath(cfg))
 	s.sandbox = &lazySandbox{cfg: cfg, log: log, runner: opts.Runner}
 	s.jobs = &lazyJobs{sb: s.sandbox}
 	s.jobs.snaps.Logger = log

@@ -1,0 +1,520 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	udiff "github.com/aymanbagabas/go-udiff"
+	"github.com/pelletier/go-toml/v2"
+	"github.com/spf13/cobra"
+
+	"github.com/agentbox/agentbox/tools"
+	"github.com/agentbox/agentbox/tools/termtext"
+)
+
+func init() { register(newSetupCmd) }
+
+// Native tools each client is told not to use, so that its agent works
+// through agentbox's tools instead.
+var (
+	// Claude Code: permissions.deny rules (its shell and every file-writing tool).
+	claudeDeny = []string{"Bash", "Edit", "Write", "MultiEdit", "NotebookEdit"}
+	// Gemini CLI: tools.exclude (excludeTools in the old flat format).
+	geminiExclude = []string{"run_shell_command", "write_file", "replace"}
+	// Cursor CLI: permissions.deny in cli.json / cli-config.json.
+	cursorDeny = []string{"Shell(*)", "Write(**)"}
+)
+
+// setupClients are the clients `agentbox setup` knows, in help order.
+var setupClients = []string{"claude-code", "gemini-cli", "codex", "cursor"}
+
+// setupTarget is what one run of setup writes for.
+type setupTarget struct {
+	client  string
+	user    bool   // --user: the person's own config; else the project's
+	ws      string // the workspace (project root)
+	home    string
+	command string // the agentbox binary the client starts
+}
+
+// configEdit is one file setup changes: the edit gets the current content
+// (nil when the file does not exist) and returns the new content.
+type configEdit struct {
+	path string
+	edit func(old []byte) ([]byte, error)
+	// manual is what to add by hand when the edit fails.
+	manual string
+}
+
+func newSetupCmd(a *app) *cobra.Command {
+	var project, user, dryRun bool
+	var command string
+	cmd := &cobra.Command{
+		Use:   "setup CLIENT [--project | --user] [--dry-run]",
+		Short: "Wire agentbox into an agent client: its MCP server entry, and its own shell and file tools off",
+		Long: `setup writes, into CLIENT's own config files, the MCP server entry that
+starts "agentbox mcp" and the settings that turn off the client's native shell
+and file-writing tools, so that its agent works through agentbox. It merges:
+every other key is kept, running it twice changes nothing, and it prints a
+unified diff of each change (--dry-run prints it and writes nothing).
+
+CLIENT is one of claude-code, gemini-cli, codex, cursor. --project (the
+default) writes the workspace's files, --user the person's own:
+
+  claude-code  --project  .mcp.json (mcpServers.agentbox), .claude/settings.json
+                          (permissions.deny: Bash Edit Write MultiEdit NotebookEdit) and
+                          .claude/settings.local.json (enabledMcpjsonServers: agentbox;
+                          Claude Code still asks once whether to trust the folder)
+               --user     ~/.claude.json (mcpServers.agentbox) and ~/.claude/settings.json
+  gemini-cli   --project  .gemini/settings.json (mcpServers.agentbox; tools.exclude:
+                          run_shell_command write_file replace; Gemini CLI starts
+                          servers only in a folder the person trusts)
+               --user     ~/.gemini/settings.json
+  codex        --project  .codex/config.toml ([mcp_servers.agentbox]; [features]
+                          shell_tool = false)
+               --user     ~/.codex/config.toml
+  cursor       --project  .cursor/mcp.json (mcpServers.agentbox) and .cursor/cli.json
+                          (permissions.deny: Shell(*) Write(**), for the Cursor CLI)
+               --user     ~/.cursor/mcp.json and ~/.cursor/cli-config.json
+
+A project entry names the workspace (--workspace, default the current
+directory); a user entry serves whatever directory the client runs in. These
+files are protected paths for agents (an agent cannot change them through
+agentbox); setup is for the person at the host.`,
+		Args:      cobra.ExactArgs(1),
+		ValidArgs: setupClients,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if project && user {
+				return errors.New("--project and --user exclude each other")
+			}
+			if !slices.Contains(setupClients, args[0]) {
+				return fmt.Errorf("unknown client %q: want one of %s", args[0], strings.Join(setupClients, ", "))
+			}
+			cfg, err := a.Config()
+			if err != nil {
+				return err
+			}
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return err
+			}
+			if command == "" {
+				if command, err = agentboxCommand(); err != nil {
+					return err
+				}
+			}
+			t := setupTarget{client: args[0], user: user, ws: cfg.Workspace, home: home, command: command}
+			return runSetup(a, t, dryRun)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&project, "project", false, "write the workspace's config files (the default)")
+	f.BoolVar(&user, "user", false, "write the person's own config files instead")
+	f.BoolVar(&dryRun, "dry-run", false, "print the changes, write nothing")
+	f.StringVar(&command, "command", "", "the agentbox binary the client starts (default: this one's absolute path)")
+	return cmd
+}
+
+// agentboxCommand is the absolute path of this binary, or "agentbox" when
+// it runs from a temporary build (go run).
+func agentboxCommand() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	if real, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = real
+	}
+	if strings.Contains(exe, string(filepath.Separator)+"go-build") {
+		return "agentbox", nil
+	}
+	return exe, nil
+}
+
+func runSetup(a *app, t setupTarget, dryRun bool) error {
+	edits := setupEdits(t)
+	out := a.stdout()
+	toTerminal := false
+	if f, ok := out.(*os.File); ok && isTerminal(f) {
+		toTerminal = true
+	}
+	changed := 0
+	for _, e := range edits {
+		path, old, mode, err := readConfig(e.path)
+		if err != nil {
+			return err
+		}
+		next, err := e.edit(old)
+		if err != nil {
+			return fmt.Errorf("%s: %w; nothing was written to it. Add by hand:\n%s", e.path, err, e.manual)
+		}
+		if bytes.Equal(old, next) {
+			fmt.Fprintf(a.stderr(), "agentbox setup: %s already set up\n", termtext.Line(e.path))
+			continue
+		}
+		changed++
+		diff := udiff.Unified("a"+e.path, "b"+e.path, string(old), string(next))
+		if toTerminal {
+			diff = termtext.Escape(diff)
+		}
+		fmt.Fprint(out, diff)
+		if dryRun {
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		if err := tools.WriteFileAtomic(path, next, mode); err != nil {
+			return fmt.Errorf("writing %s: %w", e.path, err)
+		}
+	}
+	switch {
+	case changed == 0:
+		fmt.Fprintf(a.stderr(), "agentbox setup: %s is already set up; nothing to change\n", t.client)
+	case dryRun:
+		fmt.Fprintf(a.stderr(), "agentbox setup: dry run: %d file(s) would change; nothing was written\n", changed)
+	default:
+		fmt.Fprintf(a.stderr(), "agentbox setup: %d file(s) changed for %s\n", changed, t.client)
+	}
+	return nil
+}
+
+// readConfig reads a config file, following a symlink to the file it
+// names (dotfile managers link them) so that the write replaces that file
+// and not the link. A missing file reads as nil with mode 0644.
+func readConfig(path string) (real string, data []byte, mode fs.FileMode, err error) {
+	real = path
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		real = r
+	}
+	fi, err := os.Stat(real)
+	if errors.Is(err, fs.ErrNotExist) {
+		return real, nil, 0o644, nil
+	}
+	if err != nil {
+		return "", nil, 0, err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", nil, 0, fmt.Errorf("%s is not a regular file", path)
+	}
+	data, err = os.ReadFile(real)
+	return real, data, fi.Mode().Perm(), err
+}
+
+// serverArgs are the arguments of agentbox's MCP entry: a project entry
+// names its workspace, a user entry serves the client's directory.
+func (t setupTarget) serverArgs(workspace string) []string {
+	if t.user {
+		return []string{"mcp"}
+	}
+	return []string{"--workspace", workspace, "mcp"}
+}
+
+// in is the path of a config file: below the home directory for --user,
+// else below the workspace.
+func (t setupTarget) in(userPath, projectPath string) string {
+	if t.user {
+		return filepath.Join(t.home, userPath)
+	}
+	return filepath.Join(t.ws, projectPath)
+}
+
+func setupEdits(t setupTarget) []configEdit {
+	switch t.client {
+	case "claude-code":
+		entry := mcpEntry(t.command, t.serverArgs(t.ws), "stdio")
+		mcpFile := t.in(".claude.json", ".mcp.json")
+		settings := t.in(".claude/settings.json", ".claude/settings.json")
+		edits := []configEdit{
+			{path: mcpFile, edit: jsonEdit(setServer(entry)), manual: manualJSON("mcpServers.agentbox", entry)},
+			{path: settings, edit: jsonEdit(func(o *jsonObject) error {
+				return addStrings(o, []string{"permissions", "deny"}, claudeDeny)
+			}), manual: manualList("permissions.deny", claudeDeny)},
+		}
+		if !t.user {
+			// A project's .mcp.json server waits for approval; Claude Code
+			// takes it only from a settings file that is not committed
+			// (and only once the person trusts the folder).
+			edits = append(edits, configEdit{
+				path: filepath.Join(t.ws, ".claude", "settings.local.json"),
+				edit: jsonEdit(func(o *jsonObject) error {
+					return addStrings(o, []string{"enabledMcpjsonServers"}, []string{"agentbox"})
+				}),
+				manual: manualList("enabledMcpjsonServers", []string{"agentbox"}),
+			})
+		}
+		return edits
+	case "gemini-cli":
+		entry := mcpEntry(t.command, t.serverArgs(t.ws), "")
+		file := t.in(".gemini/settings.json", ".gemini/settings.json")
+		edit := jsonEdit(func(o *jsonObject) error {
+			if err := setServer(entry)(o); err != nil {
+				return err
+			}
+			// The flat (v1) format names it excludeTools; the nested one
+			// tools.exclude.
+			if _, v1 := o.get("excludeTools"); v1 {
+				return addStrings(o, []string{"excludeTools"}, geminiExclude)
+			}
+			if _, v1 := o.get("coreTools"); v1 {
+				return addStrings(o, []string{"excludeTools"}, geminiExclude)
+			}
+			return addStrings(o, []string{"tools", "exclude"}, geminiExclude)
+		})
+		return []configEdit{{path: file, edit: edit, manual: manualJSON("mcpServers.agentbox", entry) + "\n" + manualList("tools.exclude", geminiExclude)}}
+	case "codex":
+		file := t.in(".codex/config.toml", ".codex/config.toml")
+		args := t.serverArgs(t.ws)
+		return []configEdit{{path: file, edit: func(old []byte) ([]byte, error) { return codexEdit(old, t.command, args) }, manual: codexBlock(t.command, args)}}
+	case "cursor":
+		args := t.serverArgs("${workspaceFolder}")
+		entry := mcpEntry(t.command, args, "")
+		cli := t.in(".cursor/cli-config.json", ".cursor/cli.json")
+		cliEdit := jsonEdit(func(o *jsonObject) error {
+			if t.user && len(o.keys) == 0 {
+				// cli-config.json has required fields; a new one gets them.
+				o.set("version", jsonNumber("1"))
+				ed := newJSONObject()
+				ed.set("vimMode", false)
+				o.set("editor", ed)
+				p := newJSONObject()
+				p.set("allow", []any{})
+				o.set("permissions", p)
+			}
+			return addStrings(o, []string{"permissions", "deny"}, cursorDeny)
+		})
+		return []configEdit{
+			{path: t.in(".cursor/mcp.json", ".cursor/mcp.json"), edit: jsonEdit(setServer(entry)), manual: manualJSON("mcpServers.agentbox", entry)},
+			{path: cli, edit: cliEdit, manual: manualList("permissions.deny", cursorDeny)},
+		}
+	}
+	return nil
+}
+
+// mcpEntry is agentbox's stdio server entry; typ ("stdio") is written only
+// for clients that take it.
+func mcpEntry(command string, args []string, typ string) *jsonObject {
+	e := newJSONObject()
+	if typ != "" {
+		e.set("type", typ)
+	}
+	e.set("command", command)
+	e.set("args", strList(args))
+	return e
+}
+
+// setServer sets mcpServers.agentbox's fields to entry's, keeping any
+// other field a person added (env, timeout, ...).
+func setServer(entry *jsonObject) func(*jsonObject) error {
+	return func(o *jsonObject) error {
+		servers, err := objectAt(o, "mcpServers")
+		if err != nil {
+			return err
+		}
+		cur, ok := servers.get("agentbox")
+		if !ok || cur == nil {
+			servers.set("agentbox", entry)
+			return nil
+		}
+		obj, ok := cur.(*jsonObject)
+		if !ok {
+			return errors.New("mcpServers.agentbox is not a JSON object")
+		}
+		for _, k := range entry.keys {
+			obj.set(k, entry.vals[k])
+		}
+		return nil
+	}
+}
+
+// jsonEdit parses the file, applies fn and encodes the result; when the
+// result means the same as the file it returns the file unchanged, so a
+// second run does not even reformat it.
+func jsonEdit(fn func(*jsonObject) error) func([]byte) ([]byte, error) {
+	return func(old []byte) ([]byte, error) {
+		o, err := parseJSONObject(old)
+		if err != nil {
+			return nil, fmt.Errorf("not plain JSON (%v)", err)
+		}
+		before := encodeJSON(o)
+		if err := fn(o); err != nil {
+			return nil, err
+		}
+		after := encodeJSON(o)
+		if old != nil && bytes.Equal(before, after) {
+			return old, nil
+		}
+		return after, nil
+	}
+}
+
+func jsonNumber(s string) any {
+	o, _ := parseJSONObject([]byte(`{"n":` + s + `}`))
+	v, _ := o.get("n")
+	return v
+}
+
+func manualJSON(key string, v any) string {
+	return fmt.Sprintf("  %s = %s", key, strings.TrimSpace(string(encodeJSON(v))))
+}
+
+func manualList(key string, items []string) string {
+	return fmt.Sprintf("  %s += %s", key, strings.TrimSpace(string(encodeJSON(strList(items)))))
+}
+
+// tomlHeader matches a TOML table header line ([a.b], not [[array]]).
+var tomlHeader = regexp.MustCompile(`^\s*\[([^\[\]]+)\]\s*(#.*)?$`)
+
+// tomlKeyLine matches the start of a `key = value` line.
+func tomlKeyLine(key string) *regexp.Regexp {
+	return regexp.MustCompile(`^\s*"?` + regexp.QuoteMeta(key) + `"?\s*=`)
+}
+
+func tomlString(s string) string {
+	var b bytes.Buffer
+	writeJSONString(&b, s) // JSON's escapes are valid in a TOML basic string
+	return b.String()
+}
+
+func tomlStrings(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = tomlString(s)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+func codexBlock(command string, args []string) string {
+	return fmt.Sprintf("[mcp_servers.agentbox]\ncommand = %s\nargs = %s\n\n[features]\nshell_tool = false\n", tomlString(command), tomlStrings(args))
+}
+
+// codexEdit sets [mcp_servers.agentbox] command and args and [features]
+// shell_tool = false in a Codex config.toml, editing the text so that
+// comments and everything else stay as they are. The result is parsed
+// back and checked; anything this cannot do safely is an error.
+func codexEdit(old []byte, command string, args []string) ([]byte, error) {
+	if old != nil {
+		var probe map[string]any
+		if err := toml.Unmarshal(old, &probe); err != nil {
+			return nil, fmt.Errorf("not valid TOML (%v)", err)
+		}
+	}
+	lines := strings.Split(string(old), "\n")
+	if len(old) == 0 {
+		lines = nil
+	}
+	lines = setTOMLKeys(lines, "mcp_servers.agentbox", []tomlKV{{"command", tomlString(command)}, {"args", tomlStrings(args)}})
+	lines = setTOMLKeys(lines, "features", []tomlKV{{"shell_tool", "false"}})
+	out := strings.Join(lines, "\n")
+	if !strings.HasSuffix(out, "\n") {
+		out += "\n"
+	}
+	if old != nil && out == string(old) {
+		return old, nil
+	}
+	var got struct {
+		MCPServers map[string]struct {
+			Command string   `toml:"command"`
+			Args    []string `toml:"args"`
+		} `toml:"mcp_servers"`
+		Features map[string]any `toml:"features"`
+	}
+	if err := toml.Unmarshal([]byte(out), &got); err != nil {
+		return nil, fmt.Errorf("the merged file would not be valid TOML (%v)", err)
+	}
+	srv := got.MCPServers["agentbox"]
+	if srv.Command != command || !slices.Equal(srv.Args, args) || got.Features["shell_tool"] != false {
+		return nil, errors.New("its mcp_servers or features are written in a form setup does not edit (dotted keys or inline tables)")
+	}
+	return []byte(out), nil
+}
+
+type tomlKV struct{ key, value string }
+
+// setTOMLKeys sets keys in the table named table, adding the table at the
+// end when it is missing. A value spanning lines (a multi-line array) is
+// replaced whole.
+func setTOMLKeys(lines []string, table string, kvs []tomlKV) []string {
+	start := -1
+	for i, l := range lines {
+		if m := tomlHeader.FindStringSubmatch(l); m != nil && normTOMLKey(m[1]) == table {
+			start = i
+			break
+		}
+	}
+	if start < 0 {
+		for len(lines) > 0 && strings.TrimSpace(lines[len(lines)-1]) == "" {
+			lines = lines[:len(lines)-1]
+		}
+		if len(lines) > 0 {
+			lines = append(lines, "")
+		}
+		lines = append(lines, "["+table+"]")
+		for _, kv := range kvs {
+			lines = append(lines, kv.key+" = "+kv.value)
+		}
+		return append(lines, "")
+	}
+	end := len(lines)
+	for i := start + 1; i < len(lines); i++ {
+		if strings.HasPrefix(strings.TrimSpace(lines[i]), "[") && !tomlValueContinues(lines, i) {
+			end = i
+			break
+		}
+	}
+	body := slices.Clone(lines[start+1 : end])
+	for _, kv := range kvs {
+		re := tomlKeyLine(kv.key)
+		found := false
+		for i := 0; i < len(body); i++ {
+			if !re.MatchString(body[i]) {
+				continue
+			}
+			j := i + 1
+			if v := strings.TrimSpace(strings.SplitN(body[i], "=", 2)[1]); strings.HasPrefix(v, "[") && !strings.Contains(v, "]") {
+				for j < len(body) && !strings.Contains(body[j], "]") {
+					j++
+				}
+				if j < len(body) {
+					j++
+				}
+			}
+			body = slices.Replace(body, i, j, kv.key+" = "+kv.value)
+			found = true
+			break
+		}
+		if !found {
+			// After the last key line, before trailing blank lines.
+			at := len(body)
+			for at > 0 && strings.TrimSpace(body[at-1]) == "" {
+				at--
+			}
+			body = slices.Insert(body, at, kv.key+" = "+kv.value)
+		}
+	}
+	out := slices.Clone(lines[:start+1])
+	out = append(out, body...)
+	return append(out, lines[end:]...)
+}
+
+// tomlValueContinues reports whether line i, which starts with "[", is an
+// element of a multi-line array rather than a table header.
+func tomlValueContinues(lines []string, i int) bool {
+	return tomlHeader.FindStringSubmatch(lines[i]) == nil && !strings.HasPrefix(strings.TrimSpace(lines[i]), "[[")
+}
+
+// normTOMLKey drops blanks and quotes from a dotted table name.
+func normTOMLKey(k string) string {
+	parts := strings.Split(k, ".")
+	for i, p := range parts {
+		parts[i] = strings.Trim(strings.TrimSpace(p), `"'`)
+	}
+	return strings.Join(parts, ".")
+}
