@@ -1,0 +1,71 @@
+//go:build integration
+
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMCPStdioAnswersBeforeEOF pipes requests into the real binary with
+// its input closed right after them (`printf ... | agentbox mcp`): every
+// request must still get its reply, a slow tool call included.
+func TestMCPStdioAnswersBeforeEOF(t *testing.T) {
+	e := newMCPEnv(t, "")
+	e.writeFile(t, "hello.txt", []byte("hello from the workspace\n"))
+	const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}`
+	cases := []struct {
+		name  string
+		lines []string
+		want  map[string]string // reply id -> a substring of the reply
+	}{
+		{"initialize and list, no initialized notification", []string{
+			initialize,
+			`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+		}, map[string]string{"1": `"protocolVersion"`, "2": `"name":"Bash"`}},
+		{"read and a slow command", []string{
+			initialize,
+			`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+			`{"jsonrpc":"2.0","id":"r","method":"tools/call","params":{"name":"Read","arguments":{"file_path":"` + e.ws + `/hello.txt"}}}`,
+			`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"Bash","arguments":{"command":"sleep 2; echo slept-well"}}}`,
+		}, map[string]string{"1": `"serverInfo"`, `"r"`: "hello from the workspace", "7": "slept-well"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for run := 0; run < 3; run++ {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				cmd := exec.CommandContext(ctx, agentbox, e.args("mcp")...)
+				cmd.Stdin = strings.NewReader(strings.Join(tc.lines, "\n") + "\n")
+				var out, errb bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &out, &errb
+				err := cmd.Run()
+				cancel()
+				if err != nil {
+					t.Fatalf("run %d: agentbox mcp: %v\nstderr: %s", run, err, errb.String())
+				}
+				got := map[string]string{}
+				sc := bufio.NewScanner(&out)
+				sc.Buffer(nil, 16<<20)
+				for sc.Scan() {
+					var m struct {
+						ID json.RawMessage `json:"id"`
+					}
+					if json.Unmarshal(sc.Bytes(), &m) == nil && m.ID != nil {
+						got[string(m.ID)] = sc.Text()
+					}
+				}
+				for id, sub := range tc.want {
+					if !strings.Contains(got[id], sub) {
+						t.Errorf("run %d: reply %s = %.300q, want it to contain %q\nstderr: %s", run, id, got[id], sub, errb.String())
+					}
+				}
+			}
+		})
+	}
+}
