@@ -70,6 +70,15 @@ each row's ratio to the pool.`,
 				return err
 			}
 			os.WriteFile(filepath.Join(ws, "main.go"), []byte("package main\n"), 0o644)
+			if os.Geteuid() == 0 {
+				// Sandboxed commands never run as root: give the throwaway
+				// workspace to nobody, as a person would give theirs to a user.
+				for _, p := range []string{ws, filepath.Join(ws, "main.go")} {
+					if err := os.Chown(p, nobodyID, nobodyID); err != nil {
+						return err
+					}
+				}
+			}
 			c := *cfg
 			c.Workspace = ws
 			c.Sandbox.Image = image
@@ -122,14 +131,18 @@ each row's ratio to the pool.`,
 
 			dockerCLI, _ := exec.LookPath("docker")
 			if dockerCLI != "" {
-				env := append(os.Environ(), "DOCKER_HOST="+info.Host)
+				env := dockerEnv(os.Environ(), info.Host)
 				fmt.Fprintln(progress, "docker-exec ...")
 				name := fmt.Sprintf("agentbox-bench-%d", os.Getpid())
-				if out, err := exec.CommandContext(ctx, dockerCLI, "run", "-d", "--rm", "--name", name, "--network", "none", image, "sleep", "3600").CombinedOutput(); err != nil {
-					_ = out
+				// Every docker CLI call talks to the engine agentbox found,
+				// which may be the private one the CLI knows nothing of.
+				if err := cmdRunner(ctx, env, dockerCLI, "run", "-d", "--rm", "--name", name, "--network", "none", image, "sleep", "3600")(); err != nil {
+					return fmt.Errorf("docker run -d (the container for the docker exec row): %w", err)
 				}
 				execLat, err := timeN(n, nil, cmdRunner(ctx, env, dockerCLI, "exec", name, "true"))
-				exec.Command(dockerCLI, "rm", "-f", name).Run()
+				if rmErr := cmdRunner(context.WithoutCancel(ctx), env, dockerCLI, "rm", "-f", name)(); rmErr != nil {
+					fmt.Fprintf(progress, "removing container %s: %v\n", name, rmErr)
+				}
 				if err != nil {
 					return fmt.Errorf("docker exec: %w", err)
 				}
@@ -166,6 +179,23 @@ each row's ratio to the pool.`,
 	cmd.Flags().IntVar(&runN, "sustained", 50, "back-to-back runs for the throughput figure")
 	cmd.Flags().StringVar(&image, "image", images.Minimal, "image for every row")
 	return cmd
+}
+
+// nobodyID is the uid and gid the bench's workspace gets when agentbox
+// runs as root.
+const nobodyID = 65534
+
+// dockerEnv is environ for a docker CLI that must talk to host: any other
+// engine choice (DOCKER_HOST, DOCKER_CONTEXT) is replaced.
+func dockerEnv(environ []string, host string) []string {
+	out := make([]string, 0, len(environ)+1)
+	for _, kv := range environ {
+		if strings.HasPrefix(kv, "DOCKER_HOST=") || strings.HasPrefix(kv, "DOCKER_CONTEXT=") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, "DOCKER_HOST="+host)
 }
 
 // timeN runs before (untimed) then fn (timed) n times.
