@@ -121,7 +121,7 @@ that changed more than 20 paths is shown grouped by directory with counts
 (` + "`agentbox diff CALL`" + ` shows every path); --stat counts every call's
 changes by kind and groups them into at most 8 lines. --json prints every
 path.`,
-		Args:  cobra.NoArgs,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := openSnapshots(cmd.Context(), a)
 			if err != nil {
