@@ -109,3 +109,55 @@ func TestBenchSandboxUsesFoundEngine(t *testing.T) {
 		}
 	}
 }
+
+// TestExecAudited: `agentbox exec` leaves an audit record with the
+// command, its exit code, container and journal entry, and `agentbox
+// audit` shows the command.
+func TestExecAudited(t *testing.T) {
+	ws := newWorkspace(t)
+	state := t.TempDir()
+	run := func(args ...string) (string, int) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, agentbox, append([]string{"--workspace", ws, "--state-dir", state}, args...)...)
+		cmd.Env = append(os.Environ(), "DOCKER_HOST="+cli.DaemonHost(), "AGENTBOX_SANDBOX_IMAGE="+testImage)
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return string(out), ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), 0
+	}
+	if out, code := run("exec", "--", "echo audited > audited.txt; exit 3"); code != 3 {
+		t.Fatalf("exec: code %d: %s", code, out)
+	}
+	out, code := run("--json", "audit")
+	if code != 0 {
+		t.Fatalf("audit: %d %s", code, out)
+	}
+	var recs []struct {
+		Tool        string
+		Input       struct{ Command string }
+		ExitCode    *int     `json:"exit_code"`
+		JournalID   string   `json:"journal_id"`
+		ContainerID string   `json:"container_id"`
+		Changed     []string `json:"changed"`
+	}
+	if err := json.Unmarshal([]byte(out), &recs); err != nil {
+		t.Fatalf("%v in %s", err, out)
+	}
+	if len(recs) != 1 {
+		t.Fatalf("audit records: %s", out)
+	}
+	r := recs[0]
+	if r.Tool != "exec" || r.Input.Command != "echo audited > audited.txt; exit 3" || r.ExitCode == nil || *r.ExitCode != 3 ||
+		r.JournalID != "000001" || r.ContainerID == "" || len(r.Changed) != 1 || r.Changed[0] != "audited.txt" {
+		t.Errorf("exec record: %s", out)
+	}
+	if table, _ := run("audit"); !strings.Contains(table, "echo audited > audited.txt; exit 3") {
+		t.Errorf("audit table does not show the command:\n%s", table)
+	}
+}
