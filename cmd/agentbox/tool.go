@@ -46,8 +46,8 @@ approval, snapshot, the sandbox, change capture, truncation and audit.
 The input is a JSON object ('-' reads it from stdin; none means {}). Calls from
 the CLI share one session per workspace (its cwd, what it has read, its
 grants), so "agentbox tool Read" then "agentbox tool Edit" works from a script;
---session names another. Background shells (Bash run_in_background) live only
-as long as the process that started them: use the MCP server for those.
+--session names another. Background shells (Bash run_in_background) are
+refused: they would die with this process. Use the MCP server for those.
 
 Exit status: 0 when the call succeeded, 1 when it failed (the error's kind and
 message go to stderr, or into the JSON with --json).`,
@@ -113,7 +113,7 @@ func openCLISystem(ctx context.Context, a *app, cfg *config.Config) (*workspace.
 	if os.Getenv("AGENTBOX_DEBUG") != "" {
 		logger = slog.New(slog.NewTextHandler(a.stderr(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	return workspace.Open(ctx, cfg, workspace.Options{Register: builtin.Register, Approver: approver, Logger: logger})
+	return workspace.Open(ctx, cfg, workspace.Options{Register: builtin.Register, Approver: approver, Logger: logger, OneShot: true})
 }
 
 func isTerminal(f *os.File) bool {
