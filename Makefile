@@ -53,9 +53,10 @@ bench: build
 	$(BIN) bench tools  # built-in tools: Grep/Glob over the Go source tree vs rg (target <= 2x), 10 Reads parallel vs serial, Write/Edit through the pool (p50 target 10 ms)
 	$(BIN) bench snapshot  # snapshot store vs a shadow git repo on a copy of $$(go env GOROOT)/src: first <= 1/3 git, no-change and one-change <= 1/2, restore <= 1x, store <= 1.05x tree
 
-## demo: the main job end to end (a scripted MCP client drives `agentbox mcp` on a sample project)
-demo: build images
-	$(GO) run ./cmd/agentbox-demo -agentbox $(BIN)
+## demo: the main job end to end (a scripted MCP client drives `agentbox mcp` on a sample project;
+## its first step starts the engine and builds the images when needed, quietly)
+demo: build
+	@$(GO) run ./cmd/agentbox-demo -agentbox $(BIN)
 
 clean:
 	rm -rf bin
