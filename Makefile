@@ -13,9 +13,14 @@ export CGO_ENABLED := 0
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/agentbox
 
+# gotestsum prints each package (unit) or test (integration) as it ends,
+# and the full output of failures, so a long run shows progress.
+GOTESTSUM := $(GO) run gotest.tools/gotestsum@v1.12.3
+
 ## unit: tests that need no engine
 unit:
-	$(GO) test -count=1 ./...
+	@echo "unit tests (one line per package as it finishes) ..."
+	$(GOTESTSUM) --format pkgname --format-hide-empty-pkg -- -count=1 ./...
 
 ## test: the whole suite (unit tests, then integration tests against a real engine)
 test: build unit integration
@@ -30,7 +35,8 @@ images: engine
 
 ## integration: end-to-end tests against the real engine; fail, never skip, without one
 integration: images
-	AGENTBOX_BIN=$(CURDIR)/$(BIN) $(GO) test -tags integration -count=1 -p 1 -timeout 30m ./integration/...
+	@echo "integration tests (one line per test as it finishes; test images are removed at the end) ..."
+	AGENTBOX_BIN=$(CURDIR)/$(BIN) $(GOTESTSUM) --format testname -- -tags integration -count=1 -p 1 -timeout 30m ./integration/...
 
 ## check: formatting, vet and staticcheck
 check: bin/staticcheck
