@@ -216,3 +216,82 @@ func TestCLIToolFirstCalls(t *testing.T) {
 		t.Errorf("background Bash from the CLI: code %d, stdout %q, stderr %q; want a clear refusal", code, out, errOut)
 	}
 }
+
+// TestMCPNonUTF8Names: names that are not valid UTF-8 are shown by LS,
+// Glob and Grep in the escaped form (\xHH), and Read and Write accept that
+// form back for the raw bytes; a valid name that reads like an escape
+// stays reachable through its own escaped form.
+func TestMCPNonUTF8Names(t *testing.T) {
+	e := newMCPEnv(t, "")
+	e.writeFile(t, "caf\xe9.txt", []byte("latin-1 name, needle inside\n"))
+	e.writeFile(t, `lit\x41.txt`, []byte("literal backslash name, needle too\n"))
+	calls := func(lines ...string) map[string]string {
+		t.Helper()
+		init := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}`
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, agentbox, e.args("mcp")...)
+		cmd.Stdin = strings.NewReader(init + "\n" + `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" + strings.Join(lines, "\n") + "\n")
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("agentbox mcp: %v\n%s", err, errb.String())
+		}
+		got := map[string]string{}
+		sc := bufio.NewScanner(&out)
+		sc.Buffer(nil, 16<<20)
+		for sc.Scan() {
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Result struct {
+					Content []struct{ Text string } `json:"content"`
+					IsError bool                    `json:"isError"`
+				} `json:"result"`
+			}
+			if json.Unmarshal(sc.Bytes(), &m) == nil && m.ID != nil {
+				var b strings.Builder
+				for _, c := range m.Result.Content {
+					b.WriteString(c.Text)
+				}
+				if m.Result.IsError {
+					b.WriteString(" [isError]")
+				}
+				got[string(m.ID)] = b.String()
+			}
+		}
+		return got
+	}
+	call := func(id int, tool string, args map[string]any) string {
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": map[string]any{"name": tool, "arguments": args}})
+		return string(b)
+	}
+	shown, lit := e.ws+`/caf\xe9.txt`, e.ws+`/lit\x5cx41.txt`
+	got := calls(
+		call(1, "LS", map[string]any{"path": e.ws}),
+		call(2, "Glob", map[string]any{"pattern": "*.txt", "path": e.ws}),
+		call(3, "Grep", map[string]any{"pattern": "needle", "path": e.ws}),
+		call(4, "Read", map[string]any{"file_path": shown}),
+		call(5, "Read", map[string]any{"file_path": lit}),
+		call(6, "Write", map[string]any{"file_path": e.ws + `/new\xff.txt`, "content": "written by name\n"}),
+	)
+	checks := []struct {
+		id   string
+		want []string
+	}{
+		{"1", []string{`- caf\xe9.txt`, `- lit\x5cx41.txt`}},
+		{"2", []string{shown, lit}},
+		{"3", []string{shown, lit}},
+		{"4", []string{"latin-1 name, needle inside"}},
+		{"5", []string{"literal backslash name, needle too"}},
+	}
+	for _, c := range checks {
+		for _, w := range c.want {
+			if !strings.Contains(got[c.id], w) || strings.Contains(got[c.id], "\ufffd") || strings.Contains(got[c.id], "[isError]") {
+				t.Errorf("call %s = %q, want it to contain %q (and no U+FFFD, no error)", c.id, got[c.id], w)
+			}
+		}
+	}
+	if b, err := os.ReadFile(e.ws + "/new\xff.txt"); err != nil || string(b) != "written by name\n" {
+		t.Errorf("Write to an escaped name: %q %v (result %q)", b, err, got["6"])
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -174,18 +175,21 @@ func (e *Env) WriteFile(ctx context.Context, path string, data []byte, mode fs.F
 	}
 	// Only sh, mkdir, mktemp, cat, chmod, mv and rm are needed, so that
 	// minimal images work.
+	// The paths travel as printf %b escapes: the request to the container
+	// is JSON, which cannot carry a name that is not valid UTF-8.
 	const script = `set -e
 umask 077
-d=$3
+p=$(printf '%bX' "$1"); p=${p%X}
+d=$(printf '%bX' "$3"); d=${d%X}
 mkdir -p -- "$d"
 t=$(mktemp "$d/.agentbox-write.XXXXXX")
 trap 'rm -f -- "$t"' EXIT
 cat > "$t"
 chmod "$2" "$t"
-mv -f -- "$t" "$1"
+mv -f -- "$t" "$p"
 trap - EXIT`
 	res, err := e.Sandbox.Exec(ctx, ExecRequest{
-		Argv:  []string{"sh", "-c", script, "sh", path, octal(mode.Perm()), filepath.Dir(filepath.Clean(path))},
+		Argv:  []string{"sh", "-c", script, "sh", printfBytes(path), octal(mode.Perm()), printfBytes(filepath.Dir(filepath.Clean(path)))},
 		Dir:   e.Workspace,
 		Stdin: data,
 	})
@@ -199,6 +203,25 @@ trap - EXIT`
 		return Errorf(ErrExecution, "writing %s failed: %s", path, trimOutput(res.Stderr))
 	}
 	return nil
+}
+
+// printfBytes writes s for printf's %b: backslashes and bytes above 0x7f
+// as \0ooo octal escapes, everything else as it is, so that the result is
+// ASCII plus s's other bytes, and %b gives back exactly s.
+func printfBytes(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '\\' || c >= 0x80 {
+			b.WriteString(`\0`)
+			b.WriteByte('0' + c>>6)
+			b.WriteByte('0' + c>>3&7)
+			b.WriteByte('0' + c&7)
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
 }
 
 func octal(m fs.FileMode) string {

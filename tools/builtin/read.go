@@ -74,7 +74,7 @@ func runRead(ctx context.Context, env *tools.Env, p *ReadParams) (tools.Result, 
 		if last, ok := env.Session.LastRead(p.FilePath); ok && unchangedRead(last, stamp) {
 			env.Session.RecordRead(p.FilePath, stamp)
 			r := tools.Result{
-				Content: fmt.Sprintf("File unchanged since your last read of this window (lines %d-%d) of %s; its content is as you saw it then, so it is not repeated.", stamp.Offset, stamp.Offset+max(fc.shown, 1)-1, p.FilePath),
+				Content: fmt.Sprintf("File unchanged since your last read of this window (lines %d-%d) of %s; its content is as you saw it then, so it is not repeated.", stamp.Offset, stamp.Offset+max(fc.shown, 1)-1, tools.EncodeName(p.FilePath)),
 				Display: "unchanged since last read",
 			}
 			r.SetMeta("unchanged", true)
@@ -82,7 +82,7 @@ func runRead(ctx context.Context, env *tools.Env, p *ReadParams) (tools.Result, 
 		}
 		env.Session.RecordRead(p.FilePath, stamp)
 	}
-	return readResult(p.FilePath, fc), nil
+	return readResult(tools.EncodeName(p.FilePath), fc), nil
 }
 
 // effectiveLimit is the line limit a Read applies.
