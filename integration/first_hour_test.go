@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -293,5 +294,54 @@ func TestMCPNonUTF8Names(t *testing.T) {
 	}
 	if b, err := os.ReadFile(e.ws + "/new\xff.txt"); err != nil || string(b) != "written by name\n" {
 		t.Errorf("Write to an escaped name: %q %v (result %q)", b, err, got["6"])
+	}
+}
+
+// inspectorVersion is the MCP Inspector whose --strict schema check the
+// declarations must pass without a warning.
+const inspectorVersion = "2.12.0"
+
+// TestInspectorStrictSchemas runs the real MCP Inspector CLI (from npm,
+// installed once into the test cache) with --strict against `agentbox
+// mcp`: every tool schema must pass without an error or a warning.
+func TestInspectorStrictSchemas(t *testing.T) {
+	if _, err := exec.LookPath("npm"); err != nil {
+		t.Fatalf("npm is required for the Inspector check (apt-get install npm): %v", err)
+	}
+	base := os.Getenv("XDG_CACHE_HOME")
+	if base == "" {
+		home, _ := os.UserHomeDir()
+		base = filepath.Join(home, ".cache")
+	}
+	dir := filepath.Join(base, "agentbox-test", "inspector-"+inspectorVersion)
+	bin := filepath.Join(dir, "node_modules", ".bin", "mcp-inspector")
+	if _, err := os.Stat(bin); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "npm", "install", "--prefix", dir, "--no-audit", "--no-fund", "--loglevel=error", "@modelcontextprotocol/inspector@"+inspectorVersion)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("npm install the Inspector: %v\n%s", err, out)
+		}
+	}
+	e := newMCPEnv(t, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// After "--" the command line is the server's own (its --config is
+	// not the Inspector's).
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--cli", "--strict", "--method", "tools/list", "--", agentbox}, e.args("mcp")...)...)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("inspector --strict: %v\nstderr: %s", err, errb.String())
+	}
+	var list struct {
+		Tools []struct{ Name string } `json:"tools"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &list); err != nil || len(list.Tools) < 10 {
+		t.Fatalf("tools/list: %v, %d tools in %.300q", err, len(list.Tools), out.String())
+	}
+	if s := errb.String(); strings.Contains(s, "Warning") || strings.Contains(s, "Error") || strings.Contains(s, "warning") {
+		t.Errorf("the Inspector's strict check is not clean:\n%s", s)
 	}
 }
