@@ -20,9 +20,14 @@ install: build
 	install -d '$(DESTDIR)$(PREFIX)/bin'
 	install -m 0755 $(BIN) '$(DESTDIR)$(PREFIX)/bin/agentbox'
 
+# gotestsum prints each package (unit) or test (integration) as it ends,
+# and the full output of failures, so a long run shows progress.
+GOTESTSUM := $(GO) run gotest.tools/gotestsum@v1.12.3
+
 ## unit: tests that need no engine
 unit:
-	$(GO) test -count=1 ./...
+	@echo "unit tests (one line per package as it finishes) ..."
+	$(GOTESTSUM) --format pkgname --format-hide-empty-pkg -- -count=1 ./...
 
 ## test: the whole suite (unit tests, then integration tests against a real engine)
 test: build unit integration
@@ -38,7 +43,8 @@ images: engine
 
 ## integration: end-to-end tests against the real engine; fail, never skip, without one
 integration: images integration-backends
-	AGENTBOX_BIN=$(CURDIR)/$(BIN) $(GO) test -tags integration -count=1 -p 1 -timeout 30m ./integration/...
+	@echo "integration tests (one line per test as it finishes; test images are removed at the end) ..."
+	AGENTBOX_BIN=$(CURDIR)/$(BIN) $(GOTESTSUM) --format testname -- -tags integration -count=1 -p 1 -timeout 30m ./integration/...
 
 ## integration-backends: the sandbox conformance suite under gVisor (runsc; its escape suite does
 ## not pass yet, see README), the conformance and escape suites under Podman
@@ -69,9 +75,10 @@ bench: build
 	$(BIN) bench toolchains  # agentbox's own go vet / go test ./classifier/ and two parallel busy loops through the Bash tool and the warm pool vs native, cold and warm (target warm <= 1.15x)
 	$(BIN) bench snapshot  # snapshot store vs a shadow git repo on a copy of $$(go env GOROOT)/src: first <= 1/3 git, no-change and one-change <= 1/2, restore <= 1x, store <= 1.05x tree
 
-## demo: the main job end to end (a scripted MCP client drives `agentbox mcp` on a sample project)
-demo: build images
-	$(GO) run ./cmd/agentbox-demo -agentbox $(BIN)
+## demo: the main job end to end (a scripted MCP client drives `agentbox mcp` on a sample project;
+## its first step starts the engine and builds the images when needed, quietly)
+demo: build
+	@$(GO) run ./cmd/agentbox-demo -agentbox $(BIN)
 
 clean:
 	rm -rf bin

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"mvdan.cc/sh/v3/shell"
+	shwords "mvdan.cc/sh/v3/shell"
 )
 
 // grantCommand finds the grant command a refusal names.
@@ -24,7 +24,7 @@ var grantCommand = regexp.MustCompile("`(agentbox [^`]*grants add [^`]*)`")
 // would split it, with this build of agentbox and env.
 func runNamed(t *testing.T, line string, env []string) string {
 	t.Helper()
-	words, err := shell.Fields(line, nil)
+	words, err := shwords.Fields(line, nil)
 	if err != nil || len(words) < 2 || words[0] != "agentbox" {
 		t.Fatalf("not a command line: %q (%v)", line, err)
 	}

@@ -11,12 +11,15 @@ import (
 	"os"
 	"strings"
 
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 )
 
-// ensureTestImage imports a busybox rootfs as a throwaway image.
+// ensureTestImage imports a busybox rootfs as a throwaway image, tagged
+// for this run alone (runs in parallel on one engine do not remove each
+// other's image); removeTestImages removes it when the run ends.
 func ensureTestImage(ctx context.Context, _ string) (string, error) {
-	const name = "agentbox-test/busybox:latest"
+	name := fmt.Sprintf("agentbox-test/busybox:run-%d", os.Getpid())
 	bb, err := os.ReadFile("/usr/bin/busybox")
 	if err != nil {
 		return "", err
@@ -50,4 +53,43 @@ func ensureTestImage(ctx context.Context, _ string) (string, error) {
 		return "", fmt.Errorf("importing busybox: %s", b)
 	}
 	return name, nil
+}
+
+// imageIDs lists the IDs of the engine's images.
+func imageIDs(ctx context.Context, f filters.Args) (map[string]bool, error) {
+	list, err := cli.ImageList(ctx, image.ListOptions{All: true, Filters: f})
+	if err != nil {
+		return nil, err
+	}
+	ids := map[string]bool{}
+	for _, im := range list {
+		ids[im.ID] = true
+	}
+	return ids, nil
+}
+
+// removeTestImages removes this run's test image and the images the run
+// left untagged (a forced rebuild untags the image it replaces), keeping
+// every image that existed before the run. It reports how many it removed.
+func removeTestImages(ctx context.Context, before map[string]bool) int {
+	n := 0
+	if testImage != "" {
+		if _, err := cli.ImageRemove(ctx, testImage, image.RemoveOptions{PruneChildren: true}); err == nil {
+			n++
+		}
+	}
+	dangling, err := imageIDs(ctx, filters.NewArgs(filters.Arg("dangling", "true")))
+	if err != nil {
+		return n
+	}
+	for id := range dangling {
+		if before[id] {
+			continue
+		}
+		// Not forced: an image a container still uses stays.
+		if _, err := cli.ImageRemove(ctx, id, image.RemoveOptions{PruneChildren: true}); err == nil {
+			n++
+		}
+	}
+	return n
 }

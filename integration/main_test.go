@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
 
 	"github.com/agentbox/agentbox/config"
@@ -85,6 +86,18 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "integration: FAIL:", err)
 		return 1
 	}
+	before, err := imageIDs(ctx, filters.Args{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "integration: FAIL: listing images:", err)
+		return 1
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if n := removeTestImages(cctx, before); n > 0 {
+			fmt.Fprintf(os.Stderr, "integration: removed %d test image(s)\n", n)
+		}
+	}()
 	if testImage, err = ensureTestImage(ctx, tmp); err != nil {
 		fmt.Fprintln(os.Stderr, "integration: FAIL: image:", err)
 		return 1

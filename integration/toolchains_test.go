@@ -85,10 +85,6 @@ func host(t *testing.T, dir string, env []string, name string, args ...string) {
 	}
 }
 
-func chownTree(t *testing.T, dir string) {
-	t.Helper()
-	host(t, "/", nil, "chown", "-R", "4242:4242", dir)
-}
 
 func shell(t *testing.T, r sandbox.Runner, script string) sandbox.Result {
 	t.Helper()
@@ -107,7 +103,7 @@ func TestToolchainGitCommitAsOwner(t *testing.T) {
 	}
 	e.write(t, "a.txt", "hello\n")
 	host(t, e.ws, nil, "git", "init", "-q")
-	chownTree(t, e.ws)
+	chownWS(t, e.ws)
 	r := e.runner(t)
 	res := shell(t, r, "git add a.txt && git commit -q -m msg && git log -1 --format='%an <%ae>|%cn <%ce>'")
 	if res.ExitCode != 0 {
@@ -181,13 +177,13 @@ func TestToolchainGoTestOfflineFromHostModuleCache(t *testing.T) {
 	// developer's machine: downloaded on the host (here from a local proxy).
 	host(t, e.ws, []string{"GOMODCACHE=" + modcache, "GOPROXY=file://" + proxy, "GOSUMDB=off", "GOFLAGS=-mod=mod"}, "go", "mod", "download", "all")
 	host(t, e.ws, []string{"GOMODCACHE=" + modcache, "GOPROXY=file://" + proxy, "GOSUMDB=off", "GOFLAGS=-mod=mod"}, "go", "mod", "tidy")
-	chownTree(t, e.home)
-	chownTree(t, e.ws)
+	chownWS(t, e.home)
+	chownWS(t, e.ws)
 	// Credentials beside the caches must stay out.
 	os.MkdirAll(filepath.Join(e.home, ".cargo", "registry"), 0o755)
 	os.WriteFile(filepath.Join(e.home, ".cargo", "credentials.toml"), []byte("token = \"secret\"\n"), 0o600)
 	os.WriteFile(filepath.Join(e.home, ".npmrc"), []byte("//registry/:_authToken=secret\n"), 0o600)
-	chownTree(t, e.home)
+	chownWS(t, e.home)
 
 	r := e.runner(t)
 	res := shell(t, r, "go test ./... 2>&1")
@@ -232,7 +228,7 @@ func TestToolchainNodeAndPython(t *testing.T) {
 	e.write(t, "test.js", "const isNumber = require('is-number');\nif (!isNumber(5) || isNumber('x')) { console.error('wrong'); process.exit(1); }\nconsole.log('node ok');\n")
 	host(t, e.ws, []string{"npm_config_cache=" + filepath.Join(filepath.Dir(e.ws), "npmcache")}, "npm", "install", "--no-audit", "--no-fund")
 	e.write(t, "test_calc.py", "import unittest\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(1 + 1, 2)\n\nif __name__ == '__main__':\n    unittest.main()\n")
-	chownTree(t, e.ws)
+	chownWS(t, e.ws)
 	r := e.runner(t)
 	res := shell(t, r, "npm test 2>&1")
 	if res.ExitCode != 0 || !strings.Contains(string(res.Stdout), "node ok") {

@@ -24,32 +24,59 @@ func (s *Store) Undo(ctx context.Context, id string, force bool, info CallInfo) 
 	defer unlock()
 	done, _ := s.startBudget(true, true) // the current state, for redo: over a limit is Unstored
 	defer done()
-	target, err := s.undoTarget(ctx, id)
+	target, plan, conflicts, err := s.planUndo(ctx, id)
 	if err != nil {
 		return Entry{}, err
 	}
+	if len(conflicts) > 0 && !force {
+		return Entry{}, &ConflictError{ID: target.ID, Conflicts: conflicts}
+	}
+	id2, err := s.nextID()
+	if err != nil {
+		return Entry{}, err
+	}
+	if info.Tool == "" {
+		info.Tool = "undo"
+	}
+	if info.Summary == "" {
+		info.Summary = "undo " + target.ID
+	}
+	rec := &pendingRec{ID: id2, Kind: KindUndo, Time: s.opts.now().UTC(), Session: info.Session, Tool: info.Tool,
+		Summary: info.Summary, Phase: phaseRunning, Plan: plan, Reverts: target.ID, Force: force}
+	return s.runPlan(ctx, rec)
+}
+
+// planUndo works out, under the lock and changing nothing, what undoing
+// entry id (or the editor-style target for "") would restore: the entry,
+// the plan (Old: the path now, New: its state before the entry) and the
+// conflicts.
+func (s *Store) planUndo(ctx context.Context, id string) (Entry, []diskChange, []Conflict, error) {
+	target, err := s.undoTarget(ctx, id)
+	if err != nil {
+		return Entry{}, nil, nil, err
+	}
 	if len(target.Changes) == 0 {
-		return Entry{}, fmt.Errorf("snapshot: call %s changed nothing; nothing to undo", target.ID)
+		return Entry{}, nil, nil, fmt.Errorf("snapshot: call %s changed nothing; nothing to undo", target.ID)
 	}
 	rootfd, err := s.openRoot()
 	if err != nil {
-		return Entry{}, err
+		return Entry{}, nil, nil, err
 	}
 	defer unix.Close(rootfd)
 	later, err := s.entriesAfter(ctx, target.ID)
 	if err != nil {
-		return Entry{}, err
+		return Entry{}, nil, nil, err
 	}
 	ix, err := s.loadIndex()
 	if err != nil {
-		return Entry{}, err
+		return Entry{}, nil, nil, err
 	}
 	var plan []diskChange
 	var conflicts []Conflict
 	for _, ch := range target.Changes {
 		cur, err := s.statPath(rootfd, ch.Path, ix.entries[ch.Path])
 		if err != nil {
-			return Entry{}, err
+			return Entry{}, nil, nil, err
 		}
 		curN := nodeOf(cur)
 		if !sameContent(curN, ch.New) {
@@ -68,22 +95,7 @@ func (s *Store) Undo(ctx context.Context, id string, force bool, info CallInfo) 
 		plan = append(plan, diskChange{Path: rawString(ch.Path), Old: toDiskNode(curN), New: toDiskNode(ch.Old)})
 	}
 	conflicts = append(conflicts, s.structuralConflicts(rootfd, plan)...)
-	if len(conflicts) > 0 && !force {
-		return Entry{}, &ConflictError{ID: target.ID, Conflicts: conflicts}
-	}
-	id2, err := s.nextID()
-	if err != nil {
-		return Entry{}, err
-	}
-	if info.Tool == "" {
-		info.Tool = "undo"
-	}
-	if info.Summary == "" {
-		info.Summary = "undo " + target.ID
-	}
-	rec := &pendingRec{ID: id2, Kind: KindUndo, Time: s.opts.now().UTC(), Session: info.Session, Tool: info.Tool,
-		Summary: info.Summary, Phase: phaseRunning, Plan: plan, Reverts: target.ID, Force: force}
-	return s.runPlan(ctx, rec)
+	return target, plan, conflicts, nil
 }
 
 // structuralConflicts finds what would block a plan: a directory to be
@@ -200,23 +212,46 @@ func (s *Store) Rollback(ctx context.Context, toID string, info CallInfo) (Entry
 	defer unlock()
 	done, _ := s.startBudget(true, true) // the current state, for redo: over a limit is Unstored
 	defer done()
-	to, err := s.Get(ctx, toID)
+	to, plan, err := s.planRollback(ctx, toID)
 	if err != nil {
 		return Entry{}, err
 	}
-	since, err := s.entriesAfter(ctx, to.ID)
+	id2, err := s.nextID()
 	if err != nil {
 		return Entry{}, err
+	}
+	if info.Tool == "" {
+		info.Tool = "rollback"
+	}
+	if info.Summary == "" {
+		info.Summary = "rollback to just before " + to.ID
+	}
+	rec := &pendingRec{ID: id2, Kind: KindRollback, Time: s.opts.now().UTC(), Session: info.Session, Tool: info.Tool,
+		Summary: info.Summary, Phase: phaseRunning, Plan: plan, RollbackTo: to.ID}
+	return s.runPlan(ctx, rec)
+}
+
+// planRollback works out, under the lock and changing nothing, what
+// rolling back to just before entry toID would restore: the entry and the
+// plan (Old: the path now, New: its state then), only paths that differ.
+func (s *Store) planRollback(ctx context.Context, toID string) (Entry, []diskChange, error) {
+	to, err := s.Get(ctx, toID)
+	if err != nil {
+		return Entry{}, nil, err
+	}
+	since, err := s.entriesAfter(ctx, to.ID)
+	if err != nil {
+		return Entry{}, nil, err
 	}
 	since = append([]Entry{to}, since...)
 	var manifest *index
 	if to.Manifest != "" {
 		data, err := s.readBlob(to.Manifest)
 		if err != nil {
-			return Entry{}, fmt.Errorf("snapshot: checkpoint %s: %w", to.ID, err)
+			return Entry{}, nil, fmt.Errorf("snapshot: checkpoint %s: %w", to.ID, err)
 		}
 		if manifest, err = decodeIndex(data); err != nil {
-			return Entry{}, fmt.Errorf("snapshot: checkpoint %s: %w", to.ID, err)
+			return Entry{}, nil, fmt.Errorf("snapshot: checkpoint %s: %w", to.ID, err)
 		}
 	}
 	targets := map[string]*Node{}
@@ -239,36 +274,24 @@ func (s *Store) Rollback(ctx context.Context, toID string, info CallInfo) (Entry
 	sort.Strings(paths)
 	rootfd, err := s.openRoot()
 	if err != nil {
-		return Entry{}, err
+		return Entry{}, nil, err
 	}
 	defer unix.Close(rootfd)
 	ix, err := s.loadIndex()
 	if err != nil {
-		return Entry{}, err
+		return Entry{}, nil, err
 	}
 	var plan []diskChange
 	for _, p := range paths {
 		cur, err := s.statPath(rootfd, p, ix.entries[p])
 		if err != nil {
-			return Entry{}, err
+			return Entry{}, nil, err
 		}
 		if curN := nodeOf(cur); !sameContent(curN, targets[p]) {
 			plan = append(plan, diskChange{Path: rawString(p), Old: toDiskNode(curN), New: toDiskNode(targets[p])})
 		}
 	}
-	id2, err := s.nextID()
-	if err != nil {
-		return Entry{}, err
-	}
-	if info.Tool == "" {
-		info.Tool = "rollback"
-	}
-	if info.Summary == "" {
-		info.Summary = "rollback to just before " + to.ID
-	}
-	rec := &pendingRec{ID: id2, Kind: KindRollback, Time: s.opts.now().UTC(), Session: info.Session, Tool: info.Tool,
-		Summary: info.Summary, Phase: phaseRunning, Plan: plan, RollbackTo: to.ID}
-	return s.runPlan(ctx, rec)
+	return to, plan, nil
 }
 
 // runPlan checks, records and applies a restore plan, then journals it.

@@ -35,7 +35,7 @@ func ExampleNew() {
 	// Output:
 	// hello ada
 	// hello ada
-	// validation - unknown field "loud" (valid fields: name, times)
+	// validation - unknown field "loud" (valid fields: name, times) (tool Greet)
 }
 
 func ExampleDeclare() {

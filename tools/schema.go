@@ -22,7 +22,46 @@ func SchemaFor(t reflect.Type) (*jsonschema.Schema, error) {
 	if err := applyTags(t, s); err != nil {
 		return nil, fmt.Errorf("schema for %s: %w", t, err)
 	}
+	dropNull(s)
 	return s, nil
+}
+
+// dropNull turns every type list of the form [null, T] (what jsonschema-go
+// generates for pointer and slice fields) into the single type T. Such
+// fields are optional and Decode treats null as absent, so nothing is
+// lost, while several clients (the MCP Inspector's --strict check, older
+// OpenAI and Gemini validators) warn about or reject type arrays.
+func dropNull(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	if len(s.Types) > 0 {
+		var rest []string
+		for _, t := range s.Types {
+			if t != "null" {
+				rest = append(rest, t)
+			}
+		}
+		if len(rest) == 1 {
+			s.Type, s.Types = rest[0], nil
+		} else {
+			s.Types = rest
+		}
+	}
+	for _, p := range s.Properties {
+		dropNull(p)
+	}
+	dropNull(s.Items)
+	dropNull(s.AdditionalProperties)
+	for _, x := range s.AnyOf {
+		dropNull(x)
+	}
+	for _, x := range s.OneOf {
+		dropNull(x)
+	}
+	for _, x := range s.AllOf {
+		dropNull(x)
+	}
 }
 
 func applyTags(t reflect.Type, s *jsonschema.Schema) error {

@@ -18,6 +18,12 @@ type ReadStamp struct {
 	Limit  int `json:"limit,omitempty"`
 	// At is when the read happened.
 	At time.Time `json:"at"`
+	// Shown is set when Read showed the content to the model in this
+	// process. It is never stored, so a stamp loaded from the session store
+	// (a one-shot CLI call of an earlier process, which has no
+	// conversation) still lets Edit and Write go ahead but never makes
+	// Read answer "unchanged" instead of the content.
+	Shown bool `json:"-"`
 }
 
 // Same reports whether two stamps describe the same file content.

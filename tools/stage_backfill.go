@@ -90,7 +90,8 @@ func BackfillParams(pp PathPolicy, cwd string, t Tool, params any) error {
 			}
 			continue
 		}
-		abs, err := pp.Resolve(s, cwd, readOnly)
+		// Names the tools showed escaped (see EncodeName) come back as bytes.
+		abs, err := pp.Resolve(DecodeName(s), cwd, readOnly)
 		if err != nil {
 			te := AsToolError(err)
 			return Errorf(te.Kind, "%s: %s", r.json, te.Message)

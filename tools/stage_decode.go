@@ -34,8 +34,11 @@ func DecodeStage(maxInput int) Stage {
 			}
 			p := c.Tool.NewParams()
 			if err := Decode(c.Input, p); err != nil {
+				// The message names the tool; content and error say the
+				// same, so a front end printing both does not repeat it.
 				te := AsToolError(err)
-				return Result{Content: te.Message + " (tool " + c.Tool.Name() + ")", Display: string(te.Kind), Err: te}
+				te.Message += " (tool " + c.Tool.Name() + ")"
+				return Result{Content: te.Message, Display: string(te.Kind), Err: te}
 			}
 			if m, ok := p.(*map[string]any); ok && *m != nil {
 				CoerceBySchema(c.Tool.Schema(), *m)

@@ -72,8 +72,11 @@ func ValidateParams(cache *sync.Map, t Tool, params any) error {
 	if inst == nil {
 		inst = map[string]any{}
 	}
+	if te := explainInvalid(rs.Schema(), inst, ""); te != nil {
+		return te
+	}
 	if err := rs.Validate(inst); err != nil {
-		return Errorf(ErrValidation, "invalid input: %s", strings.TrimPrefix(err.Error(), "validating root: "))
+		return Errorf(ErrValidation, "invalid input: %s", humanSchemaError(err.Error()))
 	}
 	if v, ok := params.(Validator); ok {
 		if err := v.Validate(); err != nil {

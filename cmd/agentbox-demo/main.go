@@ -18,12 +18,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -47,6 +46,35 @@ type demo struct {
 	journal                 []string // journal ids of mutating calls, in order
 	editID                  string
 	failed                  int
+	// details are lines a step shows under its own line (printed after
+	// it); serverLog collects what `agentbox mcp` writes to stderr, shown
+	// under the step it happened in when that step fails (or with -v).
+	details   []string
+	serverLog syncBuffer
+}
+
+// detail adds lines to show under the current step's line.
+func (d *demo) detail(s string) { d.details = append(d.details, s) }
+
+// syncBuffer is a bytes.Buffer safe for one writer and one reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+// take returns and clears what was written so far.
+func (b *syncBuffer) take() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.b.String()
+	b.b.Reset()
+	return s
 }
 
 func run(bin string, keep, verbose bool) int {
@@ -101,6 +129,7 @@ func run(bin string, keep, verbose bool) int {
 	for i, s := range steps {
 		t0 := time.Now()
 		sctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+		d.details = nil
 		verdict, err := s.fn(sctx)
 		cancel()
 		el := time.Since(t0)
@@ -110,7 +139,15 @@ func run(bin string, keep, verbose bool) int {
 			d.failed++
 			verdict = err.Error()
 		}
+		// The step's line first, then what belongs to it.
 		fmt.Printf("[%2d/%d] %s %7s  %s — %s\n", i+1, len(steps), status, fmtDur(el), s.name, oneLine(verdict))
+		for _, l := range d.details {
+			fmt.Println(l)
+		}
+		if log := strings.TrimSpace(d.serverLog.take()); log != "" && (err != nil || verbose) {
+			fmt.Println("        agentbox mcp said:")
+			fmt.Println(indent(log))
+		}
 		if err != nil && i < 3 {
 			fmt.Println("\nagentbox-demo: cannot go on without this step")
 			break
@@ -128,6 +165,10 @@ func run(bin string, keep, verbose bool) int {
 	}
 	return 0
 }
+
+// nobodyID is the uid and gid the sample project gets when the demo runs
+// as root.
+const nobodyID = 65534
 
 func fmtDur(d time.Duration) string {
 	if d < time.Second {
@@ -163,36 +204,66 @@ func (d *demo) agentbox(ctx context.Context, args ...string) (string, int, error
 }
 
 func (d *demo) engine(ctx context.Context) (string, error) {
+	// Start the engine if none answers and build the images if missing,
+	// quietly: one line here says what is ready, the full output only
+	// when something fails.
+	var st struct{ Host, Source, Version string }
+	out, err := exec.CommandContext(ctx, d.bin, "engine", "start").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("agentbox engine start: %v\n%s", err, out)
+	}
 	d.env = os.Environ()
+	out, err = exec.CommandContext(ctx, d.bin, "engine", "status", "--json").Output()
+	if err != nil || json.Unmarshal(out, &st) != nil || st.Host == "" {
+		return "", fmt.Errorf("no engine answers (agentbox engine status: %v %s)", err, out)
+	}
 	if os.Getenv("DOCKER_HOST") == "" {
-		// The private engine (make engine) lives under the default state
-		// dir; hand its address to the demo's agentbox, whose state dir is
-		// a fresh one.
-		cmd := exec.CommandContext(ctx, d.bin, "engine", "status", "--json")
-		out, err := cmd.Output()
-		if err != nil {
-			return "", fmt.Errorf("no engine answers (run `make engine`): %v", err)
-		}
-		var st struct{ Host, Source, Version string }
-		if err := json.Unmarshal(out, &st); err != nil || st.Host == "" {
-			return "", fmt.Errorf("agentbox engine status --json: %q", out)
-		}
+		// The demo's agentbox has a fresh state dir: hand it the address
+		// of the engine found (the private one lives under the default).
 		d.env = append(d.env, "DOCKER_HOST="+st.Host)
 	}
-	cmd := exec.CommandContext(ctx, d.bin, "engine", "status", "--json")
+	cmd := exec.CommandContext(ctx, d.bin, "--json", "images", "build")
 	cmd.Env = d.env
-	out, err := cmd.Output()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err = cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("agentbox engine status: %v", err)
+		return "", fmt.Errorf("agentbox images build: %v\n%s%s", err, out, stderr.String())
 	}
-	var st struct{ Host, Source, Version string }
-	_ = json.Unmarshal(out, &st)
-	return fmt.Sprintf("Docker %s at %s", st.Version, st.Host), nil
+	var built []struct {
+		Name  string `json:"name"`
+		Built bool   `json:"built"`
+	}
+	var names []string
+	if json.Unmarshal(out, &built) == nil {
+		for _, b := range built {
+			state := "up to date"
+			if b.Built {
+				state = "built"
+			}
+			names = append(names, b.Name+" "+state)
+		}
+	}
+	return fmt.Sprintf("Docker %s at %s (%s); images: %s", st.Version, st.Host, st.Source, strings.Join(names, ", ")), nil
 }
 
 func (d *demo) project(ctx context.Context) (string, error) {
 	if err := os.MkdirAll(d.ws, 0o755); err != nil {
 		return "", err
+	}
+	owner := ""
+	if os.Geteuid() == 0 {
+		// agentbox never runs commands as root: like a person would, give
+		// the project to an unprivileged user (nobody) when run as root.
+		defer func() {
+			filepath.WalkDir(d.ws, func(p string, _ os.DirEntry, err error) error {
+				if err == nil {
+					err = os.Lchown(p, nobodyID, nobodyID)
+				}
+				return err
+			})
+		}()
+		owner = ", owned by nobody"
 	}
 	if err := os.MkdirAll(d.state, 0o700); err != nil {
 		return "", err
@@ -202,27 +273,6 @@ func (d *demo) project(ctx context.Context) (string, error) {
 	}
 	if err := os.WriteFile(d.cfgFile, []byte(demoConfig), 0o600); err != nil {
 		return "", err
-	}
-	owner := ""
-	if os.Geteuid() == 0 {
-		// agentbox never runs commands as root: as root, give the sample
-		// project to an ordinary user (the one sudo came from, else 1000).
-		uid, gid := 1000, 1000
-		if u, err := strconv.Atoi(os.Getenv("SUDO_UID")); err == nil && u > 0 {
-			uid, gid = u, u
-			if g, err := strconv.Atoi(os.Getenv("SUDO_GID")); err == nil && g > 0 {
-				gid = g
-			}
-		}
-		if err := filepath.WalkDir(d.ws, func(p string, _ fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			return os.Lchown(p, uid, gid)
-		}); err != nil {
-			return "", err
-		}
-		owner = fmt.Sprintf(", owned by uid %d", uid)
 	}
 	dg, lines, err := treeDigest(d.ws)
 	if err != nil {
@@ -235,7 +285,7 @@ func (d *demo) project(ctx context.Context) (string, error) {
 func (d *demo) connect(ctx context.Context) (string, error) {
 	cmd := exec.Command(d.bin, "--workspace", d.ws, "--state-dir", d.state, "--config", d.cfgFile, "mcp")
 	cmd.Env = d.env
-	cmd.Stderr = os.Stderr
+	cmd.Stderr = &d.serverLog
 	// No elicitation capability: approvals fall back to the
 	// non-interactive decision (deny).
 	c := sdk.NewClient(&sdk.Implementation{Name: "agentbox-demo", Version: "1"}, nil)

@@ -55,7 +55,7 @@ func (d *demo) call(ctx context.Context, name string, args map[string]any) (*res
 		d.journal = append(d.journal, id)
 	}
 	if d.verbose {
-		fmt.Printf("        %s → isError=%v kind=%s\n%s\n", name, r.isError, r.kind, indent(r.text))
+		d.detail(fmt.Sprintf("        %s → isError=%v kind=%s\n%s", name, r.isError, r.kind, indent(r.text)))
 	}
 	return r, nil
 }
@@ -179,7 +179,8 @@ func refused(r *result, kinds ...string) error {
 }
 
 func (d *demo) dangerous(ctx context.Context) (string, error) {
-	r, err := d.call(ctx, "Bash", map[string]any{"command": "rm -rf build *.sh"})
+	const command = "rm -rf build *.sh"
+	r, err := d.call(ctx, "Bash", map[string]any{"command": command})
 	if err != nil {
 		return "", err
 	}
@@ -193,11 +194,12 @@ func (d *demo) dangerous(ctx context.Context) (string, error) {
 	if i < 0 {
 		return "", fmt.Errorf("the refusal gives no reasons: %s", r.text)
 	}
-	return fmt.Sprintf("%s; %s", r.kind, r.text[i:]), nil
+	return fmt.Sprintf("`%s` → %s; %s", command, r.kind, r.text[i:]), nil
 }
 
 func (d *demo) forbidden(ctx context.Context) (string, error) {
-	r, err := d.call(ctx, "Bash", map[string]any{"command": "rm -rf --no-preserve-root /"})
+	const command = "rm -rf --no-preserve-root /"
+	r, err := d.call(ctx, "Bash", map[string]any{"command": command})
 	if err != nil {
 		return "", err
 	}
@@ -210,7 +212,7 @@ func (d *demo) forbidden(ctx context.Context) (string, error) {
 			reasons = append(reasons, strings.TrimPrefix(l, "- "))
 		}
 	}
-	return fmt.Sprintf("%s; why: %s", r.kind, strings.Join(reasons, "; ")), nil
+	return fmt.Sprintf("`%s` → %s; why: %s", command, r.kind, strings.Join(reasons, "; ")), nil
 }
 
 func (d *demo) writeOutside(ctx context.Context) (string, error) {
@@ -338,7 +340,7 @@ func (d *demo) diff(ctx context.Context) (string, error) {
 	if !strings.Contains(out, "-mul() { echo $(( $1 + $2 )); }") || !strings.Contains(out, "+mul() { echo $(( $1 * $2 )); }") {
 		return "", fmt.Errorf("the diff does not show the edit:\n%s", out)
 	}
-	fmt.Println(indent(out))
+	d.detail(indent(out))
 	return "shows -mul(+) / +mul(*) in calc.sh", nil
 }
 

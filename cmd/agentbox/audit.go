@@ -20,8 +20,10 @@ func newAuditCmd(a *app) *cobra.Command {
 		Use:   "audit",
 		Short: "Show the audit log of tool calls (newest last)",
 		Long: `Show the workspace's audit log: one record per tool call with its time,
-session, call id, tool, decision and who decided, exit code, duration and
-changed paths. Inputs are stored with secret-looking values masked. Each
+session, call id, tool, decision and who decided, exit code, duration,
+changed paths and the command (or path) it was about. Besides tool calls it
+records the commands run on the command line: exec, undo, rollback and
+checkpoint. Inputs are stored with secret-looking values masked. Each
 record carries the hash of the previous one; "agentbox audit verify" checks
 the chain. --json prints the records as a JSON array.`,
 		Args: cobra.NoArgs,
@@ -50,7 +52,7 @@ the chain. --json prints the records as a JSON array.`,
 				return enc.Encode(recs)
 			}
 			tw := tabwriter.NewWriter(a.stdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "TIME\tSESSION\tCALL\tTOOL\tDECISION\tEXIT\tMS\tJOURNAL\tRESULT")
+			fmt.Fprintln(tw, "TIME\tSESSION\tCALL\tTOOL\tDECISION\tEXIT\tMS\tJOURNAL\tRESULT\tCOMMAND")
 			for _, r := range recs {
 				dec := r.Decision
 				if r.DecidedBy != "" {
@@ -75,7 +77,11 @@ the chain. --json prints the records as a JSON array.`,
 					j = "-"
 				}
 				l := termtext.Line // every field but the numbers comes from the log
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.Time.Local().Format(time.DateTime), l(r.Session), l(r.CallID), l(r.Tool), l(dec), exit, r.DurationMS, l(j), l(result))
+				subject := auditSubject(r.Input, 60)
+				if subject == "" {
+					subject = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.Time.Local().Format(time.DateTime), l(r.Session), l(r.CallID), l(r.Tool), l(dec), exit, r.DurationMS, l(j), l(result), l(subject))
 			}
 			return tw.Flush()
 		},

@@ -137,18 +137,18 @@ each row's ratio to the pool.`,
 
 			dockerCLI, _ := exec.LookPath("docker")
 			if dockerCLI != "" {
-				env := append(os.Environ(), "DOCKER_HOST="+info.Host)
+				env := dockerEnv(os.Environ(), info.Host)
 				fmt.Fprintln(progress, "docker-exec ...")
 				name := fmt.Sprintf("agentbox-bench-%d", os.Getpid())
-				start := exec.CommandContext(ctx, dockerCLI, "run", "-d", "--rm", "--name", name, "--network", "none", image, "sleep", "3600")
-				start.Env = env
-				if out, err := start.CombinedOutput(); err != nil {
-					return fmt.Errorf("docker run -d: %v: %s", err, bytes.TrimSpace(out))
+				// Every docker CLI call talks to the engine agentbox found,
+				// which may be the private one the CLI knows nothing of.
+				if err := cmdRunner(ctx, env, dockerCLI, "run", "-d", "--rm", "--name", name, "--network", "none", image, "sleep", "3600")(); err != nil {
+					return fmt.Errorf("docker run -d (the container for the docker exec row): %w", err)
 				}
 				execLat, err := timeN(n, nil, cmdRunner(ctx, env, dockerCLI, "exec", name, "true"))
-				rm := exec.Command(dockerCLI, "rm", "-f", name)
-				rm.Env = env
-				rm.Run()
+				if rmErr := cmdRunner(context.WithoutCancel(ctx), env, dockerCLI, "rm", "-f", name)(); rmErr != nil {
+					fmt.Fprintf(progress, "removing container %s: %v\n", name, rmErr)
+				}
 				if err != nil {
 					return fmt.Errorf("docker exec: %w", err)
 				}
@@ -223,6 +223,19 @@ func timePool(ctx context.Context, r warmRunner, n, pool int) ([]time.Duration, 
 		}
 		return err
 	})
+}
+
+// dockerEnv is environ for a docker CLI that must talk to host: any other
+// engine choice (DOCKER_HOST, DOCKER_CONTEXT) is replaced.
+func dockerEnv(environ []string, host string) []string {
+	out := make([]string, 0, len(environ)+1)
+	for _, kv := range environ {
+		if strings.HasPrefix(kv, "DOCKER_HOST=") || strings.HasPrefix(kv, "DOCKER_CONTEXT=") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, "DOCKER_HOST="+host)
 }
 
 // timeN runs before (untimed) then fn (timed) n times.

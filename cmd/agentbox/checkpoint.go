@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -15,6 +16,10 @@ func newCheckpointCmd(a *app) *cobra.Command {
 		Short: "Snapshot the whole workspace now, to `rollback --to` later",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := a.Config()
+			if err != nil {
+				return err
+			}
 			st, err := openSnapshots(cmd.Context(), a)
 			if err != nil {
 				return err
@@ -23,7 +28,11 @@ func newCheckpointCmd(a *app) *cobra.Command {
 			if msg == "" {
 				msg = "checkpoint"
 			}
+			rec := startCLIAudit("checkpoint", map[string]any{"message": msg})
 			e, err := st.Checkpoint(cmd.Context(), msg, cliCall)
+			if aerr := rec.finish(cmd.Context(), cfg, &e, nil, "", err); aerr != nil {
+				return errors.Join(err, aerr)
+			}
 			if err != nil {
 				return err
 			}

@@ -22,7 +22,25 @@ func init() { registerExecWrapper(journalExec) }
 // A command that timed out or was interrupted is journaled too, since it
 // may have changed files before it was killed.
 func journalExec(a *app, cfg *config.Config, next execFunc) execFunc {
-	return func(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
+	return func(ctx context.Context, spec sandbox.Spec) (res sandbox.Result, err error) {
+		// Whatever happens, the command lands in the audit log like a tool
+		// call: what was run, its exit code, container and journal entry.
+		input := map[string]any{"command": execCommandLine(spec), "workdir": spec.Workdir}
+		if spec.Timeout > 0 {
+			input["timeout"] = spec.Timeout.String()
+		}
+		rec := startCLIAudit("exec", input)
+		var entry snapshot.Entry
+		ran := false
+		defer func() {
+			var exit *int
+			if ran {
+				exit = &res.ExitCode
+			}
+			if aerr := rec.finish(ctx, cfg, &entry, exit, res.ContainerID, err); aerr != nil {
+				err = errors.Join(err, aerr)
+			}
+		}()
 		store, err := snapshot.OpenConfig(ctx, cfg)
 		if err != nil {
 			return sandbox.Result{}, fmt.Errorf("snapshot store: %w", err)
@@ -42,10 +60,11 @@ func journalExec(a *app, cfg *config.Config, next execFunc) execFunc {
 			}
 			return res, runErr
 		}
+		ran = true
 		// Finish even when ctx was cancelled: the scan after must run.
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 		defer cancel()
-		entry, err := call.Finish(fctx)
+		entry, err = call.Finish(fctx)
 		if err != nil {
 			return res, errors.Join(runErr, fmt.Errorf("snapshot after the command: %w", err))
 		}
@@ -59,19 +78,25 @@ func journalExec(a *app, cfg *config.Config, next execFunc) execFunc {
 	}
 }
 
+// execCommandLine is the command an exec spec runs, as one line: the
+// shell command, or the argv with the arguments that need it quoted.
+func execCommandLine(spec sandbox.Spec) string {
+	if spec.Shell != "" {
+		return spec.Shell
+	}
+	q := make([]string, len(spec.Argv))
+	for i, arg := range spec.Argv {
+		if arg == "" || strings.ContainsAny(arg, " \t\n'\"\\$`|&;<>()*?[]{}~#") {
+			arg = strconv.Quote(arg)
+		}
+		q[i] = arg
+	}
+	return strings.Join(q, " ")
+}
+
 // execSummary is the journal's one-line description of an exec command.
 func execSummary(spec sandbox.Spec) string {
-	s := spec.Shell
-	if s == "" {
-		q := make([]string, len(spec.Argv))
-		for i, arg := range spec.Argv {
-			if arg == "" || strings.ContainsAny(arg, " \t\n'\"\\$`|&;<>()*?[]{}~#") {
-				arg = strconv.Quote(arg)
-			}
-			q[i] = arg
-		}
-		s = strings.Join(q, " ")
-	}
+	s := execCommandLine(spec)
 	const max = 200
 	if len(s) > max {
 		s = s[:max] + "…"

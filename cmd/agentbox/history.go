@@ -76,8 +76,9 @@ var opLetters = map[snapshot.Op]string{
 	snapshot.OpTypeChanged: "T", snapshot.OpModeChanged: "X",
 }
 
-// printEntry writes one entry for a person.
-func printEntry(w io.Writer, e snapshot.Entry) {
+// printEntry writes one entry for a person; with stat, its changes are
+// counted and grouped by directory.
+func printEntry(w io.Writer, e snapshot.Entry, stat bool) {
 	// Summaries and paths come from the agent: cut, then escape, so that
 	// nothing in them reaches the terminal raw.
 	summary := strings.ReplaceAll(e.Summary, "\n", " ")
@@ -106,17 +107,21 @@ func printEntry(w io.Writer, e snapshot.Entry) {
 		sess = "-"
 	}
 	fmt.Fprintf(w, "%s  %s  %-10s %s  %s%s\n", termtext.Line(e.ID), e.Time.Local().Format("2006-01-02 15:04:05"), termtext.Line(e.Tool), termtext.Line(sess), summary, termtext.Line(extra))
-	for _, c := range e.Changes {
-		fmt.Fprintf(w, "    %s %s\n", opLetters[c.Op], termtext.Line(c.Path))
-	}
+	printChanges(w, e.Changes, stat)
 }
 
 func newHistoryCmd(a *app) *cobra.Command {
 	var limit int
+	var stat bool
 	cmd := &cobra.Command{
-		Use:   "history",
+		Use:   "history [--stat] [--limit N]",
 		Short: "List journaled calls, newest first, with the paths each changed",
-		Args:  cobra.NoArgs,
+		Long: `List journaled calls, newest first, with the paths each changed. A call
+that changed more than 20 paths is shown grouped by directory with counts
+(` + "`agentbox diff CALL`" + ` shows every path); --stat counts every call's
+changes by kind and groups them into at most 8 lines. --json prints every
+path.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := openSnapshots(cmd.Context(), a)
 			if err != nil {
@@ -138,12 +143,13 @@ func newHistoryCmd(a *app) *cobra.Command {
 				fmt.Fprintln(a.stdout(), "no calls journaled yet")
 			}
 			for _, e := range entries {
-				printEntry(a.stdout(), e)
+				printEntry(a.stdout(), e, stat)
 			}
 			return nil
 		},
 	}
 	cmd.Flags().IntVar(&limit, "limit", 0, "show at most N calls (0: all)")
+	cmd.Flags().BoolVar(&stat, "stat", false, "count each call's changes and group them by directory")
 	return cmd
 }
 

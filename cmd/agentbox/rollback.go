@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+
 	"github.com/spf13/cobra"
 )
 
@@ -8,20 +10,38 @@ func init() { register(newRollbackCmd) }
 
 func newRollbackCmd(a *app) *cobra.Command {
 	var to string
+	var dryRun bool
 	cmd := &cobra.Command{
-		Use:   "rollback --to CALL",
+		Use:   "rollback --to CALL [--dry-run]",
 		Short: "Restore every path changed since just before CALL to its state then",
 		Long: `Restore every path that CALL or any later call changed to its state just
 before CALL (for a checkpoint: its state at the checkpoint). Paths no call
-touched are left alone. The rollback is journaled, so it can be undone.`,
+touched are left alone. The rollback is journaled, so it can be undone.
+--dry-run prints what would change, and the paths changed outside any
+journaled call that the rollback would overwrite, and changes nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := a.Config()
+			if err != nil {
+				return err
+			}
 			st, err := openSnapshots(cmd.Context(), a)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
+			if dryRun {
+				p, err := st.PlanRollback(cmd.Context(), to)
+				if err != nil {
+					return err
+				}
+				return reportPlan(a, p, false)
+			}
+			rec := startCLIAudit("rollback", map[string]any{"to": to})
 			e, err := st.Rollback(cmd.Context(), to, cliCall)
+			if aerr := rec.finish(cmd.Context(), cfg, &e, nil, "", err); aerr != nil {
+				return errors.Join(err, aerr)
+			}
 			if err != nil {
 				return err
 			}
@@ -29,6 +49,7 @@ touched are left alone. The rollback is journaled, so it can be undone.`,
 		},
 	}
 	cmd.Flags().StringVar(&to, "to", "", "the call to roll back to (required)")
+	cmd.Flags().BoolVarP(&dryRun, "dry-run", "n", false, "print what would change; change nothing")
 	cmd.MarkFlagRequired("to")
 	return cmd
 }

@@ -47,8 +47,8 @@ approval, snapshot, the sandbox, change capture, truncation and audit.
 The input is a JSON object ('-' reads it from stdin; none means {}). Calls from
 the CLI share one session per workspace (its cwd, what it has read, its
 grants), so "agentbox tool Read" then "agentbox tool Edit" works from a script;
---session names another. Background shells (Bash run_in_background) live only
-as long as the process that started them: use the MCP server for those.
+--session names another. Background shells (Bash run_in_background) are
+refused: they would die with this process. Use the MCP server for those.
 
 A call that needs approval is asked on the terminal when stdin and stderr
 are one (tools.approver: auto); --yes approves this one call instead (allow
@@ -130,7 +130,7 @@ func openCLISystem(ctx context.Context, a *app, cfg *config.Config, yes bool) (*
 	if os.Getenv("AGENTBOX_DEBUG") != "" {
 		logger = slog.New(slog.NewTextHandler(a.stderr(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	return workspace.Open(ctx, cfg, workspace.Options{Register: builtin.Register, Approver: approver, Logger: logger})
+	return workspace.Open(ctx, cfg, workspace.Options{Register: builtin.Register, Approver: approver, Logger: logger, OneShot: true})
 }
 
 // yesApprover allows every question once: `agentbox tool --yes`.

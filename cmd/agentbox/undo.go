@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/agentbox/agentbox/snapshot"
@@ -11,9 +12,9 @@ import (
 func init() { register(newUndoCmd) }
 
 func newUndoCmd(a *app) *cobra.Command {
-	var force bool
+	var force, dryRun bool
 	cmd := &cobra.Command{
-		Use:   "undo [CALL]",
+		Use:   "undo [CALL] [--dry-run] [--force]",
 		Short: "Revert one call's changes (default: the latest call not yet undone)",
 		Long: `Revert exactly the changes one journaled call made. The undo is itself
 journaled, so undoing an undo is a redo. Without CALL, undo works like an
@@ -21,9 +22,14 @@ editor's: it reverts the most recent call that changed something and has not
 been undone yet; repeat it to walk back through history.
 
 If a later call or someone else changed one of the same paths since, undo
-stops and lists the conflicts; --force reverts anyway.`,
+stops and lists the conflicts; --force reverts anyway. --dry-run prints what
+the undo would change and its conflicts, and changes nothing.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := a.Config()
+			if err != nil {
+				return err
+			}
 			st, err := openSnapshots(cmd.Context(), a)
 			if err != nil {
 				return err
@@ -33,7 +39,18 @@ stops and lists the conflicts; --force reverts anyway.`,
 			if len(args) == 1 {
 				id = args[0]
 			}
+			if dryRun {
+				p, err := st.PlanUndo(cmd.Context(), id)
+				if err != nil {
+					return err
+				}
+				return reportPlan(a, p, force)
+			}
+			rec := startCLIAudit("undo", map[string]any{"call": id, "force": force})
 			e, err := st.Undo(cmd.Context(), id, force, cliCall)
+			if aerr := rec.finish(cmd.Context(), cfg, &e, nil, "", err); aerr != nil {
+				return errors.Join(err, aerr)
+			}
 			if err != nil {
 				return reportConflict(a, err)
 			}
@@ -41,6 +58,7 @@ stops and lists the conflicts; --force reverts anyway.`,
 		},
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "undo even if the paths were changed since")
+	cmd.Flags().BoolVarP(&dryRun, "dry-run", "n", false, "print what would change and the conflicts; change nothing")
 	return cmd
 }
 
@@ -50,8 +68,49 @@ func reportRestore(a *app, e snapshot.Entry, what string) error {
 		return writeJSON(a.stdout(), toHistory(e))
 	}
 	fmt.Fprintf(a.stdout(), "%s as %s: %d path(s) restored\n", termtext.Line(what), termtext.Line(e.ID), len(e.Changes))
-	for _, c := range e.Changes {
-		fmt.Fprintf(a.stdout(), "    %s %s\n", opLetters[c.Op], termtext.Line(c.Path))
+	printChanges(a.stdout(), e.Changes, false)
+	return nil
+}
+
+// planJSON is `undo --dry-run --json` and `rollback --dry-run --json`.
+type planJSON struct {
+	DryRun    bool                `json:"dry_run"`
+	Kind      snapshot.Kind       `json:"kind"`
+	Target    string              `json:"target"`
+	Changes   []historyChange     `json:"changes"`
+	Conflicts []snapshot.Conflict `json:"conflicts"`
+	Blocked   string              `json:"blocked,omitempty"`
+	// WouldRun says whether the same command without --dry-run would go
+	// ahead (false: it would stop at the conflicts or at Blocked).
+	WouldRun bool `json:"would_run"`
+}
+
+// reportPlan prints a dry run. force is whether the real command would be
+// run with --force (an undo's conflicts then do not stop it).
+func reportPlan(a *app, p snapshot.Plan, force bool) error {
+	wouldRun := p.Blocked == "" && (force || p.Kind != snapshot.KindUndo || len(p.Conflicts) == 0)
+	if a.jsonOut {
+		return writeJSON(a.stdout(), planJSON{DryRun: true, Kind: p.Kind, Target: p.Target,
+			Changes: toHistory(snapshot.Entry{Changes: p.Changes}).Changes, Conflicts: p.Conflicts, Blocked: p.Blocked, WouldRun: wouldRun})
+	}
+	w := a.stdout()
+	what := "undo " + p.Target
+	if p.Kind == snapshot.KindRollback {
+		what = "rollback to just before " + p.Target
+	}
+	fmt.Fprintf(w, "dry run: %s would restore %d path(s); nothing was changed\n", termtext.Line(what), len(p.Changes))
+	printChanges(w, p.Changes, false)
+	if len(p.Conflicts) > 0 {
+		fmt.Fprintf(w, "%d conflict(s):\n", len(p.Conflicts))
+		for _, c := range p.Conflicts {
+			fmt.Fprintf(w, "    %s: %s\n", termtext.Line(c.Path), termtext.Line(c.Reason))
+		}
+	}
+	switch {
+	case p.Blocked != "":
+		fmt.Fprintf(w, "it would fail: %s\n", termtext.Line(p.Blocked))
+	case !wouldRun:
+		fmt.Fprintln(w, "it would stop at the conflicts; --force would undo anyway")
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"unicode/utf8"
 
 	"github.com/agentbox/agentbox/sandbox"
 	"github.com/agentbox/agentbox/sandbox/initproc"
@@ -52,6 +53,9 @@ func (r *Runner) WriteFile(ctx context.Context, w sandbox.FileWrite) error {
 		Write: &initproc.WriteReq{
 			Root: r.workspace, Rel: rel, Mode: uint32(w.Mode.Perm()), Size: int64(len(w.Content)),
 		},
+	}
+	if !utf8.ValidString(rel) {
+		req.Write.RelBytes = []byte(rel)
 	}
 	res, st, err := r.exchange(ctx, req, exchange{data: w.Content, timeout: timeout, limit: 4096, workdir: r.workspace})
 	if err != nil {

@@ -27,6 +27,9 @@ type WriteReq struct {
 	// Rel is the file's slash-separated path beneath Root: relative,
 	// clean, no "." or ".." component.
 	Rel string `json:"rel"`
+	// RelBytes carries Rel when it is not valid UTF-8 (JSON strings
+	// cannot); it takes precedence over Rel.
+	RelBytes []byte `json:"rel_bytes,omitempty"`
 	// Mode holds the permission bits of a new file; an existing file
 	// keeps its own.
 	Mode uint32 `json:"mode"`
@@ -106,6 +109,9 @@ const tempPrefix = ".agentbox-write-"
 // Run inside the container, so that the container's mounts apply; unit
 // tests run it on the host.
 func Write(req WriteReq, content io.Reader) *WriteError {
+	if req.RelBytes != nil {
+		req.Rel = string(req.RelBytes)
+	}
 	comps, err := splitRel(req.Rel)
 	if err != nil {
 		return &WriteError{Op: "check", Path: req.Rel, Msg: err.Error()}

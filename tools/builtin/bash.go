@@ -150,7 +150,7 @@ func runBash(ctx context.Context, env *tools.Env, p *BashParams) (tools.Result, 
 
 func startBackground(ctx context.Context, env *tools.Env, p *BashParams, req tools.ExecRequest) (tools.Result, error) {
 	if env.Jobs == nil {
-		return tools.Fail(tools.ErrValidation, "Background commands are not available here; run the command in the foreground (with a timeout of up to 600000 ms)."), nil
+		return tools.Fail(tools.ErrValidation, "Background commands are not available here: a one-shot call (such as `agentbox tool`) ends with its process and the command would die with it, so it was not started. Run the command in the foreground (with a timeout of up to 600000 ms), or serve the tools with `agentbox mcp`, whose background shells live as long as the server."), nil
 	}
 	req.OnOutput = nil
 	id, err := env.Jobs.Start(ctx, req)

@@ -167,7 +167,7 @@ func formatGlob(found []globMatchFile, dir string) (string, int) {
 	shown := min(len(found), maxGlobResults)
 	var b strings.Builder
 	for _, f := range found[:shown] {
-		b.WriteString(path.Join(dir, f.rel) + "\n")
+		b.WriteString(tools.EncodeName(path.Join(dir, f.rel)) + "\n")
 	}
 	if shown < len(found) {
 		fmt.Fprintf(&b, "[Showing the %d most recently modified of %d matching files. Use a more specific pattern or path to see the others.]\n", shown, len(found))

@@ -16,6 +16,8 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/tools"
 )
 
 // Grep output modes.
@@ -375,7 +377,8 @@ func cutLine(b []byte) string {
 // entries shown.
 func formatGrep(results []grepFile, spec *grepSpec, base string, headLimit int) (text string, shown, total int) {
 	var b strings.Builder
-	abs := func(rel string) string { return path.Join(base, rel) }
+	// Names that are not valid UTF-8 are shown escaped (tools.EncodeName).
+	abs := func(rel string) string { return tools.EncodeName(path.Join(base, rel)) }
 	switch spec.mode {
 	case modeFiles:
 		total = len(results)

@@ -152,7 +152,7 @@ func formatLS(dir string, entries []lsEntry, complete bool) (string, int) {
 		})
 	}
 	var b strings.Builder
-	b.WriteString("- " + strings.TrimSuffix(dir, "/") + "/\n")
+	b.WriteString("- " + tools.EncodeName(strings.TrimSuffix(dir, "/")) + "/\n")
 	shown := 0
 	var walk func(parent string, depth int) bool
 	walk = func(parent string, depth int) bool {
@@ -160,7 +160,7 @@ func formatLS(dir string, entries []lsEntry, complete bool) (string, int) {
 			if shown >= maxLSEntries {
 				return false
 			}
-			name := path.Base(e.rel)
+			name := tools.EncodeName(path.Base(e.rel))
 			switch {
 			case e.isDir:
 				name += "/"

@@ -63,7 +63,7 @@ func runRead(ctx context.Context, env *tools.Env, p *ReadParams) (tools.Result, 
 	if err != nil {
 		return readFail(err), nil
 	}
-	stamp := tools.ReadStamp{ModTime: fi.ModTime(), Size: fi.Size(), Offset: max(p.Offset, 1), Limit: effectiveLimit(p.Limit)}
+	stamp := tools.ReadStamp{ModTime: fi.ModTime(), Size: fi.Size(), Offset: max(p.Offset, 1), Limit: effectiveLimit(p.Limit), Shown: true}
 	if fi.Size() <= maxCountBytes && (fc.total >= 0 || fc.image != nil || fc.empty) {
 		stamp.Hash = hex.EncodeToString(h.Sum(nil))
 	}
@@ -74,7 +74,7 @@ func runRead(ctx context.Context, env *tools.Env, p *ReadParams) (tools.Result, 
 		if last, ok := env.Session.LastRead(p.FilePath); ok && unchangedRead(last, stamp) {
 			env.Session.RecordRead(p.FilePath, stamp)
 			r := tools.Result{
-				Content: fmt.Sprintf("File unchanged since your last read of this window (lines %d-%d) of %s; its content is as you saw it then, so it is not repeated.", stamp.Offset, stamp.Offset+max(fc.shown, 1)-1, p.FilePath),
+				Content: fmt.Sprintf("File unchanged since your last read of this window (lines %d-%d) of %s; its content is as you saw it then, so it is not repeated.", stamp.Offset, stamp.Offset+max(fc.shown, 1)-1, tools.EncodeName(p.FilePath)),
 				Display: "unchanged since last read",
 			}
 			r.SetMeta("unchanged", true)
@@ -82,7 +82,7 @@ func runRead(ctx context.Context, env *tools.Env, p *ReadParams) (tools.Result, 
 		}
 		env.Session.RecordRead(p.FilePath, stamp)
 	}
-	return readResult(p.FilePath, fc), nil
+	return readResult(tools.EncodeName(p.FilePath), fc), nil
 }
 
 // effectiveLimit is the line limit a Read applies.
@@ -95,9 +95,11 @@ func effectiveLimit(limit int) int {
 
 // unchangedRead reports whether a new read repeats an earlier Read of the
 // same window of the same content. Stamps recorded after a write have no
-// Limit and never count: the model has not seen that content whole.
+// Limit and never count: the model has not seen that content whole; nor do
+// stamps of another process (not Shown): a one-shot CLI call has no
+// conversation in which the content was seen.
 func unchangedRead(last, cur tools.ReadStamp) bool {
-	return last.Limit != 0 && last.Limit == cur.Limit && last.Offset == cur.Offset &&
+	return last.Shown && last.Limit != 0 && last.Limit == cur.Limit && last.Offset == cur.Offset &&
 		last.Hash != "" && cur.Hash != "" && last.Same(cur)
 }
 

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -151,8 +152,14 @@ func (s *Server) SDK() *sdk.Server { return s.srv }
 
 // ServeStdio serves one session over stdin/stdout until the client
 // disconnects or ctx is done, then stops the session's background jobs.
+// When the input ends, the requests already read are answered first.
 func (s *Server) ServeStdio(ctx context.Context) error {
-	err := s.srv.Run(ctx, &sdk.StdioTransport{})
+	return s.serveIO(ctx, os.Stdin, os.Stdout)
+}
+
+func (s *Server) serveIO(ctx context.Context, in io.Reader, out io.Writer) error {
+	d := newDrainingStdio(ctx, in, out)
+	err := s.srv.Run(ctx, &sdk.IOTransport{Reader: d, Writer: d.writer()})
 	s.closeAll()
 	if ctx.Err() != nil {
 		return nil

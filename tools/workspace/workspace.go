@@ -38,6 +38,10 @@ type Options struct {
 	// Runner replaces the Docker runner (tests, other backends). When nil
 	// the Docker runner is opened on the first command.
 	Runner sandbox.Runner
+	// OneShot is set by a process that runs one call and exits (`agentbox
+	// tool`): background commands are refused, since they would die with
+	// the process while the model was told to read them later.
+	OneShot bool
 }
 
 // Tools is the whole tool system of one workspace, wired from config:
@@ -182,7 +186,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Tools, error)
 		Approver:     approver,
 		Grants:       s.Grants,
 		Sandbox:      s.sandbox,
-		Jobs:         s.jobs,
+		Jobs:         s.jobsFor(opts.OneShot),
 		Snapshots:    s.snaps,
 		Audit:        s.Audit,
 		Limits: tools.Limits{
@@ -281,6 +285,15 @@ func (l *lazySandbox) close(ctx context.Context) error {
 		return l.runner.Close(ctx)
 	}
 	return nil
+}
+
+// jobsFor is the Jobs the pipeline gets: none (a nil interface) for a
+// one-shot process.
+func (s *Tools) jobsFor(oneShot bool) tools.Jobs {
+	if oneShot {
+		return nil
+	}
+	return s.jobs
 }
 
 // lazyJobs runs background jobs on the lazily opened runner. A job's
