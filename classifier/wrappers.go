@@ -120,8 +120,12 @@ func hEnv(a *analyzer, c *call) {
 		case strings.HasPrefix(v, "-S") || strings.HasPrefix(v, "--split-string") || (strings.HasPrefix(v, "-") && !strings.HasPrefix(v, "--") && strings.Contains(v, "S")):
 			a.flag(c, i, Dangerous, "env.split", "env -S splits a string into a command line")
 			return
-		case v == "-u" || v == "--unset":
-			i++
+		case v == "-u" || v == "--unset" || strings.HasPrefix(v, "-u") || strings.HasPrefix(v, "--unset="):
+			// The sandbox's environment is part of its guarantees (git's
+			// program overrides among them): removing any of it is not
+			// a read.
+			a.flag(c, i, Dangerous, "env.unset", "env -u removes a variable the sandbox sets (such as git's overrides)")
+			return
 		case v == "-C" || v == "--chdir":
 			i++
 			if i < len(c.args) {
@@ -130,7 +134,6 @@ func hEnv(a *analyzer, c *call) {
 		case strings.HasPrefix(v, "-C") || strings.HasPrefix(v, "--chdir="):
 			d := strings.TrimPrefix(strings.TrimPrefix(v, "-C"), "--chdir=")
 			a.chdir(c, i, field{val: d, raw: d})
-		case strings.HasPrefix(v, "-u") || strings.HasPrefix(v, "--unset="):
 		case v == "-0" || v == "--null" || v == "-v" || v == "--debug":
 		case strings.HasPrefix(v, "-"):
 			a.flag(c, i, Dangerous, "env.option", "env option "+v+" is not known")
