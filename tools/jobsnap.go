@@ -112,6 +112,13 @@ func (j *JobSnapshots) FinishJob(ctx context.Context, id string, st *JobStatus) 
 		}
 		return
 	}
+	if j.Logger != nil {
+		if e.RevertError != "" {
+			j.Logger.Error("a background job changed protected paths that could not be reverted", "job", id, "journal", e.ID, "err", e.RevertError)
+		} else if len(e.Reverted) > 0 {
+			j.Logger.Warn("reverted a background job's changes to protected paths", "job", id, "journal", e.ID, "paths", len(e.Reverted))
+		}
+	}
 	if st != nil {
 		st.Journal = &e
 	}

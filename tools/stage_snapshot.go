@@ -82,7 +82,7 @@ func SnapshotStage(store Snapshotter, ap Approver) Stage {
 			if entry.ID != "" {
 				res.SetMeta("journal_id", entry.ID)
 			}
-			reportReverted(&res, entry)
+			ReportReverted(&res, entry)
 			changes := entry.Changes
 			if changes == nil {
 				changes = []Change{}
@@ -114,9 +114,10 @@ func refusedBeforeActing(k ErrorKind) bool {
 	return false
 }
 
-// reportReverted tells the model (and through the meta, the operator)
-// which changes to protected paths were reverted.
-func reportReverted(res *Result, e JournalEntry) {
+// ReportReverted tells the model (and through the meta, the operator)
+// which changes to protected paths were reverted, and loudly which could
+// not be. Background jobs' results use it too.
+func ReportReverted(res *Result, e JournalEntry) {
 	if len(e.Reverted) > 0 {
 		res.SetMeta("reverted", e.Reverted)
 		var b strings.Builder

@@ -236,6 +236,8 @@ func withJournal(env *tools.Env, r tools.Result, st tools.JobStatus) tools.Resul
 			changes = []tools.Change{}
 		}
 		r.SetMeta("changes", changes)
+		// Reverted protected paths are told as for a foreground call.
+		tools.ReportReverted(&r, *st.Journal)
 	}
 	if st.JournalError != "" {
 		r.SetMeta("journal_error", st.JournalError)
