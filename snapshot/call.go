@@ -161,6 +161,7 @@ func (s *Store) begin(ctx context.Context, info CallInfo, rel string) (*Call, er
 		if err != nil {
 			return fail(err)
 		}
+		s.guardDrift(ctx, id, old, pre)
 		s.hook("begin-scanned")
 		if pre != old {
 			if _, err := s.saveIndex(pre); err != nil {

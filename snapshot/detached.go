@@ -100,6 +100,7 @@ func (s *Store) BeginDetached(ctx context.Context, info CallInfo) (*Detached, er
 	if err != nil {
 		return fail(err)
 	}
+	s.guardDrift(ctx, id, old, pre)
 	if pre != old || !s.hasIndex() || s.manifestHash(pre) == "" {
 		if _, err := s.saveIndex(pre); err != nil {
 			return fail(err)

@@ -211,3 +211,43 @@ func emptyDirAdded(changes []Change, i int) bool {
 	}
 	return i+1 >= len(changes) || !strings.HasPrefix(changes[i+1].Path, ch.Path+"/")
 }
+
+// guardDrift judges what changed on disk since the last manifest (old)
+// when a background job is running: such drift may be the job's, made
+// outside any call, and a protected change among it would otherwise be
+// taken into the new pre-scan (pre) unjudged — and a later call that
+// writes the same bytes again would then show no change at all. Protected
+// drift is reverted (nobody is asked: no call made it) and pre updated.
+// With no job running, drift is the user's own editing and is left alone.
+func (s *Store) guardDrift(ctx context.Context, id string, old, pre *index) {
+	if s.opts.protect == nil || old == nil || pre == nil || old == pre || !s.anyDetachedLive() {
+		return
+	}
+	drift := diffIndex(old, pre)
+	if len(drift) == 0 {
+		return
+	}
+	_, reverted, err := s.guard(ctx, id+"-drift", drift, nil, pre)
+	if len(reverted) > 0 {
+		paths := make([]string, 0, len(reverted))
+		for _, r := range reverted {
+			paths = append(paths, r.Path)
+		}
+		s.opts.log.Warn("snapshot: reverted changes to protected paths made outside any call while a background job ran", "paths", paths)
+	}
+	if err != nil {
+		s.opts.log.Error("snapshot: could not revert changes to protected paths made while a background job ran", "err", err)
+	}
+}
+
+// anyDetachedLive reports whether a detached call (a background job) of
+// this store is running.
+func (s *Store) anyDetachedLive() bool {
+	ids, _ := s.ids("pending")
+	for _, id := range ids {
+		if rec, err := s.readPending(id); err == nil && rec.Detached && s.detachedLive(id) {
+			return true
+		}
+	}
+	return false
+}

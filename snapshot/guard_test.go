@@ -16,7 +16,7 @@ import (
 func protect(rel string) (string, bool) {
 	base := filepath.Base(rel)
 	switch {
-	case rel == ".git/config", rel == ".git/hooks", strings.HasPrefix(rel, ".git/hooks/"), base == ".envrc",
+	case rel == ".git/config", rel == ".git/hooks", strings.HasPrefix(rel, ".git/hooks/"), base == ".envrc", strings.HasSuffix(rel, ".cargo/config.toml"),
 		base == ".git" && rel != ".git", strings.Contains(rel, "/.git/"):
 		return rel + " is protected", true
 	}
@@ -174,5 +174,60 @@ func TestProtectedChangesAreReverted(t *testing.T) {
 	// Undoing the journaled parts leaves protected paths alone.
 	if _, err := st.Undo(ctx, "", false, snapshot.CallInfo{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestProtectedDriftWhileJobRuns: a protected change made outside any call
+// while a background job runs (it may be the job's) is reverted when the
+// next call begins, instead of being taken into that call's pre-scan;
+// with no job running, the user's own edit is left alone.
+func TestProtectedDriftWhileJobRuns(t *testing.T) {
+	ctx := context.Background()
+	ws, state := t.TempDir(), t.TempDir()
+	write(t, ws, "main.go", "package main\n")
+	st, err := snapshot.Open(ctx, state, ws, snapshot.WithProtection(func() snapshot.ProtectFunc { return protect }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := st.Begin(ctx, snapshot.CallInfo{Tool: "Bash"}, snapshot.Whole())
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Finish(ctx)
+
+	// No job: the user's own .envrc stays.
+	write(t, ws, "app/.envrc", "user\n")
+	c, err := st.Begin(ctx, snapshot.CallInfo{Tool: "Bash"}, snapshot.Whole())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Finish(ctx)
+	if got := read(ws, "app/.envrc"); got != "user\n" {
+		t.Fatalf("the user's own edit was reverted: %q", got)
+	}
+
+	// A job runs; something plants a protected file; the next call's
+	// pre-scan must not take it in.
+	job, err := st.BeginDetached(ctx, snapshot.CallInfo{Tool: "Bash"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, ws, "app/.cargo/config.toml", "[build]\nrustc-wrapper = \"/tmp/evil\"\n")
+	c, err = st.Begin(ctx, snapshot.CallInfo{Tool: "Bash"}, snapshot.Whole())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "app/.cargo/config.toml")); !os.IsNotExist(err) {
+		t.Fatalf("protected drift survived the next call's pre-scan: %v", err)
+	}
+	// The job writes the same bytes again and ends: it is reverted then.
+	write(t, ws, "app/.cargo/config.toml", "[build]\nrustc-wrapper = \"/tmp/evil\"\n")
+	c.Finish(ctx)
+	e, err := job.Finish(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "app/.cargo/config.toml")); !os.IsNotExist(err) {
+		t.Fatalf("protected file survives overlapping calls (journal %+v)", e)
 	}
 }
