@@ -9,7 +9,7 @@ DESTDIR  ?=
 
 export CGO_ENABLED := 0
 
-.PHONY: build install test unit integration integration-backends engine images check bench demo clean
+.PHONY: build install test unit integration integration-backends integration-runsc engine images check bench demo clean
 
 ## build: the static agentbox binary (also the in-container init)
 build:
@@ -32,10 +32,9 @@ unit:
 ## test: the whole suite (unit tests, then integration tests against a real engine)
 test: build unit integration
 
-## engine: make sure an engine answers (starts a private dockerd if none does) and offers gVisor (runsc)
+## engine: make sure an engine answers (starts a private dockerd if none does)
 engine: build
 	$(BIN) engine start
-	AGENTBOX_SANDBOX_RUNTIME=runsc $(BIN) engine start >/dev/null
 
 ## images: build the sandbox images locally (no registry)
 images: engine
@@ -46,12 +45,16 @@ integration: images integration-backends
 	@echo "integration tests (one line per test as it finishes; test images are removed at the end) ..."
 	AGENTBOX_BIN=$(CURDIR)/$(BIN) $(GOTESTSUM) --format testname -- -tags integration -count=1 -p 1 -timeout 30m ./integration/...
 
-## integration-backends: the sandbox conformance suite under gVisor (runsc; its escape suite does
-## not pass yet, see README), the conformance and escape suites under Podman
+## integration-backends: the sandbox conformance and escape suites under Podman's Docker API
 BACKEND_TESTS := TestSandboxConformance|TestEscape|TestSandboxHardening
 integration-backends: images
-	AGENTBOX_SANDBOX_RUNTIME=runsc AGENTBOX_BIN=$(CURDIR)/$(BIN) $(GO) test -tags integration -count=1 -p 1 -timeout 20m -run 'TestSandboxConformance' ./integration/
 	AGENTBOX_SANDBOX_BACKEND=podman AGENTBOX_BIN=$(CURDIR)/$(BIN) $(GO) test -tags integration -count=1 -p 1 -timeout 20m -run '$(BACKEND_TESTS)' ./integration/
+
+## integration-runsc: the same suites under gVisor (sandbox.runtime: runsc). Not part of `make test`:
+## gVisor does not pass them yet (see README, "Backends").
+integration-runsc: images
+	AGENTBOX_SANDBOX_RUNTIME=runsc $(BIN) engine start >/dev/null
+	AGENTBOX_SANDBOX_RUNTIME=runsc AGENTBOX_BIN=$(CURDIR)/$(BIN) $(GO) test -tags integration -count=1 -p 1 -timeout 20m -run '$(BACKEND_TESTS)' ./integration/
 
 ## check: formatting, vet and staticcheck
 check: bin/staticcheck
