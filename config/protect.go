@@ -57,7 +57,11 @@ var DefaultProtectedPaths = []string{
 // git executes or where it reads such settings from: config, hooks,
 // includes, alternates and the pointers to other git directories.
 // Objects, refs, the index and logs are data and stay writable.
-var GitBehaviourFiles = []string{"config", "config.worktree", "commondir", "gitdir", "hooks", "info", "objects/info", "modules", "worktrees"}
+//
+// Of objects/info only the alternates files are: the rest (packs,
+// commit-graph) is maintenance data git gc must be able to write.
+var GitBehaviourFiles = []string{"config", "config.worktree", "commondir", "gitdir", "hooks", "info",
+	"objects/info/alternates", "objects/info/http-alternates", "modules", "worktrees"}
 
 // Protection decides which workspace paths are protected. It is built
 // from sandbox.protected_paths; its zero value protects git metadata
@@ -171,7 +175,7 @@ func gitBehaviour(rest []string) bool {
 	case "config", "config.worktree", "commondir", "gitdir", "hooks", "info", "modules", "worktrees":
 		return true
 	case "objects":
-		return len(rest) > 1 && rest[1] == "info"
+		return len(rest) > 2 && rest[1] == "info" && (rest[2] == "alternates" || rest[2] == "http-alternates")
 	}
 	return false
 }

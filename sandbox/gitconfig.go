@@ -74,6 +74,10 @@ var gitSafeConfig = [...]struct{ key, value string }{
 	{"core.alternateRefsCommand", "true"},
 	// An empty helper clears the list, credential.<url>.helper included.
 	{"credential.helper", ""},
+	// Not a program: .git/info is read-only in the sandbox, and repack
+	// (git gc) would otherwise fail writing info/refs, which only dumb
+	// HTTP serving reads.
+	{"repack.updateServerInfo", "false"},
 	// Signing and verification use the standard programs (signing fails
 	// anyway without the owner's keys, so it is turned off and commits
 	// in repositories that sign still work).

@@ -68,6 +68,7 @@ func TestEnvGitSafe(t *testing.T) {
 		"core.askPass":                "",
 		"core.alternateRefsCommand":   "true",
 		"credential.helper":           "",
+		"repack.updateServerInfo":     "false",
 		"gpg.program":                 "gpg",
 		"gpg.openpgp.program":         "gpg",
 		"gpg.x509.program":            "gpgsm",
