@@ -52,16 +52,27 @@ func TestEngineStatusJSON(t *testing.T) {
 	if err != nil {
 		t.Fatalf("engine status: %v\n%s", err, stderrOf(err))
 	}
-	var m map[string]string
+	var m map[string]any
 	if err := json.Unmarshal(out, &m); err != nil {
 		t.Fatalf("engine status --json printed %q: %v", out, err)
 	}
-	if len(m) != 3 || m["host"] == "" || m["source"] == "" || m["version"] == "" {
-		t.Fatalf("engine status --json = %v, want exactly host, source, version", m)
+	// host, source and version (the contract), and the sandbox backend
+	// (with its runtime and whether the engine is remote, when set).
+	for k := range m {
+		switch k {
+		case "host", "source", "version", "backend", "runtime", "remote":
+		default:
+			t.Errorf("engine status --json has an unknown field %q", k)
+		}
+	}
+	for _, k := range []string{"host", "source", "version", "backend"} {
+		if s, _ := m[k].(string); s == "" {
+			t.Fatalf("engine status --json = %v, want a non-empty %s", m, k)
+		}
 	}
 	// The host must be usable as DOCKER_HOST on its own.
 	cmd = exec.Command(agentbox, "engine", "status", "--json", "--workspace", ws)
-	cmd.Env = append(os.Environ(), "DOCKER_HOST="+m["host"])
+	cmd.Env = append(os.Environ(), "DOCKER_HOST="+m["host"].(string))
 	out2, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("engine status with DOCKER_HOST=%s: %v\n%s", m["host"], err, stderrOf(err))

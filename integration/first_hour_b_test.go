@@ -329,7 +329,7 @@ func TestInspectorStrictSchemas(t *testing.T) {
 	// After "--" the command line is the server's own (its --config is
 	// not the Inspector's).
 	cmd := exec.CommandContext(ctx, bin, append([]string{"--cli", "--strict", "--method", "tools/list", "--", agentbox}, e.args("mcp")...)...)
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "DOCKER_HOST="+cli.DaemonHost())
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
