@@ -328,7 +328,10 @@ func TestInspectorStrictSchemas(t *testing.T) {
 	defer cancel()
 	// After "--" the command line is the server's own (its --config is
 	// not the Inspector's).
-	cmd := exec.CommandContext(ctx, bin, append([]string{"--cli", "--strict", "--method", "tools/list", "--", agentbox}, e.args("mcp")...)...)
+	// The Inspector hands the server only a few variables of its own
+	// environment: pass the engine explicitly (else agentbox would start
+	// a private engine in the test's state dir).
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--cli", "--strict", "-e", "DOCKER_HOST=" + cli.DaemonHost(), "--method", "tools/list", "--", agentbox}, e.args("mcp")...)...)
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "DOCKER_HOST="+cli.DaemonHost())
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
