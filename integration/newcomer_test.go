@@ -1,0 +1,112 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestNewcomer is the first hour, scripted, as one person on a fresh
+// machine would go through it: `make install`, `agentbox setup
+// claude-code`, `claude mcp list` shows agentbox connected, a client
+// without elicitation (like Gemini CLI) gets a refusal that names the fix,
+// the person applies that fix, and `agentbox diff --since session:ID`
+// shows what the session changed.
+func TestNewcomer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	c := newClientEnv(t)
+	must(t, os.Chown(c.ws, wsUID, wsGID))
+	must(t, os.WriteFile(filepath.Join(c.ws, "notes.txt"), []byte("hello\n"), 0o644))
+	must(t, os.Chown(filepath.Join(c.ws, "notes.txt"), wsUID, wsGID))
+
+	// 1. make install, into a prefix on the person's PATH.
+	prefix := t.TempDir()
+	if out, err := exec.CommandContext(ctx, "make", "-C", repoRoot, "install", "PREFIX="+prefix).CombinedOutput(); err != nil {
+		t.Fatalf("make install: %v\n%s", err, out)
+	}
+	bin := filepath.Join(prefix, "bin", "agentbox")
+	path := filepath.Join(prefix, "bin") + ":" + os.Getenv("PATH")
+	env := append(append([]string(nil), c.env...), "PATH="+path)
+	run := func(name string, args ...string) string {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Dir, cmd.Env = c.ws, env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+		}
+		return string(out)
+	}
+
+	// 2. agentbox setup claude-code (user scope), then 3. the real Claude
+	// Code lists the server and connects to it.
+	out := run(bin, "setup", "claude-code", "--user")
+	if !strings.Contains(out, "mcpServers") {
+		t.Errorf("setup printed no diff of the MCP entry:\n%s", out)
+	}
+	claude := filepath.Join(agentClientsDir(t), "node_modules", ".bin", "claude")
+	list := run(claude, "mcp", "list")
+	if !strings.Contains(list, "agentbox") || !strings.Contains(list, "Connected") {
+		t.Fatalf("claude mcp list does not show agentbox connected:\n%s", list)
+	}
+
+	// 4. A client without elicitation: the refusal names the fix.
+	cmd := exec.Command(bin, "mcp")
+	cmd.Dir, cmd.Env = c.ws, env
+	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "gemini-like", Version: "1"}, nil)
+	sess, err := client.Connect(ctx, &mcpsdk.CommandTransport{Command: cmd}, nil)
+	must(t, err)
+	defer sess.Close()
+	call := func(command string) (bool, string) {
+		res, err := sess.CallTool(ctx, &mcpsdk.CallToolParams{Name: "Bash", Arguments: map[string]any{"command": command}})
+		must(t, err)
+		var b strings.Builder
+		for _, ct := range res.Content {
+			if tc, ok := ct.(*mcpsdk.TextContent); ok {
+				b.WriteString(tc.Text)
+			}
+		}
+		return res.IsError, b.String()
+	}
+	refused, text := call("touch made-by-agent.txt")
+	if !refused || !strings.Contains(text, "nobody could be asked") {
+		t.Fatalf("a dangerous command was not refused: %s", text)
+	}
+	m := grantCommand.FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("the refusal names no way out:\n%s", text)
+	}
+	// 5. The person runs the command the refusal named, verbatim.
+	runNamed(t, m[1], []string{"PATH=" + path, "HOME=" + c.home, "AGENTBOX_STATE_DIR=" + filepath.Join(filepath.Dir(c.ws), "state")})
+	if refused, text = call("touch made-by-agent.txt"); refused {
+		t.Fatalf("the granted call was refused: %s", text)
+	}
+	if _, text = call("echo more >> notes.txt"); !strings.Contains(text, "nobody could be asked") {
+		// echo >> is another prefix: still refused, as it should be.
+		t.Logf("second command: %s", text)
+	}
+
+	// 6. diff --since the session shows what the session changed.
+	var hist []struct {
+		ID      string `json:"id"`
+		Session string `json:"session"`
+	}
+	must(t, json.Unmarshal([]byte(run(bin, "history", "--json")), &hist))
+	if len(hist) == 0 || hist[0].Session == "" {
+		t.Fatalf("history has no session: %+v", hist)
+	}
+	diff := run(bin, "diff", "--since", "session:"+hist[0].Session, "--color", "never")
+	if !strings.Contains(diff, "made-by-agent.txt") {
+		t.Errorf("diff --since session:%s does not show the session's change:\n%s", hist[0].Session, diff)
+	}
+}
