@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -162,5 +163,32 @@ func TestMaskInput(t *testing.T) {
 	long := MaskString(strings.Repeat("é", 3000))
 	if len(long) > MaxString+100 || !strings.Contains(long, "omitted") {
 		t.Errorf("long string not shortened: %d", len(long))
+	}
+}
+
+// TestMaskStringLarge: a huge value (a 20 MB Write's content) is masked in
+// bounded time, secrets in the kept part are masked, and the omitted count
+// covers the whole rest.
+func TestMaskStringLarge(t *testing.T) {
+	secret := "token=abcdefghijklmnopqrstuvwxyz0123456789 "
+	key := "-----BEGIN RSA PRIVATE KEY-----\n" + strings.Repeat("A", 70<<10)
+	big := secret + strings.Repeat("x", 20<<20)
+	start := time.Now()
+	got := MaskString(big)
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("masking 20 MB took %v", d)
+	}
+	if strings.Contains(got, "abcdefghijklmnop") || len(got) > MaxString+64 {
+		t.Errorf("masked %d bytes: %q…", len(got), got[:80])
+	}
+	var omitted int
+	if i := strings.LastIndex(got, "…["); i < 0 {
+		t.Errorf("no omitted count: %q", got[len(got)-40:])
+	} else if _, err := fmt.Sscanf(got[i+len("…["):], "%d bytes omitted]", &omitted); err != nil || omitted < len(big)-maskWindow {
+		t.Errorf("omitted count %d (%v), want at least %d", omitted, err, len(big)-maskWindow)
+	}
+	// A private key cut by the masking window is still masked.
+	if got := MaskString("x " + key); strings.Contains(got, "AAAAAAAA") {
+		t.Errorf("a private key longer than the window leaked: %q…", got[:80])
 	}
 }

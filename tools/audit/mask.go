@@ -35,19 +35,36 @@ const Mask = "***"
 // MaxString bounds each string value kept in the log.
 const MaxString = 2000
 
+// maskWindow bounds how much of a long string is masked: only the first
+// MaxString bytes of the result are kept, so masking megabytes beyond
+// them (a 20 MB Write's content) would only cost time. The window is far
+// larger than MaxString so that a secret masked near the start cannot
+// pull unmasked text into the kept part; a private key cut by the window
+// is masked to its end.
+const maskWindow = 64 << 10
+
 // MaskString masks secret-looking parts of s and shortens it.
 func MaskString(s string) string {
+	omittedBeyond := 0
+	if len(s) > maskWindow {
+		cut := maskWindow
+		for cut > 0 && (s[cut]&0xC0) == 0x80 {
+			cut--
+		}
+		omittedBeyond = len(s) - cut
+		s = s[:cut]
+	}
 	for _, re := range secretValues {
 		s = re.ReplaceAllString(s, Mask)
 	}
 	s = assignment.ReplaceAllString(s, "${1}"+Mask)
 	s = userinfo.ReplaceAllString(s, "${1}"+Mask+"@")
-	if len(s) > MaxString {
-		cut := MaxString
-		for cut > 0 && (s[cut]&0xC0) == 0x80 {
+	if len(s) > MaxString || omittedBeyond > 0 {
+		cut := min(MaxString, len(s))
+		for cut > 0 && cut < len(s) && (s[cut]&0xC0) == 0x80 {
 			cut--
 		}
-		s = s[:cut] + "…[" + itoa(len(s)-cut) + " bytes omitted]"
+		s = s[:cut] + "…[" + itoa(len(s)-cut+omittedBeyond) + " bytes omitted]"
 	}
 	return s
 }
