@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agentbox/agentbox/sandbox/engine"
 )
 
 // busyboxCandidates are where Debian's busybox-static (and busybox) put
@@ -25,15 +24,16 @@ var busyboxCandidates = []string{"/usr/bin/busybox", "/bin/busybox"}
 var ErrNoBusybox = errors.New("no static busybox on this host")
 
 // findBusybox returns a static busybox binary, installing Debian's
-// busybox-static when none is present and we are root.
-func findBusybox(ctx context.Context) (string, error) {
+// busybox-static with install when none is present, install is set (see
+// WithInstaller) and we are root.
+func findBusybox(ctx context.Context, install func(ctx context.Context, pkgs ...string) error) (string, error) {
 	if p, ok := staticBusybox(); ok {
 		return p, nil
 	}
-	if os.Geteuid() != 0 {
+	if os.Geteuid() != 0 || install == nil {
 		return "", fmt.Errorf("%w: install it with `sudo apt-get install -y busybox-static`", ErrNoBusybox)
 	}
-	if err := engine.InstallPackages(ctx, "busybox-static"); err != nil {
+	if err := install(ctx, "busybox-static"); err != nil {
 		return "", fmt.Errorf("%w: installing busybox-static: %v", ErrNoBusybox, err)
 	}
 	if p, ok := staticBusybox(); ok {

@@ -89,6 +89,7 @@ type options struct {
 	owner     *owner
 	workspace string
 	backend   string
+	install   func(ctx context.Context, pkgs ...string) error
 }
 
 // WithBackend picks how the image gets into the engine: BackendBuildKit or
@@ -109,6 +110,15 @@ func WithForce() Option { return func(o *options) { o.force = true } }
 // and gid (from the directory) get passwd and group entries, and its path
 // exists in the image. Without it the current user is the owner.
 func WithWorkspace(dir string) Option { return func(o *options) { o.workspace = dir } }
+
+// WithInstaller lets a build install the Debian packages it needs (the
+// minimal image needs busybox-static) with install, when run as root;
+// without it a missing package is an error that says what to install.
+// The caller passes the installer (sandbox/engine.InstallPackages), so that
+// this package depends on nothing above it.
+func WithInstaller(install func(ctx context.Context, pkgs ...string) error) Option {
+	return func(o *options) { o.install = install }
+}
 
 // WithOwner sets the owner explicitly (overrides the workspace's).
 func WithOwner(uid, gid int) Option {
@@ -156,7 +166,7 @@ func makeSpec(ctx context.Context, name string, o *options) (*spec, error) {
 	s := &spec{name: name, env: []string{"PATH=" + defaultPath}, cmd: []string{"/bin/sh"}}
 	switch name {
 	case Minimal:
-		bb, err := findBusybox(ctx)
+		bb, err := findBusybox(ctx, o.install)
 		if err != nil {
 			return nil, err
 		}

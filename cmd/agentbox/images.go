@@ -52,6 +52,7 @@ Names: ` + fmt.Sprint(images.Names()) + ` (or just "minimal", "host").`,
 			if force {
 				opts = append(opts, images.WithForce())
 			}
+			opts = append(opts, images.WithInstaller(engine.InstallPackages))
 			type row struct {
 				images.Result
 				Seconds float64 `json:"seconds"`

@@ -9,13 +9,14 @@ import (
 
 	"github.com/agentbox/agentbox/images"
 	"github.com/agentbox/agentbox/sandbox"
+	"github.com/agentbox/agentbox/sandbox/engine"
 )
 
 // ensureImage builds agentbox's own images when missing or stale and
 // checks that any other image is in the engine's store.
 func ensureImage(ctx context.Context, cli *client.Client, name, workspace string) error {
 	if name == images.Minimal || name == images.Host {
-		if err := images.Ensure(ctx, cli, name, images.WithWorkspace(workspace)); err != nil {
+		if err := images.Ensure(ctx, cli, name, images.WithWorkspace(workspace), images.WithInstaller(engine.InstallPackages)); err != nil {
 			return fmt.Errorf("%w: image %s: %v", sandbox.ErrUnavailable, name, err)
 		}
 		return nil
