@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -158,7 +159,7 @@ func expected(srcs []bindSource) []initproc.ExpectedMount {
 // pinState remembers whether this process may pin (mount) at all.
 var pinState struct {
 	once sync.Once
-	ok   bool
+	ok   atomic.Bool
 }
 
 // pin attaches every source at a fresh path under dir and sets the
@@ -166,8 +167,8 @@ var pinState struct {
 // privilege to mount, it returns nil pins and leaves the paths as they
 // are (init's check is then the only guard; see the file comment).
 func pin(dir string, srcs []bindSource, log func(msg string, args ...any)) (*pins, error) {
-	pinState.once.Do(func() { pinState.ok = unix.Geteuid() == 0 })
-	if !pinState.ok {
+	pinState.once.Do(func() { pinState.ok.Store(unix.Geteuid() == 0) })
+	if !pinState.ok.Load() {
 		return nil, nil
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
@@ -193,7 +194,7 @@ func pin(dir string, srcs []bindSource, log func(msg string, args ...any)) (*pin
 		if err != nil {
 			p.release()
 			if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
-				pinState.ok = false
+				pinState.ok.Store(false)
 				log("cannot pin bind sources; relying on init's mount check alone", "err", err)
 				return nil, nil
 			}
