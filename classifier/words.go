@@ -217,7 +217,7 @@ func (a *analyzer) evalInto(sb *strings.Builder, f *field, parts []syntax.WordPa
 			}
 		case *syntax.ArithmExp:
 			if a.arith(p.X) {
-				if n, err := expand.Arithm(nil, p.X); err == nil {
+				if n, err := expand.Arithm(&expand.Config{}, p.X); err == nil { // never a nil config: expand would share (and write) a global one across goroutines
 					sb.WriteString(strconv.Itoa(n))
 					continue
 				}
