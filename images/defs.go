@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-
 )
 
 // busyboxCandidates are where Debian's busybox-static (and busybox) put

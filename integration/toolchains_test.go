@@ -85,7 +85,6 @@ func host(t *testing.T, dir string, env []string, name string, args ...string) {
 	}
 }
 
-
 func shell(t *testing.T, r sandbox.Runner, script string) sandbox.Result {
 	t.Helper()
 	res, err := runIn(t, r, sandbox.Spec{Shell: script, Timeout: 4 * time.Minute})

@@ -50,4 +50,3 @@ func FuzzNameRoundTrip(f *testing.F) {
 		}
 	})
 }
-
