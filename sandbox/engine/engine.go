@@ -103,11 +103,11 @@ func osEnv() env {
 }
 
 // candidates lists, in discovery order, the addresses worth trying. Unix
-// sockets that do not exist are left out, duplicates too.
+// sockets that do not exist are left out, duplicates too. With the podman
+// backend only Podman endpoints count (and agentbox's own Podman service
+// instead of its private dockerd).
 func candidates(cfg *config.Config, e env) []candidate {
-	if cfg.Sandbox.Backend == BackendPodman {
-		return podmanCandidates(cfg, e)
-	}
+	podman := cfg.Sandbox.Backend == BackendPodman
 	var out []candidate
 	seen := map[string]bool{}
 	add := func(c candidate) {
@@ -126,21 +126,29 @@ func candidates(cfg *config.Config, e env) []candidate {
 	if cfg.Engine.Host != "" {
 		add(candidate{host: cfg.Engine.Host, source: SourceConfig})
 	}
-	add(candidate{host: "unix:///var/run/docker.sock", source: SourceDefault})
+	if !podman {
+		add(candidate{host: "unix:///var/run/docker.sock", source: SourceDefault})
+	}
 	add(candidate{host: "unix:///run/podman/podman.sock", source: SourcePodman})
 	runtimeDir := e.getenv("XDG_RUNTIME_DIR")
 	if runtimeDir == "" && e.euid > 0 {
 		runtimeDir = fmt.Sprintf("/run/user/%d", e.euid)
 	}
 	if runtimeDir != "" {
-		add(candidate{host: "unix://" + filepath.Join(runtimeDir, "docker.sock"), source: SourceDefault})
+		if !podman {
+			add(candidate{host: "unix://" + filepath.Join(runtimeDir, "docker.sock"), source: SourceDefault})
+		}
 		add(candidate{host: "unix://" + filepath.Join(runtimeDir, "podman", "podman.sock"), source: SourcePodman})
 	}
-	add(candidate{host: "unix://" + privatePaths(cfg.StateDir).Socket, source: SourcePrivate})
+	ownSocket := func(stateDir string) string { return privatePaths(stateDir).Socket }
+	if podman {
+		ownSocket = func(stateDir string) string { return podmanPaths(stateDir).Socket }
+	}
+	add(candidate{host: "unix://" + ownSocket(cfg.StateDir), source: SourcePrivate})
 	// The engine `agentbox engine start` runs with the default state dir
 	// serves every state dir (tests and tools often use their own).
 	if def := defaultStateDir(e.getenv); def != "" {
-		add(candidate{host: "unix://" + privatePaths(def).Socket, source: SourcePrivate})
+		add(candidate{host: "unix://" + ownSocket(def), source: SourcePrivate})
 	}
 	return out
 }

@@ -54,40 +54,6 @@ const containersConf = `# written by agentbox engine start
 default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]
 `
 
-func podmanCandidates(cfg *config.Config, e env) []candidate {
-	var out []candidate
-	seen := map[string]bool{}
-	add := func(c candidate) {
-		if seen[c.host] {
-			return
-		}
-		if p, ok := strings.CutPrefix(c.host, "unix://"); ok && !c.fromEnv && !e.exists(p) {
-			return
-		}
-		seen[c.host] = true
-		out = append(out, c)
-	}
-	if h := e.getenv("DOCKER_HOST"); h != "" {
-		add(candidate{host: h, source: SourceEnv, fromEnv: true})
-	}
-	if cfg.Engine.Host != "" {
-		add(candidate{host: cfg.Engine.Host, source: SourceConfig})
-	}
-	add(candidate{host: "unix:///run/podman/podman.sock", source: SourcePodman})
-	runtimeDir := e.getenv("XDG_RUNTIME_DIR")
-	if runtimeDir == "" && e.euid > 0 {
-		runtimeDir = fmt.Sprintf("/run/user/%d", e.euid)
-	}
-	if runtimeDir != "" {
-		add(candidate{host: "unix://" + filepath.Join(runtimeDir, "podman", "podman.sock"), source: SourcePodman})
-	}
-	add(candidate{host: "unix://" + podmanPaths(cfg.StateDir).Socket, source: SourcePrivate})
-	if def := defaultStateDir(e.getenv); def != "" {
-		add(candidate{host: "unix://" + podmanPaths(def).Socket, source: SourcePrivate})
-	}
-	return out
-}
-
 // startPodman returns the Podman service Connect finds or starts
 // agentbox's own.
 func startPodman(ctx context.Context, cfg *config.Config, log *slog.Logger) (Info, error) {
