@@ -108,7 +108,7 @@ func (r *Runner) start(ctx context.Context, ro bool) (w *warm, err error) {
 	}
 	fp := ""
 	if !ro {
-		fp = fingerprintOf(srcs)
+		fp = fingerprintOf(r.workspaceSide(srcs))
 	}
 	n := seq.Add(1)
 	var pinned *pins

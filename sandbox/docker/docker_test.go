@@ -110,6 +110,18 @@ func TestProtectedPaths(t *testing.T) {
 	if fp1 == fp2 {
 		t.Error("fingerprint did not change")
 	}
+	// The hand-over's fingerprint (workspace side only) matches the one a
+	// container is made with, else every warm container would be thrown
+	// away.
+	all, err := r.sources(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	made := fingerprintOf(r.workspaceSide(all))
+	closeSources(all)
+	if now, err := r.fingerprint(); err != nil || now != made {
+		t.Errorf("hand-over fingerprint %q (%v) differs from the container's %q", now, err, made)
+	}
 	j := func(p ...string) string { return filepath.Join(append([]string{ws}, p...)...) }
 	for _, p := range []string{j(".git", "hooks"), j(".git", "info"), j(".git", "config"), j(".envrc"), j(".yarnrc.yml"), InitPath} {
 		if b, ok := ms[p]; !ok || !b.ro {

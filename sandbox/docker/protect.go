@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/sandbox"
 )
 
 // Mounts of a container, and the protected paths in them.
@@ -41,6 +42,46 @@ var gitPlaceholders = []string{"hooks", "info"}
 // sources opens every bind source of a new container (see pin.go). The
 // caller closes them with closeSources.
 func (r *Runner) sources(readOnly bool) (srcs []bindSource, err error) {
+	srcs, err = r.workspaceSources(readOnly)
+	defer func() {
+		if err != nil {
+			closeSources(srcs)
+			srcs = nil
+		}
+	}()
+	if err != nil {
+		return srcs, err
+	}
+	n := len(srcs)
+	initF, err := openHost(r.initPath)
+	if err != nil {
+		return srcs, fmt.Errorf("opening the init binary: %w", err)
+	}
+	srcs = append(srcs, bindSource{target: InitPath, fd: initF, path: r.initPath, ro: true})
+	for _, p := range r.hostMounts {
+		f, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return srcs, fmt.Errorf("opening host mount %s: %w", p, err)
+		}
+		srcs = append(srcs, bindSource{target: p, fd: os.NewFile(uintptr(f), p), path: p, ro: true})
+	}
+	caches, err := r.cacheSources()
+	srcs = append(srcs, caches...)
+	if err != nil {
+		return srcs, err
+	}
+	for i := range srcs[n:] {
+		if err := srcs[n+i].describe(); err != nil {
+			return srcs, errUnsafe("%v", err)
+		}
+	}
+	return srcs, nil
+}
+
+// workspaceSources opens the sources an agent can change: the workspace
+// itself and, for a writable container, its protected paths. They are
+// all described (type, device, inode) when it returns.
+func (r *Runner) workspaceSources(readOnly bool) (srcs []bindSource, err error) {
 	defer func() {
 		if err != nil {
 			closeSources(srcs)
@@ -60,31 +101,6 @@ func (r *Runner) sources(readOnly bool) (srcs []bindSource, err error) {
 		srcs = append(srcs, prot...)
 		if err != nil {
 			return srcs, err
-		}
-	}
-	initF, err := openHost(r.initPath)
-	if err != nil {
-		return srcs, fmt.Errorf("opening the init binary: %w", err)
-	}
-	srcs = append(srcs, bindSource{target: InitPath, fd: initF, path: r.initPath, ro: true})
-	for _, p := range r.hostMounts {
-		f, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return srcs, fmt.Errorf("opening host mount %s: %w", p, err)
-		}
-		srcs = append(srcs, bindSource{target: p, fd: os.NewFile(uintptr(f), p), path: p, ro: true})
-	}
-	caches, err := r.cacheSources()
-	srcs = append(srcs, caches...)
-	if err != nil {
-		return srcs, err
-	}
-	for i := range srcs[1:] {
-		b := &srcs[i+1]
-		if b.dev == 0 && b.ino == 0 {
-			if err := b.describe(); err != nil {
-				return srcs, errUnsafe("%v", err)
-			}
 		}
 	}
 	return srcs, nil
@@ -297,9 +313,13 @@ func fingerprintOf(srcs []bindSource) string {
 	return b.String()
 }
 
-// fingerprint is the current fingerprint of a writable container's mounts.
+// fingerprint is the current fingerprint of a writable container's
+// mounts. Only the workspace side can change between a container's start
+// and its hand-over (the init binary, the host toolchain and the caches
+// are not the agent's), so only that side is opened: this runs at every
+// hand-over.
 func (r *Runner) fingerprint() (string, error) {
-	srcs, err := r.sources(false)
+	srcs, err := r.workspaceSources(false)
 	defer closeSources(srcs)
 	if err != nil {
 		return "", err
@@ -315,4 +335,16 @@ func dockerMounts(srcs []bindSource) []mount.Mount {
 			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}})
 	}
 	return ms
+}
+
+// workspaceSide is the part of srcs that workspaceSources opened (their
+// targets lie in the workspace), in order.
+func (r *Runner) workspaceSide(srcs []bindSource) []bindSource {
+	var out []bindSource
+	for _, b := range srcs {
+		if sandbox.Within(b.target, r.workspace) {
+			out = append(out, b)
+		}
+	}
+	return out
 }
