@@ -209,7 +209,14 @@ func emptyDirAdded(changes []Change, i int) bool {
 	if ch.Op != OpAdded || ch.New == nil || ch.New.Type != TypeDir {
 		return false
 	}
-	return i+1 >= len(changes) || !strings.HasPrefix(changes[i+1].Path, ch.Path+"/")
+	// Children sort after ch but not always right after it ("a/b-c"
+	// comes before "a/b/x"): look through every path ch is a prefix of.
+	for j := i + 1; j < len(changes) && strings.HasPrefix(changes[j].Path, ch.Path); j++ {
+		if strings.HasPrefix(changes[j].Path, ch.Path+"/") {
+			return false
+		}
+	}
+	return true
 }
 
 // guardDrift judges what changed on disk since the last manifest (old)

@@ -96,10 +96,11 @@ func TestProtectedChangesAreReverted(t *testing.T) {
 				write(t, ws, "sub/.git/config", "[core]\n\tfsmonitor = evil\n")
 				write(t, ws, "sub/.git/HEAD", "ref: refs/heads/main\n")
 				write(t, ws, "sub/.git/objects/ab/cd", "x")
+				write(t, ws, "sub/.git-x", "sorts between .git and its children\n")
 				write(t, ws, "sub/file.txt", "kept\n")
 				os.Remove(filepath.Join(ws, "src/.envrc"))
 			},
-			journal:  []string{"sub", "sub/file.txt"},
+			journal:  []string{"sub", "sub/.git-x", "sub/file.txt"},
 			reverted: []string{"src/.envrc", "sub/.git", "sub/.git/HEAD", "sub/.git/config", "sub/.git/objects", "sub/.git/objects/ab", "sub/.git/objects/ab/cd"},
 			check: func(t *testing.T) {
 				if _, err := os.Lstat(filepath.Join(ws, "sub/.git")); !os.IsNotExist(err) {
