@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/config/atomicfile"
 )
 
 // Store is the snapshot store of one workspace. It is safe for concurrent
@@ -289,59 +291,30 @@ func writeFileAtomic(name string, data []byte, perm os.FileMode) error {
 	return writeFileRename(name, data, perm, true)
 }
 
-// writeFileRename writes data to name via a temporary file and a rename,
-// fsyncing both only if durable is set.
+// writeFileRename writes data to name via a temporary file and a rename
+// (atomicfile), fsyncing both only if durable is set.
 func writeFileRename(name string, data []byte, perm os.FileMode, durable bool) error {
-	dir := filepath.Dir(name)
-	f, err := os.CreateTemp(dir, ".tmp-"+filepath.Base(name)+"-*")
+	f, err := atomicfile.Create(filepath.Dir(name), filepath.Base(name))
 	if err != nil {
 		return err
 	}
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
+	defer f.Close()
 	if _, err := f.Write(data); err != nil {
 		return err
 	}
 	if atomicWriteHook != nil {
 		atomicWriteHook()
 	}
-	if err := f.Chmod(perm); err != nil {
-		return err
-	}
 	if durable {
-		if err := f.Sync(); err != nil {
-			return err
-		}
+		return f.Commit(name, perm)
 	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), name); err != nil {
-		return err
-	}
-	ok = true
-	if !durable {
-		return nil
-	}
-	return syncDir(dir)
+	return f.CommitNoSync(name, perm)
 }
 
 // atomicWriteHook is set by crash tests to die between write and rename.
 var atomicWriteHook func()
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
+func syncDir(dir string) error { return atomicfile.SyncDir(dir) }
 
 // fileID identifies a version of a file by inode and change time.
 type fileID struct {

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+
+	"github.com/agentbox/agentbox/config/atomicfile"
 )
 
 // ErrBadSessionID is returned for session ids that are not 1–64 of
@@ -102,7 +104,7 @@ func (st *SessionStore) Save(s *Session) error {
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if err := WriteFileAtomic(st.path(s.ID), b, 0o600); err != nil {
+	if err := writeFileAtomic(st.path(s.ID), b, 0o600); err != nil {
 		return fmt.Errorf("session %s: %w", s.ID, err)
 	}
 	return nil
@@ -178,7 +180,7 @@ func (g *GrantFile) Add(n Grant) error {
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(g.path, b, 0o600)
+	return writeFileAtomic(g.path, b, 0o600)
 }
 
 // Remove drops the grants for which drop returns true and returns them.
@@ -207,45 +209,14 @@ func (g *GrantFile) Remove(drop func(Grant) bool) ([]Grant, error) {
 	if err != nil {
 		return nil, err
 	}
-	return gone, WriteFileAtomic(g.path, b, 0o600)
+	return gone, writeFileAtomic(g.path, b, 0o600)
 }
 
-// WriteFileAtomic writes data to path durably: a temporary file in the
-// same directory, fsync, rename, fsync of the directory. The directory is
-// created (0700) when missing.
-func WriteFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+// writeFileAtomic writes data to path durably (atomicfile.WriteFile),
+// creating the directory (0700) when missing.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Chmod(perm); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	if d, derr := os.Open(dir); derr == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
+	return atomicfile.WriteFile(path, data, perm)
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 	"github.com/spf13/cobra"
 
-	"github.com/agentbox/agentbox/tools"
+	"github.com/agentbox/agentbox/config/atomicfile"
 	"github.com/agentbox/agentbox/tools/termtext"
 )
 
@@ -171,7 +171,7 @@ func runSetup(a *app, t setupTarget, dryRun bool) error {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return err
 		}
-		if err := tools.WriteFileAtomic(path, next, mode); err != nil {
+		if err := atomicfile.WriteFile(path, next, mode); err != nil {
 			return fmt.Errorf("writing %s: %w", e.path, err)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agentbox/agentbox/config/atomicfile"
 	"github.com/agentbox/agentbox/sandbox"
 	"github.com/agentbox/agentbox/sandbox/initproc"
 )
@@ -254,29 +255,17 @@ func copyInit(src, dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
-	tmp, err := os.CreateTemp(dir, ".init-*")
+	tmp, err := atomicfile.Create(dir, "agentbox-init")
 	if err != nil {
 		return "", err
 	}
-	defer os.Remove(tmp.Name())
+	defer tmp.Close()
 	h := sha256.New()
 	if _, err := io.Copy(io.MultiWriter(tmp, h), in); err != nil {
-		tmp.Close()
-		return "", err
-	}
-	if err := tmp.Chmod(0o555); err != nil {
-		tmp.Close()
-		return "", err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return "", err
-	}
-	if err := tmp.Close(); err != nil {
 		return "", err
 	}
 	dst := filepath.Join(dir, "agentbox-"+hex.EncodeToString(h.Sum(nil))[:16])
-	if err := os.Rename(tmp.Name(), dst); err != nil {
+	if err := tmp.Commit(dst, 0o555); err != nil {
 		return "", err
 	}
 	return dst, nil

@@ -10,10 +10,11 @@ import (
 	"sync"
 
 	"github.com/docker/docker/api/types"
-
 	"github.com/moby/profiles/seccomp"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/config/atomicfile"
 )
 
 // The seccomp profile every sandbox container gets: Docker's default
@@ -147,24 +148,7 @@ func seccompFor(v types.Version, dir string) (string, error) {
 		return "", fmt.Errorf("seccomp profile for podman: %w", err)
 	}
 	path := filepath.Join(dir, "seccomp.json")
-	tmp, err := os.CreateTemp(dir, ".seccomp-*.json")
-	if err != nil {
-		return "", fmt.Errorf("seccomp profile for podman: %w", err)
-	}
-	defer os.Remove(tmp.Name()) // after the rename this removes nothing
-	if _, err = tmp.WriteString(body); err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
+	if err := atomicfile.WriteFile(path, []byte(body), 0o644); err != nil {
 		return "", fmt.Errorf("seccomp profile for podman: %w", err)
 	}
 	return "seccomp=" + path, nil

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -16,6 +15,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/config/atomicfile"
 )
 
 // Extra OCI runtimes of the private engine.
@@ -79,23 +79,10 @@ func writeDaemonConfig(path string, c daemonConfig) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".daemon-*.json")
-	if err != nil {
+	if err := atomicfile.WriteFile(path, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("private engine config: %w", err)
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return fmt.Errorf("private engine config: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("private engine config: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("private engine config: %w", err)
-	}
-	return os.Rename(tmp.Name(), path)
+	return nil
 }
 
 // ensureRuntimeInstalled makes sure the executable of the configured
