@@ -308,7 +308,7 @@ func (c *Config) WorkspaceStateDir() string {
 // Validate checks cross-field rules. It returns an error wrapping
 // ErrInvalid that names the offending key.
 func (c *Config) Validate() error {
-	if isWithin(c.StateDir, c.Workspace) {
+	if Within(c.StateDir, c.Workspace) {
 		return fmt.Errorf("%w: state_dir %s is inside the workspace %s; state must live outside it", ErrInvalid, c.StateDir, c.Workspace)
 	}
 	for _, check := range []func() error{c.Engine.validate, c.Sandbox.validate, c.Snapshot.validate, c.Tools.validate, c.MCP.validate, c.Classifier.validate} {
@@ -317,9 +317,4 @@ func (c *Config) Validate() error {
 		}
 	}
 	return nil
-}
-
-func isWithin(p, dir string) bool {
-	rel, err := filepath.Rel(dir, p)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/agentbox/agentbox/config"
 )
 
 // Dependency caches: the host's downloaded modules and packages, mounted
@@ -137,7 +139,7 @@ func DetectCaches(o CacheOptions) (caches []DepCache, skipped []SkippedCache) {
 			if prev.InWorkspace {
 				continue
 			}
-			if Within(real, prev.Path) || Within(prev.Path, real) {
+			if config.Within(real, prev.Path) || config.Within(prev.Path, real) {
 				skipped = append(skipped, SkippedCache{Kind: c.Kind, Path: c.Path, Reason: "overlaps " + prev.Path})
 				return
 			}
@@ -223,13 +225,13 @@ func checkCache(o CacheOptions, p string, detected bool) (string, string) {
 		switch {
 		case q == "/":
 			return "", "is the root directory"
-		case o.Home != "" && Within(o.Home, q):
+		case o.Home != "" && config.Within(o.Home, q):
 			return "", "is (or contains) the owner's home"
-		case o.Workspace != "" && Within(q, o.Workspace) && q != o.Workspace:
+		case o.Workspace != "" && config.Within(q, o.Workspace) && q != o.Workspace:
 			return real, reasonInWorkspace
-		case o.Workspace != "" && Within(o.Workspace, q):
+		case o.Workspace != "" && config.Within(o.Workspace, q):
 			return "", "contains the workspace"
-		case o.StateDir != "" && (Within(o.StateDir, q) || Within(q, o.StateDir)):
+		case o.StateDir != "" && (config.Within(o.StateDir, q) || config.Within(q, o.StateDir)):
 			return "", "overlaps agentbox's state dir"
 		}
 	}

@@ -26,6 +26,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/agentbox/agentbox/config"
 )
 
 // Timeouts applied by Normalize.
@@ -183,7 +185,7 @@ func Normalize(spec Spec, workspace string) (Spec, error) {
 		return spec, fmt.Errorf("%w: workdir %q is not absolute", ErrInvalidSpec, spec.Workdir)
 	}
 	spec.Workdir = filepath.Clean(spec.Workdir)
-	if !Within(spec.Workdir, workspace) {
+	if !config.Within(spec.Workdir, workspace) {
 		return spec, fmt.Errorf("%w: workdir %s is outside the workspace %s", ErrInvalidSpec, spec.Workdir, workspace)
 	}
 	if spec.Timeout < 0 {
@@ -199,15 +201,4 @@ func Normalize(spec Spec, workspace string) (Spec, error) {
 		return spec, fmt.Errorf("%w: negative output cap", ErrInvalidSpec)
 	}
 	return spec, nil
-}
-
-// Within reports whether the clean absolute path p is dir or below it.
-func Within(p, dir string) bool {
-	if p == dir {
-		return true
-	}
-	if dir == "/" {
-		return strings.HasPrefix(p, "/")
-	}
-	return strings.HasPrefix(p, dir+"/")
 }

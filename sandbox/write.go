@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strings"
+
+	"github.com/agentbox/agentbox/config"
 )
 
 // Errors of Runner.WriteFile, besides those of Run. A *WriteError wraps
@@ -89,7 +91,7 @@ func NormalizeWrite(w FileWrite, workspace string) (string, error) {
 	if p != w.Path {
 		return "", fmt.Errorf("%w: write path %q is not clean", ErrInvalidSpec, w.Path)
 	}
-	if p == workspace || !Within(p, workspace) {
+	if p == workspace || !config.Within(p, workspace) {
 		return "", fmt.Errorf("%w: write path %s is not beneath the workspace %s", ErrInvalidSpec, p, workspace)
 	}
 	if w.Mode&^fs.ModePerm != 0 {

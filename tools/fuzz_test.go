@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/agentbox/agentbox/config"
 )
 
 type fuzzParams struct {
@@ -71,7 +73,7 @@ func FuzzDecodeBackfillValidate(f *testing.F) {
 			if !filepath.IsAbs(path) || filepath.Clean(path) != path || strings.ContainsRune(path, 0) {
 				t.Fatalf("accepted path %q", path)
 			}
-			if !within(path, "/ws") && !within(path, "/usr/share/doc") {
+			if !config.Within(path, "/ws") && !config.Within(path, "/usr/share/doc") {
 				t.Fatalf("path %q escapes", path)
 			}
 		}

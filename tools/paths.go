@@ -12,18 +12,9 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
-)
 
-// within reports whether the clean absolute path p is dir or below it.
-func within(p, dir string) bool {
-	if p == dir {
-		return true
-	}
-	if dir == "/" {
-		return strings.HasPrefix(p, "/")
-	}
-	return strings.HasPrefix(p, dir+"/")
-}
+	"github.com/agentbox/agentbox/config"
+)
 
 // Rel returns path relative to the workspace ("." for the workspace
 // itself). path must be absolute and inside the workspace, else a
@@ -33,7 +24,7 @@ func (e *Env) Rel(path string) (string, error) {
 		return "", Errorf(ErrValidation, "path %q is not absolute", path)
 	}
 	clean := filepath.Clean(path)
-	if !within(clean, e.Workspace) {
+	if !config.Within(clean, e.Workspace) {
 		return "", Errorf(ErrValidation, "path %s is outside the workspace %s", path, e.Workspace)
 	}
 	rel, err := filepath.Rel(e.Workspace, clean)
@@ -51,12 +42,12 @@ func (e *Env) RootFor(path string) (*os.Root, string, error) {
 		return nil, "", Errorf(ErrValidation, "path %q is not absolute", path)
 	}
 	clean := filepath.Clean(path)
-	if e.Root != nil && within(clean, e.Workspace) {
+	if e.Root != nil && config.Within(clean, e.Workspace) {
 		rel, _ := filepath.Rel(e.Workspace, clean)
 		return e.Root, rel, nil
 	}
 	for _, d := range e.ReadOnlyDirs {
-		if within(clean, d) {
+		if config.Within(clean, d) {
 			r := e.ReadRoots[d]
 			if r == nil {
 				break
@@ -145,7 +136,7 @@ const maxSymlinks = 40
 // target leads out of base, or too many symlinks, is an error (wrapping
 // ErrLeavesRoot for the former). It reads only metadata.
 func ResolveBeneath(root *os.Root, base, p string) (string, error) {
-	if !within(p, base) {
+	if !config.Within(p, base) {
 		return "", fmt.Errorf("%s is not below %s: %w", p, base, ErrLeavesRoot)
 	}
 	top, err := root.Open(".")
@@ -190,7 +181,7 @@ func ResolveBeneath(root *os.Root, base, p string) (string, error) {
 			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
 				// Nothing exists below here: the rest is as written.
 				real := filepath.Join(append(append([]string{base}, done...), append([]string{name}, todo...)...)...)
-				if !within(real, base) {
+				if !config.Within(real, base) {
 					return "", fmt.Errorf("%s: a symlink's '..' %w", p, ErrLeavesRoot)
 				}
 				return real, nil
@@ -220,7 +211,7 @@ func ResolveBeneath(root *os.Root, base, p string) (string, error) {
 		}
 		if filepath.IsAbs(target) {
 			t := filepath.Clean(target)
-			if !within(t, base) {
+			if !config.Within(t, base) {
 				link := filepath.Join(append(append([]string{base}, done...), name)...)
 				if link == p {
 					return "", fmt.Errorf("the symlink %s points to %s, which %w", link, target, ErrLeavesRoot)
@@ -275,7 +266,7 @@ func (e *Env) RealPath(p string) (string, error) {
 
 func realPath(ws string, wsRoot *os.Root, roDirs []string, roRoots map[string]*os.Root, p string) (string, error) {
 	p = filepath.Clean(p)
-	if wsRoot != nil && within(p, ws) {
+	if wsRoot != nil && config.Within(p, ws) {
 		real, err := ResolveBeneath(wsRoot, ws, p)
 		if errors.Is(err, ErrLeavesRoot) {
 			return "", Errorf(ErrPermissionDenied, "%v; agentbox does not follow symlinks out of the workspace", err)
@@ -283,7 +274,7 @@ func realPath(ws string, wsRoot *os.Root, roDirs []string, roRoots map[string]*o
 		return real, err
 	}
 	for _, d := range roDirs {
-		if r := roRoots[d]; r != nil && within(p, d) {
+		if r := roRoots[d]; r != nil && config.Within(p, d) {
 			real, err := ResolveBeneath(r, d, p)
 			if errors.Is(err, ErrLeavesRoot) {
 				return "", Errorf(ErrPermissionDenied, "%s: a symlink leads out of the read-only directory %s", p, d)

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+
+	"github.com/agentbox/agentbox/config"
 )
 
 // PathPolicy says where paths may point.
@@ -39,11 +41,11 @@ func (pp PathPolicy) Resolve(p, cwd string, readOnly bool) (string, error) {
 		p = filepath.Join(cwd, p)
 	}
 	p = filepath.Clean(p)
-	if within(p, pp.Workspace) {
+	if config.Within(p, pp.Workspace) {
 		return p, nil
 	}
 	for _, d := range pp.ReadOnlyDirs {
-		if within(p, d) {
+		if config.Within(p, d) {
 			if readOnly {
 				return p, nil
 			}

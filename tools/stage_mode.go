@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/tools/permission"
 )
 
@@ -47,7 +48,7 @@ func ModeStage(mode permission.Mode, workspace string, grants GrantStore) Stage 
 
 func allWithin(paths []string, dir string) bool {
 	for _, p := range paths {
-		if !within(p, dir) {
+		if !config.Within(p, dir) {
 			return false
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/config/atomicfile"
 )
 
@@ -74,7 +75,7 @@ func (st *SessionStore) Load(id string) (*Session, error) {
 	if err := json.Unmarshal(b, &f); err != nil {
 		return nil, fmt.Errorf("session %s: corrupt state file %s: %w", id, st.path(id), err)
 	}
-	if f.Cwd != "" && filepath.IsAbs(f.Cwd) && within(filepath.Clean(f.Cwd), st.workspace) {
+	if f.Cwd != "" && filepath.IsAbs(f.Cwd) && config.Within(filepath.Clean(f.Cwd), st.workspace) {
 		if fi, err := os.Stat(f.Cwd); err == nil && fi.IsDir() {
 			s.cwd = filepath.Clean(f.Cwd)
 		}

@@ -138,7 +138,7 @@ func execWorkdir(ws string) string {
 	if err != nil {
 		return ws
 	}
-	if real, err := filepath.EvalSymlinks(wd); err == nil && sandbox.Within(real, ws) {
+	if real, err := filepath.EvalSymlinks(wd); err == nil && config.Within(real, ws) {
 		return real
 	}
 	return ws

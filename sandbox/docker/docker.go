@@ -207,7 +207,7 @@ func New(ctx context.Context, cli *client.Client, cfg *config.Config, log *slog.
 	if err != nil {
 		return nil, err
 	}
-	if sandbox.Within(initPath, ws) {
+	if config.Within(initPath, ws) {
 		// An agent could rewrite or swap a binary inside the workspace:
 		// mount a private copy instead.
 		if initPath, err = copyInit(initPath, filepath.Join(cfg.WorkspaceStateDir(), "init")); err != nil {
@@ -306,7 +306,7 @@ func checkWorkspace(ws, daemonHost string) error {
 		if p, err := filepath.EvalSymlinks(sock); err == nil {
 			real = p
 		}
-		if sandbox.Within(sock, ws) || sandbox.Within(real, ws) {
+		if config.Within(sock, ws) || config.Within(real, ws) {
 			return fmt.Errorf("%w: the workspace %s contains the engine socket %s", sandbox.ErrUnsafeWorkspace, ws, sock)
 		}
 	}

@@ -13,7 +13,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentbox/agentbox/config"
-	"github.com/agentbox/agentbox/sandbox"
 )
 
 // Mounts of a container, and the protected paths in them.
@@ -342,7 +341,7 @@ func dockerMounts(srcs []bindSource) []mount.Mount {
 func (r *Runner) workspaceSide(srcs []bindSource) []bindSource {
 	var out []bindSource
 	for _, b := range srcs {
-		if sandbox.Within(b.target, r.workspace) {
+		if config.Within(b.target, r.workspace) {
 			out = append(out, b)
 		}
 	}

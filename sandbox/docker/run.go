@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/sandbox"
 	"github.com/agentbox/agentbox/sandbox/initproc"
 )
@@ -180,7 +181,7 @@ func (r *Runner) runOnce(ctx context.Context, x exchange, frame []byte, stream b
 	case st != nil: // completed, even if a kill raced with the end
 		r.log.Debug("ran", "container", shortID(w.id), "total", res.Duration, "in_init", time.Duration(st.InitMicros)*time.Microsecond)
 		res.ExitCode, res.Signal, res.OOMKilled = st.Code, st.Signal, st.OOM
-		if st.Cwd != "" && sandbox.Within(st.Cwd, r.workspace) {
+		if st.Cwd != "" && config.Within(st.Cwd, r.workspace) {
 			res.Cwd = st.Cwd
 		}
 		return res, st, false, nil

@@ -199,7 +199,7 @@ func (f *Fake) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, erro
 	if cwdR != nil {
 		_ = cwdR.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
 		b, _ := io.ReadAll(io.LimitReader(cwdR, 4096))
-		if d := strings.TrimSpace(string(b)); d != "" && sandbox.Within(d, f.workspace) {
+		if d := strings.TrimSpace(string(b)); d != "" && config.Within(d, f.workspace) {
 			res.Cwd = d
 		}
 	}
