@@ -10,6 +10,11 @@
 // Each domain owns one section struct in its own file (Sandbox in
 // sandbox.go, Snapshot in snapshot.go, ...) together with its defaults.
 // A loaded *Config is read-only and safe for concurrent use.
+//
+// Being the bottom of the import graph, it also holds the few things
+// every layer shares: the command timeouts (MaxTimeout, DefaultTimeout),
+// the "is this path inside the workspace" check (Within) and, in
+// config/atomicfile, the one atomic durable file write.
 package config
 
 import (

@@ -114,8 +114,8 @@ func defaultSandbox() Sandbox {
 		Backend:         "docker",
 		Image:           "agentbox/host",
 		PoolSize:        2,
-		DefaultTimeout:  2 * time.Minute,
-		MaxTimeout:      10 * time.Minute,
+		DefaultTimeout:  DefaultTimeout,
+		MaxTimeout:      MaxTimeout,
 		OutputCap:       1 << 20,
 		MemoryMB:        0,
 		CPUs:            0,
@@ -136,8 +136,15 @@ func defaultSandbox() Sandbox {
 // backendName is the shape of a backend or runtime name.
 var backendName = regexp.MustCompile(`^[a-z][a-z0-9_.-]{0,31}$`)
 
-// maxSandboxTimeout is the hard ceiling on any command's timeout.
-const maxSandboxTimeout = 10 * time.Minute
+// The timeouts of commands, in one place for every layer: MaxTimeout is
+// the hard ceiling on any command's timeout (sandbox.max_timeout may only
+// lower it; the sandbox, the pipeline and the Bash tool all cap with it);
+// DefaultTimeout is sandbox.default_timeout's default and what a layer
+// without a config applies.
+const (
+	MaxTimeout     = 10 * time.Minute
+	DefaultTimeout = 2 * time.Minute
+)
 
 func (c *Sandbox) validate() error {
 	if strings.TrimSpace(c.Image) == "" {
@@ -156,7 +163,7 @@ func (c *Sandbox) validate() error {
 	}{
 		{"sandbox.pool_size", c.PoolSize < 0 || c.PoolSize > 64, "must be 0..64"},
 		{"sandbox.default_timeout", c.DefaultTimeout <= 0, "must be positive"},
-		{"sandbox.max_timeout", c.MaxTimeout <= 0 || c.MaxTimeout > maxSandboxTimeout, "must be in (0, 10m]"},
+		{"sandbox.max_timeout", c.MaxTimeout <= 0 || c.MaxTimeout > MaxTimeout, "must be in (0, 10m]"},
 		{"sandbox.default_timeout", c.DefaultTimeout > c.MaxTimeout, "must not exceed sandbox.max_timeout"},
 		{"sandbox.output_cap", c.OutputCap < 1024 || c.OutputCap > 64<<20, "must be 1 KiB..64 MiB"},
 		{"sandbox.memory_mb", c.MemoryMB != 0 && c.MemoryMB < 16, "must be 0 (auto) or at least 16"},

@@ -30,13 +30,8 @@ import (
 	"github.com/agentbox/agentbox/config"
 )
 
-// Timeouts applied by Normalize.
-const (
-	DefaultTimeout = 2 * time.Minute
-	MaxTimeout     = 10 * time.Minute
-	// DefaultOutputCap is the bytes kept per stream when Spec.OutputCap is 0.
-	DefaultOutputCap = 1 << 20
-)
+// DefaultOutputCap is the bytes kept per stream when Spec.OutputCap is 0.
+const DefaultOutputCap = 1 << 20
 
 // Sentinel errors. Backends wrap them; test with errors.Is.
 var (
@@ -96,7 +91,8 @@ type Spec struct {
 	// The sandbox sets no size limit of its own (it streams it); callers
 	// bound their input (tools.max_input_bytes).
 	Stdin []byte
-	// Timeout: 0 means DefaultTimeout; values above MaxTimeout are capped.
+	// Timeout: 0 means config.DefaultTimeout; values above
+	// config.MaxTimeout are capped.
 	Timeout time.Duration
 	// OutputCap is the number of bytes kept per stream (head and tail);
 	// 0 means the backend's configured cap.
@@ -192,10 +188,10 @@ func Normalize(spec Spec, workspace string) (Spec, error) {
 		return spec, fmt.Errorf("%w: negative timeout", ErrInvalidSpec)
 	}
 	if spec.Timeout == 0 {
-		spec.Timeout = DefaultTimeout
+		spec.Timeout = config.DefaultTimeout
 	}
-	if spec.Timeout > MaxTimeout {
-		spec.Timeout = MaxTimeout
+	if spec.Timeout > config.MaxTimeout {
+		spec.Timeout = config.MaxTimeout
 	}
 	if spec.OutputCap < 0 {
 		return spec, fmt.Errorf("%w: negative output cap", ErrInvalidSpec)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/agentbox/agentbox/config"
 )
 
 func TestNormalize(t *testing.T) {
@@ -14,8 +16,8 @@ func TestNormalize(t *testing.T) {
 		wantErr bool
 		check   func(Spec) bool
 	}{
-		{"defaults", Spec{Argv: []string{"true"}}, false, func(s Spec) bool { return s.Workdir == ws && s.Timeout == DefaultTimeout }},
-		{"capped timeout", Spec{Shell: "x", Timeout: time.Hour}, false, func(s Spec) bool { return s.Timeout == MaxTimeout }},
+		{"defaults", Spec{Argv: []string{"true"}}, false, func(s Spec) bool { return s.Workdir == ws && s.Timeout == config.DefaultTimeout }},
+		{"capped timeout", Spec{Shell: "x", Timeout: time.Hour}, false, func(s Spec) bool { return s.Timeout == config.MaxTimeout }},
 		{"subdir cleaned", Spec{Shell: "x", Workdir: ws + "/a/../b/"}, false, func(s Spec) bool { return s.Workdir == ws+"/b" }},
 		{"none", Spec{}, true, nil},
 		{"both", Spec{Argv: []string{"a"}, Shell: "b"}, true, nil},

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/tools/audit"
 	"github.com/agentbox/agentbox/tools/permission"
 )
@@ -216,10 +217,10 @@ func NewPipeline(reg *Registry, opts Options) *Pipeline {
 		opts.Limits.MaxOutputBytes = 30000
 	}
 	if opts.Limits.DefaultTimeout <= 0 {
-		opts.Limits.DefaultTimeout = 2 * time.Minute
+		opts.Limits.DefaultTimeout = config.DefaultTimeout
 	}
 	if opts.Limits.MaxTimeout <= 0 {
-		opts.Limits.MaxTimeout = 10 * time.Minute
+		opts.Limits.MaxTimeout = config.MaxTimeout
 	}
 	p := &Pipeline{reg: reg, opts: opts}
 	pc := permission.Context{Workspace: opts.Workspace, Home: opts.Home, Resolve: p.resolve}

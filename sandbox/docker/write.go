@@ -6,6 +6,7 @@ import (
 	"path"
 	"unicode/utf8"
 
+	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/sandbox"
 	"github.com/agentbox/agentbox/sandbox/initproc"
 )
@@ -45,7 +46,7 @@ func (r *Runner) WriteFile(ctx context.Context, w sandbox.FileWrite) error {
 
 	timeout := min(r.cfg.DefaultTimeout, r.cfg.MaxTimeout)
 	if timeout <= 0 {
-		timeout = sandbox.DefaultTimeout
+		timeout = config.DefaultTimeout
 	}
 	req := initproc.Req{
 		Workdir:   r.workspace,

@@ -7,11 +7,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/tools"
 )
 
-// maxBashTimeoutMS is the largest timeout a call may ask for.
-const maxBashTimeoutMS = 600000
+// maxBashTimeoutMS is the largest timeout a call may ask for. The schema
+// tag and the texts below spell it out; a test holds them to it.
+const maxBashTimeoutMS = int(config.MaxTimeout / time.Millisecond)
 
 // BashParams are the parameters of Bash.
 type BashParams struct {

@@ -1,8 +1,11 @@
 package builtin
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -170,5 +173,29 @@ func TestBackgroundShells(t *testing.T) {
 	}
 	if r := run(t, KillShell, env, `{"shell_id":"job-1"}`); errKind(r) != tools.ErrNotFound {
 		t.Errorf("second kill: %v", r.Err)
+	}
+}
+
+// TestBashMaxTimeoutText holds the literal maximum in BashParams' schema
+// tags and in the texts the model reads to config.MaxTimeout.
+func TestBashMaxTimeoutText(t *testing.T) {
+	want := strconv.Itoa(maxBashTimeoutMS)
+	f, _ := reflect.TypeFor[BashParams]().FieldByName("Timeout")
+	texts := map[string]string{
+		"maximum tag":    f.Tag.Get("maximum"),
+		"jsonschema tag": f.Tag.Get("jsonschema"),
+		"usage":          bashDescription.Usage,
+	}
+	text, _ := exitExplanation("x", 137, true, false)
+	texts["timeout explanation"] = text
+	res, _ := startBackground(context.Background(), &tools.Env{}, &BashParams{Command: "x", RunInBackground: true}, tools.ExecRequest{})
+	texts["no-background refusal"] = res.Content
+	for name, s := range texts {
+		if !strings.Contains(s, want) {
+			t.Errorf("%s does not name the maximum timeout %s ms: %q", name, want, s)
+		}
+	}
+	if (&BashParams{Command: "x", Timeout: maxBashTimeoutMS}).Validate() != nil || (&BashParams{Command: "x", Timeout: maxBashTimeoutMS + 1}).Validate() == nil {
+		t.Errorf("Validate does not cap at %d ms", maxBashTimeoutMS)
 	}
 }
