@@ -1,84 +1,90 @@
 package tools
 
 import (
-	"encoding/json"
-	"math"
-	"strconv"
-	"strings"
-
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // CoerceBySchema fixes the same model slips Decode fixes for Go structs
-// ("10" → 10, "true" → true, a JSON array or object sent as a string) in
-// a schema-described value (tools from MCP servers and discovery), and
-// returns the value. Anything it cannot fix is left for validation.
+// (the as* rules in coerce.go: "10" → 10, "true" → true, a JSON array or
+// object sent as a string, a lone string for a list of strings) in a
+// schema-described value (tools from MCP servers and discovery), and
+// returns the value; objects are fixed in place. Anything it cannot fix
+// is left for validation.
 func CoerceBySchema(s *jsonschema.Schema, v any) any {
 	if s == nil {
 		return v
 	}
-	typ := s.Type
-	if typ == "" && len(s.Types) == 1 {
-		typ = s.Types[0]
-	}
-	switch typ {
+	switch schemaType(s) {
 	case "boolean":
-		if x, ok := v.(string); ok {
-			switch strings.ToLower(strings.TrimSpace(x)) {
-			case "true":
-				return true
-			case "false":
-				return false
-			}
+		if b, ok := asBool(v); ok {
+			return b
 		}
 	case "integer":
 		if x, ok := v.(string); ok {
-			if n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64); err == nil {
+			if n, ok := asInt(x); ok {
 				return n
 			}
 		}
-		if f, ok := v.(float64); ok && f == math.Trunc(f) {
-			return f
-		}
 	case "number":
 		if x, ok := v.(string); ok {
-			if f, err := strconv.ParseFloat(strings.TrimSpace(x), 64); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
+			if f, ok := asFloat(x); ok {
 				return f
 			}
 		}
 	case "string":
-		switch x := v.(type) {
-		case float64:
-			return strconv.FormatFloat(x, 'f', -1, 64)
-		case bool:
-			return strconv.FormatBool(x)
+		if x, ok := asString(v); ok {
+			return x
 		}
 	case "array":
-		if x, ok := v.(string); ok {
-			var arr []any
-			if strings.HasPrefix(strings.TrimSpace(x), "[") && json.Unmarshal([]byte(x), &arr) == nil {
-				v = arr
-			}
-		}
-		if arr, ok := v.([]any); ok && s.Items != nil {
-			for i := range arr {
-				arr[i] = CoerceBySchema(s.Items, arr[i])
-			}
-		}
+		return coerceArrayBySchema(s, v)
 	case "object":
-		if x, ok := v.(string); ok {
-			var obj map[string]any
-			if strings.HasPrefix(strings.TrimSpace(x), "{") && json.Unmarshal([]byte(x), &obj) == nil {
-				v = obj
-			}
-		}
-		if obj, ok := v.(map[string]any); ok {
-			for k, e := range obj {
-				if ps := s.Properties[k]; ps != nil {
-					obj[k] = CoerceBySchema(ps, e)
-				}
-			}
-		}
+		return coerceObjectBySchema(s, v)
 	}
 	return v
+}
+
+func coerceArrayBySchema(s *jsonschema.Schema, v any) any {
+	arr, ok := asArray(v, s.Items != nil && schemaType(s.Items) == "string", false)
+	if !ok {
+		return v
+	}
+	if s.Items != nil {
+		for i := range arr {
+			arr[i] = CoerceBySchema(s.Items, arr[i])
+		}
+	}
+	return arr
+}
+
+func coerceObjectBySchema(s *jsonschema.Schema, v any) any {
+	obj, ok := asObject(v, false)
+	if !ok {
+		return v
+	}
+	for k, e := range obj {
+		if ps := s.Properties[k]; ps != nil {
+			obj[k] = CoerceBySchema(ps, e)
+		} else if s.AdditionalProperties != nil {
+			obj[k] = CoerceBySchema(s.AdditionalProperties, e)
+		}
+	}
+	return obj
+}
+
+// schemaType is the one JSON type s allows besides null, or "".
+func schemaType(s *jsonschema.Schema) string {
+	if s.Type != "" {
+		return s.Type
+	}
+	typ := ""
+	for _, t := range s.Types {
+		switch {
+		case t == "null":
+		case typ != "":
+			return ""
+		default:
+			typ = t
+		}
+	}
+	return typ
 }

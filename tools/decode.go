@@ -5,7 +5,6 @@ import (
 	"encoding"
 	"encoding/json"
 	"fmt"
-	"math"
 	"reflect"
 	"sort"
 	"strconv"
@@ -156,130 +155,91 @@ func coerceValue(t reflect.Type, v any, at string) (any, error) {
 	if reflect.PointerTo(t).Implements(jsonUnmarshaler) || reflect.PointerTo(t).Implements(textUnmarshaler) {
 		return v, nil
 	}
-	switch t.Kind() {
-	case reflect.String:
-		switch x := v.(type) {
-		case string:
-			return x, nil
-		case json.Number:
-			return x.String(), nil
-		case bool:
-			return strconv.FormatBool(x), nil
-		}
-	case reflect.Bool:
-		switch x := v.(type) {
-		case bool:
-			return x, nil
-		case string:
-			switch strings.ToLower(strings.TrimSpace(x)) {
-			case "true", "yes", "1":
-				return true, nil
-			case "false", "no", "0", "":
-				return false, nil
-			}
-		case json.Number:
-			switch x.String() {
-			case "1":
-				return true, nil
-			case "0":
-				return false, nil
-			}
-		}
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		var s string
-		switch x := v.(type) {
-		case json.Number:
-			s = x.String()
-		case string:
-			s = strings.TrimSpace(x)
-		default:
-			return nil, typeErr(at, "an integer", v)
-		}
-		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-			if overflows(t, n) {
-				return nil, Errorf(ErrValidation, "field %q: %s is out of range", at, s)
-			}
-			return json.Number(strconv.FormatInt(n, 10)), nil
-		}
-		if f, err := strconv.ParseFloat(s, 64); err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
-			n := int64(f)
-			if overflows(t, n) {
-				return nil, Errorf(ErrValidation, "field %q: %s is out of range", at, s)
-			}
-			return json.Number(strconv.FormatInt(n, 10)), nil
-		}
-		return nil, typeErr(at, "an integer", v)
-	case reflect.Float32, reflect.Float64:
-		var s string
-		switch x := v.(type) {
-		case json.Number:
-			s = x.String()
-		case string:
-			s = strings.TrimSpace(x)
-		default:
-			return nil, typeErr(at, "a number", v)
-		}
-		f, err := strconv.ParseFloat(s, 64)
-		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-			return nil, typeErr(at, "a number", v)
-		}
-		return json.Number(strconv.FormatFloat(f, 'g', -1, 64)), nil
-	case reflect.Slice, reflect.Array:
-		if s, ok := v.(string); ok {
-			if parsed, ok := parseEmbedded(s, '['); ok {
-				v = parsed
-			} else if t.Elem().Kind() == reflect.String {
-				v = []any{s} // a lone string where a list of strings is wanted
-			}
-		}
-		arr, ok := v.([]any)
-		if !ok {
-			return nil, typeErr(at, "an array", v)
-		}
-		out := make([]any, len(arr))
-		for i, e := range arr {
-			c, err := coerceValue(t.Elem(), e, fmt.Sprintf("%s[%d]", at, i))
-			if err != nil {
-				return nil, err
-			}
-			out[i] = c
-		}
-		return out, nil
-	case reflect.Struct:
-		if s, ok := v.(string); ok {
-			if parsed, ok := parseEmbedded(s, '{'); ok {
-				v = parsed
-			}
-		}
-		obj, ok := v.(map[string]any)
+	switch k := t.Kind(); {
+	case k >= reflect.Int && k <= reflect.Uint64:
+		return coerceInt(t, v, at)
+	case k == reflect.Slice || k == reflect.Array:
+		return coerceArray(t, v, at)
+	case k == reflect.Struct:
+		obj, ok := asObject(v, true)
 		if !ok {
 			return nil, typeErr(at, "an object", v)
 		}
 		return coerceStruct(t, obj, at+".")
-	case reflect.Map:
-		if s, ok := v.(string); ok {
-			if parsed, ok := parseEmbedded(s, '{'); ok {
-				v = parsed
-			}
-		}
-		obj, ok := v.(map[string]any)
-		if !ok {
-			return nil, typeErr(at, "an object", v)
-		}
-		out := make(map[string]any, len(obj))
-		for k, e := range obj {
-			c, err := coerceValue(t.Elem(), e, at+"."+k)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = c
-		}
-		return out, nil
-	case reflect.Interface:
+	case k == reflect.Map:
+		return coerceMap(t, v, at)
+	case k == reflect.Interface:
 		return v, nil
 	}
+	return coerceScalar(t, v, at)
+}
+
+// coerceScalar coerces v for a string, boolean or floating-point type t;
+// any other type takes no value.
+func coerceScalar(t reflect.Type, v any, at string) (any, error) {
+	switch t.Kind() {
+	case reflect.String:
+		if s, ok := asString(v); ok {
+			return s, nil
+		}
+	case reflect.Bool:
+		if b, ok := asBool(v); ok {
+			return b, nil
+		}
+	case reflect.Float32, reflect.Float64:
+		f, ok := asFloat(v)
+		if !ok {
+			return nil, typeErr(at, "a number", v)
+		}
+		return json.Number(strconv.FormatFloat(f, 'g', -1, 64)), nil
+	}
 	return nil, typeErr(at, jsonKindOf(t), v)
+}
+
+// coerceInt coerces v for an integer type t (Int through Uint64; Uintptr
+// is not among them: reflect orders Uintptr after Uint64).
+func coerceInt(t reflect.Type, v any, at string) (any, error) {
+	n, ok := asInt(v)
+	if !ok {
+		return nil, typeErr(at, "an integer", v)
+	}
+	if overflows(t, n) {
+		s, _ := scalarText(v)
+		return nil, Errorf(ErrValidation, "field %q: %s is out of range", at, s)
+	}
+	return json.Number(strconv.FormatInt(n, 10)), nil
+}
+
+func coerceArray(t reflect.Type, v any, at string) (any, error) {
+	arr, ok := asArray(v, t.Elem().Kind() == reflect.String, true)
+	if !ok {
+		return nil, typeErr(at, "an array", v)
+	}
+	out := make([]any, len(arr))
+	for i, e := range arr {
+		c, err := coerceValue(t.Elem(), e, fmt.Sprintf("%s[%d]", at, i))
+		if err != nil {
+			return nil, err
+		}
+		out[i] = c
+	}
+	return out, nil
+}
+
+func coerceMap(t reflect.Type, v any, at string) (any, error) {
+	obj, ok := asObject(v, true)
+	if !ok {
+		return nil, typeErr(at, "an object", v)
+	}
+	out := make(map[string]any, len(obj))
+	for k, e := range obj {
+		c, err := coerceValue(t.Elem(), e, at+"."+k)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = c
+	}
+	return out, nil
 }
 
 func overflows(t reflect.Type, n int64) bool {
@@ -291,20 +251,6 @@ func overflows(t reflect.Type, n int64) bool {
 		return reflect.New(t).Elem().OverflowUint(uint64(n))
 	}
 	return reflect.New(t).Elem().OverflowInt(n)
-}
-
-func parseEmbedded(s string, open byte) (any, bool) {
-	s = strings.TrimSpace(s)
-	if len(s) < 2 || s[0] != open {
-		return nil, false
-	}
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil || dec.More() {
-		return nil, false
-	}
-	return v, true
 }
 
 func jsonKindOf(t reflect.Type) string {
