@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // GC drops journal entries beyond policy and deletes every blob no kept
@@ -29,7 +30,52 @@ func (s *Store) gc(ctx context.Context, policy GCPolicy) (GCStats, error) {
 	if err != nil {
 		return st, err
 	}
-	now := s.opts.now()
+	keep := keepByPolicy(all, policy, s.opts.now())
+	ix, err := s.loadIndex()
+	if err != nil {
+		return st, err
+	}
+	sizes, err := s.blobSizes()
+	if err != nil {
+		return st, err
+	}
+	base := s.baseRefs(ix)
+	refs := make([][]string, len(all))
+	for i := 0; i < keep; i++ {
+		if refs[i], err = s.entryRefs(all[i]); err != nil {
+			return st, err
+		}
+	}
+	if policy.MaxBytes > 0 {
+		for keep > 1 && liveBytes(liveSet(base, refs[:keep]), sizes) > policy.MaxBytes {
+			keep--
+		}
+	}
+	live := liveSet(base, refs[:keep])
+	for i := keep; i < len(all); i++ {
+		if err := ctx.Err(); err != nil {
+			return st, err
+		}
+		if err := s.removeEntry(all[i].ID); err != nil {
+			return st, err
+		}
+		st.EntriesRemoved++
+	}
+	st.EntriesKept = keep
+	if err := syncDir(s.path("journal")); err != nil {
+		return st, err
+	}
+	if err := s.removeBlobs(sizes, live, &st); err != nil {
+		return st, err
+	}
+	// Blobs written meanwhile (none: the lock is held) are in added.
+	s.writeUsage(usageRec{Bytes: st.BytesKept, Kept: st.BytesKept})
+	return st, nil
+}
+
+// keepByPolicy is how many of the entries (newest first) the count and
+// age limits of policy keep; at least one when there is any.
+func keepByPolicy(all []Entry, policy GCPolicy, now time.Time) int {
 	keep := len(all)
 	if policy.KeepCalls > 0 && keep > policy.KeepCalls {
 		keep = policy.KeepCalls
@@ -45,14 +91,13 @@ func (s *Store) gc(ctx context.Context, policy GCPolicy) (GCStats, error) {
 	if keep < 1 && len(all) > 0 {
 		keep = 1
 	}
-	ix, err := s.loadIndex()
-	if err != nil {
-		return st, err
-	}
-	// Sizes of all blobs on disk.
+	return keep
+}
+
+// blobSizes is the size on disk of every blob, by hash.
+func (s *Store) blobSizes() (map[string]int64, error) {
 	sizes := map[string]int64{}
-	objects := s.path("objects")
-	err = filepath.WalkDir(objects, func(p string, d os.DirEntry, err error) error {
+	err := filepath.WalkDir(s.path("objects"), func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -61,97 +106,82 @@ func (s *Store) gc(ctx context.Context, policy GCPolicy) (GCStats, error) {
 		}
 		return nil
 	})
-	if err != nil {
-		return st, err
-	}
+	return sizes, err
+}
+
+// baseRefs are the blobs kept whatever the policy: those of the current
+// manifest ix and of the manifests of open detached calls (background
+// jobs).
+func (s *Store) baseRefs(ix *index) map[string]bool {
 	base := map[string]bool{}
 	for _, e := range ix.entries {
 		if e.Hash != "" {
 			base[e.Hash] = true
 		}
 	}
-	// Pre-scan manifests of open detached calls (background jobs).
 	for _, h := range s.openDetachedRefs() {
 		base[h] = true
 	}
-	refsOf := func(e Entry) ([]string, error) {
-		var hs []string
-		for _, ch := range e.Changes {
-			for _, n := range []*Node{ch.Old, ch.New} {
-				if n != nil && n.Hash != "" {
-					hs = append(hs, n.Hash)
-				}
+	return base
+}
+
+// entryRefs are the blobs entry e references: the old and new content of
+// its changes, its manifest and the blobs the manifest lists.
+func (s *Store) entryRefs(e Entry) ([]string, error) {
+	var hs []string
+	for _, ch := range e.Changes {
+		for _, n := range []*Node{ch.Old, ch.New} {
+			if n != nil && n.Hash != "" {
+				hs = append(hs, n.Hash)
 			}
 		}
-		if e.Manifest != "" {
-			hs = append(hs, e.Manifest)
-			data, err := s.readBlob(e.Manifest)
-			if err == nil {
-				if m, err := decodeIndex(data); err == nil {
-					for _, me := range m.entries {
-						if me.Hash != "" {
-							hs = append(hs, me.Hash)
-						}
-					}
-				}
-			} else if !errors.Is(err, ErrNotFound) {
-				return nil, err
-			}
-		}
+	}
+	if e.Manifest == "" {
 		return hs, nil
 	}
-	refs := make([][]string, len(all))
-	for i := 0; i < keep; i++ {
-		if refs[i], err = refsOf(all[i]); err != nil {
-			return st, err
-		}
+	hs = append(hs, e.Manifest)
+	data, err := s.readBlob(e.Manifest)
+	if errors.Is(err, ErrNotFound) {
+		return hs, nil
 	}
-	total := func(k int) int64 {
-		seen := map[string]bool{}
-		var t int64
-		add := func(h string) {
-			if !seen[h] {
-				seen[h] = true
-				t += sizes[h]
+	if err != nil {
+		return nil, err
+	}
+	if m, err := decodeIndex(data); err == nil {
+		for _, me := range m.entries {
+			if me.Hash != "" {
+				hs = append(hs, me.Hash)
 			}
 		}
-		for h := range base {
-			add(h)
-		}
-		for i := 0; i < k; i++ {
-			for _, h := range refs[i] {
-				add(h)
-			}
-		}
-		return t
 	}
-	if policy.MaxBytes > 0 {
-		for keep > 1 && total(keep) > policy.MaxBytes {
-			keep--
-		}
-	}
-	live := map[string]bool{}
+	return hs, nil
+}
+
+// liveSet is base and every blob of refs.
+func liveSet(base map[string]bool, refs [][]string) map[string]bool {
+	live := make(map[string]bool, len(base))
 	for h := range base {
 		live[h] = true
 	}
-	for i := 0; i < keep; i++ {
-		for _, h := range refs[i] {
+	for _, hs := range refs {
+		for _, h := range hs {
 			live[h] = true
 		}
 	}
-	for i := keep; i < len(all); i++ {
-		if err := ctx.Err(); err != nil {
-			return st, err
-		}
-		if err := s.removeEntry(all[i].ID); err != nil {
-			return st, err
-		}
-		st.EntriesRemoved++
+	return live
+}
+
+// liveBytes is the size on disk of the blobs in live.
+func liveBytes(live map[string]bool, sizes map[string]int64) int64 {
+	var t int64
+	for h := range live {
+		t += sizes[h]
 	}
-	st.EntriesKept = keep
-	if err := syncDir(s.path("journal")); err != nil {
-		return st, err
-	}
+	return t
+}
+
+// removeBlobs deletes every blob of sizes not in live, counting in st.
+func (s *Store) removeBlobs(sizes map[string]int64, live map[string]bool, st *GCStats) error {
 	for h, size := range sizes {
 		if live[h] {
 			st.BytesKept += size
@@ -162,13 +192,11 @@ func (s *Store) gc(ctx context.Context, policy GCPolicy) (GCStats, error) {
 		}
 		for _, name := range []string{s.blobPath(h), s.blobPath(h) + zSuffix} {
 			if err := os.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return st, err
+				return err
 			}
 		}
 		st.BlobsRemoved++
 		st.BytesFreed += size
 	}
-	// Blobs written meanwhile (none: the lock is held) are in added.
-	s.writeUsage(usageRec{Bytes: st.BytesKept, Kept: st.BytesKept})
-	return st, nil
+	return nil
 }
