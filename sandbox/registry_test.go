@@ -10,20 +10,15 @@ import (
 
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/sandbox"
+	"github.com/agentbox/agentbox/sandbox/sandboxtest"
 )
 
-type nopRunner struct{ name string }
-
-func (nopRunner) Run(context.Context, sandbox.Spec) (sandbox.Result, error) {
-	return sandbox.Result{}, nil
-}
-func (nopRunner) Close(context.Context) error { return nil }
-
-func (nopRunner) WriteFile(context.Context, sandbox.FileWrite) error { return nil }
-
 func TestRegistry(t *testing.T) {
+	opened := map[sandbox.Runner]string{} // runner -> the workspace it was opened for
 	sandbox.Register("test-a", func(_ context.Context, cfg *config.Config, _ *slog.Logger) (sandbox.Runner, error) {
-		return nopRunner{"a:" + cfg.Workspace}, nil
+		r := sandboxtest.NewFake(cfg.Workspace)
+		opened[r] = "a:" + cfg.Workspace
+		return r, nil
 	})
 	sandbox.Register("test-fails", func(context.Context, *config.Config, *slog.Logger) (sandbox.Runner, error) {
 		return nil, sandbox.ErrUnavailable
@@ -49,7 +44,7 @@ func TestRegistry(t *testing.T) {
 			if !errors.Is(err, tt.err) {
 				t.Fatalf("err = %v, want %v", err, tt.err)
 			}
-			if tt.err == nil && r.(nopRunner).name != tt.want {
+			if tt.err == nil && opened[r] != tt.want {
 				t.Errorf("opened %v, want %s", r, tt.want)
 			}
 			if errors.Is(err, sandbox.ErrUnknownBackend) && (!errors.Is(err, sandbox.ErrUnavailable) || !strings.Contains(err.Error(), "test-a")) {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -34,6 +35,7 @@ import (
 // A *Fake is safe for concurrent use.
 type Fake struct {
 	workspace string
+	calls     atomic.Int64
 
 	mu      sync.Mutex
 	closed  bool
@@ -49,8 +51,13 @@ func NewFake(workspace string) *Fake {
 	return &Fake{workspace: filepath.Clean(workspace), running: map[*exec.Cmd]struct{}{}, done: make(chan struct{})}
 }
 
+// Calls is the number of Run and WriteFile calls so far: tests of code
+// built on a Runner check with it that the sandbox was (or was not) used.
+func (f *Fake) Calls() int { return int(f.calls.Load()) }
+
 // Run implements sandbox.Runner.
 func (f *Fake) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
+	f.calls.Add(1)
 	spec, err := sandbox.Normalize(spec, f.workspace)
 	if err != nil {
 		return sandbox.Result{}, err
@@ -307,6 +314,7 @@ func signalName(s syscall.Signal) string {
 // the default protection (config.Protection of the default sandbox
 // section). It isolates nothing.
 func (f *Fake) WriteFile(ctx context.Context, w sandbox.FileWrite) error {
+	f.calls.Add(1)
 	rel, err := sandbox.NormalizeWrite(w, f.workspace)
 	if err != nil {
 		return err

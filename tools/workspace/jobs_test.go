@@ -10,28 +10,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentbox/agentbox/sandbox"
+	"github.com/agentbox/agentbox/sandbox/sandboxtest"
 	"github.com/agentbox/agentbox/snapshot"
 	"github.com/agentbox/agentbox/tools"
 	"github.com/agentbox/agentbox/tools/builtin"
 )
-
-// jobRunner is hostRunner for concurrent commands (a fresh one per
-// command, so no shared counter).
-type jobRunner struct{}
-
-func (jobRunner) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
-	return (&hostRunner{}).Run(ctx, spec)
-}
-
-func (jobRunner) Close(context.Context) error { return nil }
 
 func openJobSystem(t *testing.T) (*Tools, *tools.Session, func(tool, in string) tools.Response) {
 	t.Helper()
 	cfg := testConfig(t)
 	cfg.Tools.Mode = "bypassPermissions"
 	ctx := context.Background()
-	sys, err := Open(ctx, cfg, Options{Register: builtin.Register, Runner: jobRunner{}})
+	sys, err := Open(ctx, cfg, Options{Register: builtin.Register, Runner: sandboxtest.NewFake(cfg.Workspace)})
 	if err != nil {
 		t.Fatal(err)
 	}

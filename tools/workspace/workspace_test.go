@@ -1,52 +1,19 @@
 package workspace
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentbox/agentbox/config"
-	"github.com/agentbox/agentbox/sandbox"
+	"github.com/agentbox/agentbox/sandbox/sandboxtest"
 	"github.com/agentbox/agentbox/snapshot"
 	"github.com/agentbox/agentbox/tools"
 	"github.com/agentbox/agentbox/tools/builtin"
 )
-
-// hostRunner runs commands as plain host processes: a stand-in for the
-// Docker runner in unit tests (no isolation at all).
-type hostRunner struct{ calls int }
-
-func (h *hostRunner) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
-	h.calls++
-	argv := spec.Argv
-	if spec.Shell != "" {
-		argv = []string{"sh", "-c", spec.Shell}
-	}
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir = spec.Workdir
-	cmd.Stdin = bytes.NewReader(spec.Stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	start := time.Now()
-	err := cmd.Run()
-	res := sandbox.Result{Stdout: out.Bytes(), Stderr: errb.Bytes(), Cwd: spec.Workdir, Duration: time.Since(start), ContainerID: "host"}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		res.ExitCode = ee.ExitCode()
-	} else if err != nil {
-		return res, err
-	}
-	return res, nil
-}
-
-func (h *hostRunner) Close(context.Context) error { return nil }
 
 func testConfig(t *testing.T) *config.Config {
 	cfg := config.Default()
@@ -59,7 +26,7 @@ func testConfig(t *testing.T) *config.Config {
 func TestOpenRunsWriteAndUndo(t *testing.T) {
 	cfg := testConfig(t)
 	ctx := context.Background()
-	hr := &hostRunner{}
+	hr := sandboxtest.NewFake(cfg.Workspace)
 	sys, err := Open(ctx, cfg, Options{Register: builtin.Register, Runner: hr})
 	if err != nil {
 		t.Fatal(err)
@@ -69,8 +36,8 @@ func TestOpenRunsWriteAndUndo(t *testing.T) {
 		return sys.Pipeline.Run(ctx, tools.Request{Session: sess, Tool: tool, Input: json.RawMessage(in)})
 	}
 	w := run("Write", `{"file_path":"a.txt","content":"one\n"}`)
-	if w.Err != nil || w.Meta["journal_id"] == nil || hr.calls != 1 {
-		t.Fatalf("write: %+v (runner calls %d)", w, hr.calls)
+	if w.Err != nil || w.Meta["journal_id"] == nil || hr.Calls() != 1 {
+		t.Fatalf("write: %+v (runner calls %d)", w, hr.Calls())
 	}
 	if b, _ := os.ReadFile(filepath.Join(cfg.Workspace, "a.txt")); string(b) != "one\n" {
 		t.Fatalf("content %q", b)
@@ -160,7 +127,7 @@ echo '[{"name":"lint","description":"Lints","input_schema":{"type":"object","pro
 `), 0o755)
 	cfg.Tools.Discovery = []string{script}
 	cfg.Tools.Allow = []string{"lint"}
-	sys, err := Open(context.Background(), cfg, Options{Register: builtin.Register, Runner: &hostRunner{}})
+	sys, err := Open(context.Background(), cfg, Options{Register: builtin.Register, Runner: sandboxtest.NewFake(cfg.Workspace)})
 	if err != nil {
 		t.Fatal(err)
 	}
