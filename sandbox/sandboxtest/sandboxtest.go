@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -56,8 +55,18 @@ func Skip(name, reason string) Option {
 	}
 }
 
-// NeedsIsolation names the cases only a real sandbox can pass.
-var NeedsIsolation = []string{"FreshEnvironment", "FixedHome", "ReadOnlyWorkspace", "ReadOnlyRoot", "NoNetwork", "NotRoot"}
+// NeedsIsolation is the per-backend list of the cases only a real sandbox
+// can pass, each with the property it checks: a runner that runs commands
+// on the host (WithoutIsolation) skips them with that property as the
+// reason, so a skipped case says what the runner does not give.
+var NeedsIsolation = map[string]string{
+	"FreshEnvironment":  "a fresh environment per command (/tmp and HOME do not survive into the next command)",
+	"FixedHome":         "the fixed HOME " + sandbox.Home + " inside the sandbox",
+	"ReadOnlyWorkspace": "a read-only workspace mount for ReadOnly specs (the kernel refuses the write)",
+	"ReadOnlyRoot":      "a read-only root file system",
+	"NoNetwork":         "no network interface but loopback",
+	"NotRoot":           "commands never run as uid 0",
+}
 
 // Run runs the whole suite. Cases share one Runner unless they need a
 // fresh one.
@@ -75,12 +84,17 @@ func Run(t *testing.T, newRunner Factory, opts ...Option) {
 			t.Fatalf("sandboxtest.Skip(%q): no such case", name)
 		}
 	}
+	for name := range NeedsIsolation {
+		if !known[name] {
+			t.Fatalf("sandboxtest.NeedsIsolation names %q: no such case", name)
+		}
+	}
 	skip := func(t *testing.T, name string) {
 		if reason, ok := o.skip[name]; ok {
 			t.Skip(reason)
 		}
-		if o.noIsolation && slices.Contains(NeedsIsolation, name) {
-			t.Skip("needs real isolation; the runner under test runs on the host")
+		if property, ok := NeedsIsolation[name]; ok && o.noIsolation {
+			t.Skipf("needs real isolation: %s; the runner under test runs commands on the host", property)
 		}
 	}
 	r, ws := newRunner(t)
