@@ -195,28 +195,13 @@ func underMapKey(k string, known map[string]reflect.Kind) bool {
 // kind of its value.
 func KnownKeys() map[string]reflect.Kind {
 	keys := map[string]reflect.Kind{}
-	walk(reflect.TypeOf(Config{}), "", func(key string, t reflect.Type) { keys[key] = t.Kind() })
+	walk(reflect.ValueOf(Config{}), "", func(key string, v reflect.Value) { keys[key] = v.Kind() })
 	return keys
 }
 
-func walk(t reflect.Type, prefix string, fn func(string, reflect.Type)) {
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		name := f.Tag.Get("mapstructure")
-		if name == "" || name == "-" {
-			continue
-		}
-		key := prefix + name
-		if f.Type.Kind() == reflect.Struct {
-			walk(f.Type, key+".", fn)
-			continue
-		}
-		fn(key, f.Type)
-	}
-}
-
-func flatten(v reflect.Value, prefix string) map[string]any {
-	out := map[string]any{}
+// walk calls fn with the dotted key and value of every leaf field of the
+// struct v (fields without a mapstructure name are not keys).
+func walk(v reflect.Value, prefix string, fn func(string, reflect.Value)) {
 	t := v.Type()
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
@@ -226,13 +211,17 @@ func flatten(v reflect.Value, prefix string) map[string]any {
 		}
 		key := prefix + name
 		if f.Type.Kind() == reflect.Struct {
-			for k, val := range flatten(v.Field(i), key+".") {
-				out[k] = val
-			}
+			walk(v.Field(i), key+".", fn)
 			continue
 		}
-		out[key] = v.Field(i).Interface()
+		fn(key, v.Field(i))
 	}
+}
+
+// flatten is the struct v as dotted keys and their values.
+func flatten(v reflect.Value, prefix string) map[string]any {
+	out := map[string]any{}
+	walk(v, prefix, func(key string, fv reflect.Value) { out[key] = fv.Interface() })
 	return out
 }
 

@@ -3,8 +3,11 @@ package images
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+
+	"github.com/agentbox/agentbox/config"
 )
 
 // HostMount is one host path the runner bind-mounts read-only into a
@@ -57,15 +60,18 @@ func denied(p string) bool {
 		return true
 	}
 	for _, d := range deniedPaths {
-		if p == d || strings.HasPrefix(p, d+"/") || strings.HasPrefix(d, p+"/") {
+		if config.Within(p, d) || config.Within(d, p) {
 			return true
 		}
 	}
+	return hasDeniedName(p)
+}
+
+// hasDeniedName reports whether an element of p is one of deniedNames.
+func hasDeniedName(p string) bool {
 	for _, el := range strings.Split(p, "/") {
-		for _, n := range deniedNames {
-			if el == n {
-				return true
-			}
+		if slices.Contains(deniedNames, el) {
+			return true
 		}
 	}
 	return false
@@ -216,16 +222,9 @@ func SecretPath(p string) bool {
 		return true
 	}
 	for _, d := range deniedPaths {
-		if p == d || strings.HasPrefix(d, p+"/") || (!homeRoots[d] && strings.HasPrefix(p, d+"/")) {
+		if config.Within(d, p) || (!homeRoots[d] && config.Within(p, d)) {
 			return true
 		}
 	}
-	for _, el := range strings.Split(p, "/") {
-		for _, n := range deniedNames {
-			if el == n {
-				return true
-			}
-		}
-	}
-	return false
+	return hasDeniedName(p)
 }

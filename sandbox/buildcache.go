@@ -112,13 +112,23 @@ func (c *BuildCache) scan(root *os.Root) ([]cacheFile, CacheUsage, error) {
 	return files, u, err
 }
 
-// Usage reports the cache's size (zero when it does not exist).
-func (c *BuildCache) Usage() (CacheUsage, error) {
+// openExisting opens the cache directory as a root; nil and no error
+// when it does not exist.
+func (c *BuildCache) openExisting() (*os.Root, error) {
 	root, err := os.OpenRoot(c.Dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return CacheUsage{}, nil
+		return nil, nil
 	}
 	if err != nil {
+		return nil, err
+	}
+	return root, nil
+}
+
+// Usage reports the cache's size (zero when it does not exist).
+func (c *BuildCache) Usage() (CacheUsage, error) {
+	root, err := c.openExisting()
+	if root == nil {
 		return CacheUsage{}, err
 	}
 	defer root.Close()
@@ -134,11 +144,8 @@ func (c *BuildCache) Trim() (removed CacheUsage, err error) {
 	if c.MaxBytes <= 0 {
 		return removed, nil
 	}
-	root, err := os.OpenRoot(c.Dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return removed, nil
-	}
-	if err != nil {
+	root, err := c.openExisting()
+	if root == nil {
 		return removed, err
 	}
 	defer root.Close()
@@ -187,11 +194,8 @@ func (c *BuildCache) TrimIfDue(every time.Duration) (removed CacheUsage, ran boo
 
 // Clear removes everything in the cache, keeping the directory.
 func (c *BuildCache) Clear() (CacheUsage, error) {
-	root, err := os.OpenRoot(c.Dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return CacheUsage{}, nil
-	}
-	if err != nil {
+	root, err := c.openExisting()
+	if root == nil {
 		return CacheUsage{}, err
 	}
 	defer root.Close()
