@@ -120,103 +120,136 @@ func hGit(a *analyzer, c *call) {
 // gitListingOnly checks the subcommands that both list and change: it
 // returns why the arguments are not a listing, or "".
 func gitListingOnly(sub string, args []string) string {
-	switch sub {
-	case "branch", "tag":
-		listFlag := false
-		positional := 0
-		valueNext := false
-		for _, v := range args {
-			if valueNext {
-				valueNext = false
+	if check := gitListing[sub]; check != nil {
+		return check(args)
+	}
+	return ""
+}
+
+// gitListing holds, per subcommand that both lists and changes, the check
+// that returns why its arguments are not a listing, or "".
+var gitListing = map[string]func(args []string) string{
+	"branch":       func(args []string) string { return gitBranchTagListing("branch", args) },
+	"tag":          func(args []string) string { return gitBranchTagListing("tag", args) },
+	"stash":        gitStashListing,
+	"worktree":     gitWorktreeListing,
+	"notes":        gitNotesListing,
+	"reflog":       gitReflogListing,
+	"remote":       gitRemoteListing,
+	"symbolic-ref": gitSymbolicRefListing,
+	"config":       gitConfigRead,
+}
+
+// gitStashListing: the verb must come first (git stash -m list pushes).
+func gitStashListing(args []string) string {
+	if len(args) == 0 || args[0] != "list" && args[0] != "show" {
+		return "git stash without list or show first saves and resets changes"
+	}
+	return ""
+}
+
+func gitWorktreeListing(args []string) string {
+	if len(args) == 0 || args[0] != "list" {
+		return "git worktree without list first changes worktrees"
+	}
+	return ""
+}
+
+func gitNotesListing(args []string) string {
+	rest := args
+	for len(rest) > 0 && strings.HasPrefix(rest[0], "--ref=") {
+		rest = rest[1:]
+	}
+	if len(rest) > 0 && rest[0] != "list" && rest[0] != "show" {
+		return "git notes " + rest[0] + " changes notes"
+	}
+	return ""
+}
+
+func gitReflogListing(args []string) string {
+	for _, v := range args {
+		if isReflogVerb(v) {
+			return "git reflog " + v + " changes the reflog"
+		}
+	}
+	return ""
+}
+
+// gitBranchTagListing: git branch and git tag list with -l/--list or with
+// no name, and only with the listing options.
+func gitBranchTagListing(sub string, args []string) string {
+	listFlag := false
+	positional := 0
+	valueNext := false
+	for _, v := range args {
+		if valueNext {
+			valueNext = false
+			continue
+		}
+		if v == "--" {
+			continue
+		}
+		if !strings.HasPrefix(v, "-") {
+			positional++
+			continue
+		}
+		n, _, has := strings.Cut(v, "=")
+		switch n {
+		case "-l", "--list":
+			listFlag = true
+		case "-a", "--all", "-r", "--remotes", "-v", "-vv", "--verbose", "--show-current", "--no-color",
+			"--color", "--column", "--no-column", "-i", "--ignore-case", "--abbrev", "--no-abbrev", "-q", "--quiet", "--omit-empty":
+			if sub == "tag" && n == "-v" {
+				return "git tag -v verifies with an external program"
+			}
+		case "--contains", "--no-contains", "--merged", "--no-merged", "--points-at", "--sort", "--format":
+			valueNext = !has
+		default:
+			if sub == "tag" && strings.HasPrefix(n, "-n") && isDigits(strings.TrimPrefix(n, "-n")+"0") {
 				continue
 			}
-			if v == "--" {
-				continue
+			return "git " + sub + " " + v + " changes branches or tags"
+		}
+	}
+	if positional > 0 && !listFlag {
+		return "git " + sub + " with a name creates it"
+	}
+	return ""
+}
+
+// gitRemoteListing: git remote [-v] and git remote get-url.
+func gitRemoteListing(args []string) string {
+	first := ""
+	for _, v := range args {
+		if !strings.HasPrefix(v, "-") {
+			first = v
+			break
+		}
+		if v != "-v" && v != "--verbose" && v != "--push" && v != "--all" {
+			return "git remote " + v + " is not a listing"
+		}
+	}
+	if first != "" && (first != "get-url" || args[0] != "get-url" && args[0] != "-v" && args[0] != "--verbose") {
+		return "git remote " + first + " changes remotes or uses the network"
+	}
+	return ""
+}
+
+// gitSymbolicRefListing: git symbolic-ref reads with exactly one name.
+func gitSymbolicRefListing(args []string) string {
+	positional := 0
+	for _, v := range args {
+		switch v {
+		case "-q", "--quiet", "--short", "--no-recurse", "--recurse":
+		default:
+			if strings.HasPrefix(v, "-") {
+				return "git symbolic-ref " + v + " changes a reference"
 			}
-			if !strings.HasPrefix(v, "-") {
-				positional++
-				continue
-			}
-			n, _, has := strings.Cut(v, "=")
-			switch n {
-			case "-l", "--list":
-				listFlag = true
-			case "-a", "--all", "-r", "--remotes", "-v", "-vv", "--verbose", "--show-current", "--no-color",
-				"--color", "--column", "--no-column", "-i", "--ignore-case", "--abbrev", "--no-abbrev", "-q", "--quiet", "--omit-empty":
-				if sub == "tag" && n == "-v" {
-					return "git tag -v verifies with an external program"
-				}
-			case "--contains", "--no-contains", "--merged", "--no-merged", "--points-at", "--sort", "--format":
-				if !has && n != "--merged" && n != "--no-merged" && n != "--contains" && n != "--no-contains" {
-					valueNext = true
-				}
-				if !has && (n == "--contains" || n == "--no-contains" || n == "--merged" || n == "--no-merged") {
-					valueNext = true
-				}
-			default:
-				if sub == "tag" && strings.HasPrefix(n, "-n") && isDigits(strings.TrimPrefix(n, "-n")+"0") {
-					continue
-				}
-				return "git " + sub + " " + v + " changes branches or tags"
-			}
+			positional++
 		}
-		if positional > 0 && !listFlag {
-			return "git " + sub + " with a name creates it"
-		}
-	case "stash":
-		// The verb must come first: git stash -m list pushes.
-		if len(args) == 0 || args[0] != "list" && args[0] != "show" {
-			return "git stash without list or show first saves and resets changes"
-		}
-	case "worktree":
-		if len(args) == 0 || args[0] != "list" {
-			return "git worktree without list first changes worktrees"
-		}
-	case "notes":
-		rest := args
-		for len(rest) > 0 && strings.HasPrefix(rest[0], "--ref=") {
-			rest = rest[1:]
-		}
-		if len(rest) > 0 && rest[0] != "list" && rest[0] != "show" {
-			return "git notes " + rest[0] + " changes notes"
-		}
-	case "reflog":
-		for _, v := range args {
-			if isReflogVerb(v) {
-				return "git reflog " + v + " changes the reflog"
-			}
-		}
-	case "remote":
-		first := ""
-		for _, v := range args {
-			if !strings.HasPrefix(v, "-") {
-				first = v
-				break
-			}
-			if v != "-v" && v != "--verbose" && v != "--push" && v != "--all" {
-				return "git remote " + v + " is not a listing"
-			}
-		}
-		if first != "" && (first != "get-url" || args[0] != "get-url" && args[0] != "-v" && args[0] != "--verbose") {
-			return "git remote " + first + " changes remotes or uses the network"
-		}
-	case "symbolic-ref":
-		positional := 0
-		for _, v := range args {
-			switch v {
-			case "-q", "--quiet", "--short", "--no-recurse", "--recurse":
-			default:
-				if strings.HasPrefix(v, "-") {
-					return "git symbolic-ref " + v + " changes a reference"
-				}
-				positional++
-			}
-		}
-		if positional != 1 {
-			return "git symbolic-ref with a target changes a reference"
-		}
-	case "config":
-		return gitConfigRead(args)
+	}
+	if positional != 1 {
+		return "git symbolic-ref with a target changes a reference"
 	}
 	return ""
 }
