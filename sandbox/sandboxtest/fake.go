@@ -77,22 +77,69 @@ func (f *Fake) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, erro
 	}
 	defer os.RemoveAll(home)
 	res := sandbox.Result{Cwd: spec.Workdir}
+	cmd, cwdR, err := command(spec, home)
+	if err != nil {
+		return res, err
+	}
+	if cmd == nil {
+		res.ExitCode = 127
+		res.Stderr = fmt.Appendf(nil, "%s: command not found\n", spec.Argv[0])
+		return res, nil
+	}
+	if cwdR != nil {
+		defer cwdR.Close()
+	}
+	out := startOutput(cmd, spec)
+
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		closeCwdWriter(cmd)
+		out.finish()
+		return res, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+	}
+	closeCwdWriter(cmd)
+	f.track(cmd, true)
+	defer f.track(cmd, false)
+	why, werr := f.wait(ctx, cmd, spec.Timeout)
+	// The group may have left children holding the pipes: kill them too.
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	out.finish()
+	res.Duration = time.Since(start)
+	res.Stdout, res.StdoutDropped = out.stdout.Bytes(), out.stdout.Dropped()
+	res.Stderr, res.StderrDropped = out.stderr.Bytes(), out.stderr.Dropped()
+	if err := exitStatus(cmd, werr, &res); err != nil {
+		return res, err
+	}
+	if cwdR != nil {
+		_ = cwdR.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+		b, _ := io.ReadAll(io.LimitReader(cwdR, 4096))
+		if d := strings.TrimSpace(string(b)); d != "" && config.Within(d, f.workspace) {
+			res.Cwd = d
+		}
+	}
+	return res, killedResult(ctx, why, spec.Timeout, &res)
+}
+
+// command is the host process for spec with the scrubbed environment and
+// HOME home, in its own process group; for a shell command also the read
+// end of the pipe its EXIT trap reports the final directory on (fd 3, the
+// write end in cmd.ExtraFiles). A nil cmd means argv[0] was not found.
+func command(spec sandbox.Spec, home string) (*exec.Cmd, *os.File, error) {
 	var cmd *exec.Cmd
-	var cwdR, cwdW *os.File
+	var cwdR *os.File
 	if spec.Shell != "" {
 		// The EXIT trap reports the final directory, as init's wrapper does.
 		cmd = exec.Command("/bin/sh", "-c", "trap 'pwd -P 2>/dev/null >&3' EXIT\n"+spec.Shell)
-		if cwdR, cwdW, err = os.Pipe(); err != nil {
-			return res, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
 		}
-		defer cwdR.Close()
-		cmd.ExtraFiles = []*os.File{cwdW}
+		cwdR = r
+		cmd.ExtraFiles = []*os.File{w}
 	} else {
-		path, lerr := lookPath(spec.Argv[0])
-		if lerr != nil {
-			res.ExitCode = 127
-			res.Stderr = fmt.Appendf(nil, "%s: command not found\n", spec.Argv[0])
-			return res, nil
+		path, err := lookPath(spec.Argv[0])
+		if err != nil {
+			return nil, nil, nil
 		}
 		cmd = exec.Command(path, spec.Argv[1:]...)
 		cmd.Args[0] = spec.Argv[0]
@@ -104,28 +151,48 @@ func (f *Fake) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, erro
 	if spec.Stdin != nil {
 		cmd.Stdin = strings.NewReader(string(spec.Stdin))
 	}
+	return cmd, cwdR, nil
+}
+
+// closeCwdWriter closes this process's copy of the final-directory pipe.
+func closeCwdWriter(cmd *exec.Cmd) {
+	for _, w := range cmd.ExtraFiles {
+		w.Close()
+	}
+}
+
+// output connects a command's streams to the captures and OnOutput: two
+// readers and one goroutine that delivers every chunk in order.
+type output struct {
+	stdout, stderr *sandbox.Capture
+	outW, errW     *io.PipeWriter
+	readers        sync.WaitGroup
+	chunks         chan chunk
+	delivered      chan struct{}
+}
+
+func startOutput(cmd *exec.Cmd, spec sandbox.Spec) *output {
 	limit := spec.OutputCap
 	if limit == 0 {
 		limit = sandbox.DefaultOutputCap
 	}
-	outCap, errCap := sandbox.NewCapture(limit), sandbox.NewCapture(limit)
-	chunks := make(chan chunk, 64)
+	o := &output{stdout: sandbox.NewCapture(limit), stderr: sandbox.NewCapture(limit), chunks: make(chan chunk, 64), delivered: make(chan struct{})}
 	outR, outW := io.Pipe()
 	errR, errW := io.Pipe()
+	o.outW, o.errW = outW, errW
 	cmd.Stdout, cmd.Stderr = outW, errW
-	var readers sync.WaitGroup
 	for _, s := range []struct {
 		r  *io.PipeReader
 		st sandbox.Stream
 	}{{outR, sandbox.Stdout}, {errR, sandbox.Stderr}} {
-		readers.Add(1)
+		o.readers.Add(1)
 		go func() {
-			defer readers.Done()
+			defer o.readers.Done()
 			buf := make([]byte, 32<<10)
 			for {
 				n, err := s.r.Read(buf)
 				if n > 0 {
-					chunks <- chunk{s.st, append([]byte(nil), buf[:n]...)}
+					o.chunks <- chunk{s.st, append([]byte(nil), buf[:n]...)}
 				}
 				if err != nil {
 					return
@@ -134,46 +201,41 @@ func (f *Fake) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, erro
 		}()
 	}
 	// One goroutine hands output to the captures and OnOutput.
-	delivered := make(chan struct{})
 	go func() {
-		defer close(delivered)
-		for c := range chunks {
+		defer close(o.delivered)
+		for c := range o.chunks {
 			if c.stream == sandbox.Stderr {
-				errCap.Write(c.p)
+				o.stderr.Write(c.p)
 			} else {
-				outCap.Write(c.p)
+				o.stdout.Write(c.p)
 			}
 			if spec.OnOutput != nil {
 				spec.OnOutput(c.stream, c.p)
 			}
 		}
 	}()
+	return o
+}
 
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		outW.Close()
-		errW.Close()
-		if cwdW != nil {
-			cwdW.Close()
-		}
-		readers.Wait()
-		close(chunks)
-		<-delivered
-		return res, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
-	}
-	if cwdW != nil {
-		cwdW.Close()
-	}
-	f.track(cmd, true)
-	defer f.track(cmd, false)
+// finish ends the streams and waits until every chunk was delivered.
+func (o *output) finish() {
+	o.outW.Close()
+	o.errW.Close()
+	o.readers.Wait()
+	close(o.chunks)
+	<-o.delivered
+}
+
+// wait waits for cmd, killing its process group on timeout, on ctx's
+// cancellation or on Close; why says which (nil: it exited).
+func (f *Fake) wait(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (why, werr error) {
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
-	timer := time.NewTimer(spec.Timeout)
+	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	var why error
-	var werr error
 	select {
 	case werr = <-waited:
+		return nil, werr
 	case <-timer.C:
 		why = sandbox.ErrTimeout
 	case <-ctx.Done():
@@ -181,47 +243,38 @@ func (f *Fake) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, erro
 	case <-f.done:
 		why = sandbox.ErrClosed
 	}
-	if why != nil {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		werr = <-waited
-	}
-	// The group may have left children holding the pipes: kill them too.
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	outW.Close()
-	errW.Close()
-	readers.Wait()
-	close(chunks)
-	<-delivered
-	res.Duration = time.Since(start)
-	res.Stdout, res.StdoutDropped = outCap.Bytes(), outCap.Dropped()
-	res.Stderr, res.StderrDropped = errCap.Bytes(), errCap.Dropped()
+	return why, <-waited
+}
+
+// exitStatus sets res's exit code and signal from cmd's end.
+func exitStatus(cmd *exec.Cmd, werr error, res *sandbox.Result) error {
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		res.ExitCode = 128 + int(ws.Signal())
 		res.Signal = signalName(ws.Signal())
 	} else if cmd.ProcessState != nil {
 		res.ExitCode = cmd.ProcessState.ExitCode()
 	} else if werr != nil {
-		return res, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, werr)
+		return fmt.Errorf("%w: %v", sandbox.ErrUnavailable, werr)
 	}
-	if cwdR != nil {
-		_ = cwdR.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
-		b, _ := io.ReadAll(io.LimitReader(cwdR, 4096))
-		if d := strings.TrimSpace(string(b)); d != "" && config.Within(d, f.workspace) {
-			res.Cwd = d
-		}
-	}
+	return nil
+}
+
+// killedResult marks res as killed for why (nil: not killed) and returns
+// the error Run reports for it.
+func killedResult(ctx context.Context, why error, timeout time.Duration, res *sandbox.Result) error {
 	switch why {
 	case sandbox.ErrTimeout:
 		res.TimedOut, res.Killed, res.ExitCode, res.Signal = true, true, 137, "SIGKILL"
-		return res, fmt.Errorf("%w after %s", sandbox.ErrTimeout, spec.Timeout)
+		return fmt.Errorf("%w after %s", sandbox.ErrTimeout, timeout)
 	case sandbox.ErrCanceled:
 		res.Killed, res.ExitCode, res.Signal = true, 137, "SIGKILL"
-		return res, fmt.Errorf("%w: %w", sandbox.ErrCanceled, context.Cause(ctx))
+		return fmt.Errorf("%w: %w", sandbox.ErrCanceled, context.Cause(ctx))
 	case sandbox.ErrClosed:
 		res.Killed, res.ExitCode, res.Signal = true, 137, "SIGKILL"
-		return res, fmt.Errorf("%w: killed by Close", sandbox.ErrClosed)
+		return fmt.Errorf("%w: killed by Close", sandbox.ErrClosed)
 	}
-	return res, nil
+	return nil
 }
 
 type chunk struct {
