@@ -119,18 +119,8 @@ func TestExecAudited(t *testing.T) {
 	state := t.TempDir()
 	run := func(args ...string) (string, int) {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, agentbox, append([]string{"--workspace", ws, "--state-dir", state}, args...)...)
-		cmd.Env = append(os.Environ(), "DOCKER_HOST="+cli.DaemonHost(), "AGENTBOX_SANDBOX_IMAGE="+testImage)
-		out, err := cmd.CombinedOutput()
-		if ee, ok := err.(*exec.ExitError); ok {
-			return string(out), ee.ExitCode()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(out), 0
+		o, e, code := agentboxIn(t, ws, state, nil, args...)
+		return o + e, code
 	}
 	if out, code := run("exec", "--", "echo audited > audited.txt; exit 3"); code != 3 {
 		t.Fatalf("exec: code %d: %s", code, out)

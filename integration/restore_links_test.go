@@ -3,18 +3,14 @@
 package integration
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // TestUndoForceNeverWritesThroughLinks drives the real binary through the
@@ -28,21 +24,8 @@ func TestUndoForceNeverWritesThroughLinks(t *testing.T) {
 	state := t.TempDir()
 	run := func(args ...string) (string, int) {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, agentbox, append([]string{"--workspace", ws, "--state-dir", state}, args...)...)
-		cmd.Env = append(os.Environ(), "DOCKER_HOST="+cli.DaemonHost(), "AGENTBOX_SANDBOX_IMAGE="+testImage)
-		var o, e bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &o, &e
-		err := cmd.Run()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return o.String() + e.String(), ee.ExitCode()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return o.String() + e.String(), 0
+		o, e, code := agentboxIn(t, ws, state, nil, args...)
+		return o + e, code
 	}
 	write := func(rel, data string, mode os.FileMode) {
 		t.Helper()
@@ -136,22 +119,8 @@ func TestExecSnapshotCap(t *testing.T) {
 	state := t.TempDir()
 	run := func(args ...string) (string, int) {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, agentbox, append([]string{"--workspace", ws, "--state-dir", state}, args...)...)
-		cmd.Env = append(os.Environ(), "DOCKER_HOST="+cli.DaemonHost(), "AGENTBOX_SANDBOX_IMAGE="+testImage,
-			"AGENTBOX_SNAPSHOT_MAX_CALL_BYTES=1000000")
-		var o, e bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &o, &e
-		err := cmd.Run()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return o.String() + e.String(), ee.ExitCode()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return o.String() + e.String(), 0
+		o, e, code := agentboxIn(t, ws, state, []string{"AGENTBOX_SNAPSHOT_MAX_CALL_BYTES=1000000"}, args...)
+		return o + e, code
 	}
 	if out, code := run("exec", "--", "echo small > a.txt"); code != 0 {
 		t.Fatalf("exec: code %d: %s", code, out)

@@ -19,13 +19,21 @@ import (
 	"github.com/agentbox/agentbox/sandbox"
 )
 
-// agentboxCmd runs the built binary against the test engine.
+// agentboxCmd runs the built binary against the test engine, with a
+// state dir of its own.
 func agentboxCmd(t *testing.T, ws string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	return agentboxIn(t, ws, t.TempDir(), nil, args...)
+}
+
+// agentboxIn runs the built binary against the test engine in workspace
+// ws with state dir state and the extra environment env.
+func agentboxIn(t *testing.T, ws, state string, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, agentbox, append([]string{"--workspace", ws}, args...)...)
-	cmd.Env = append(os.Environ(), "DOCKER_HOST="+cli.DaemonHost(), "AGENTBOX_STATE_DIR="+t.TempDir(), "AGENTBOX_SANDBOX_IMAGE="+testImage)
+	cmd := exec.CommandContext(ctx, agentbox, append([]string{"--workspace", ws, "--state-dir", state}, args...)...)
+	cmd.Env = append(append(os.Environ(), "DOCKER_HOST="+cli.DaemonHost(), "AGENTBOX_SANDBOX_IMAGE="+testImage), env...)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()
