@@ -28,11 +28,7 @@ record carries the hash of the previous one; "agentbox audit verify" checks
 the chain. --json prints the records as a JSON array.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.Config()
-			if err != nil {
-				return err
-			}
-			log, err := audit.Open(workspace.AuditPath(cfg))
+			log, err := openAudit(a)
 			if err != nil {
 				return err
 			}
@@ -92,11 +88,7 @@ the chain. --json prints the records as a JSON array.`,
 		Short: "Check the audit log's hash chain",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.Config()
-			if err != nil {
-				return err
-			}
-			log, err := audit.Open(workspace.AuditPath(cfg))
+			log, err := openAudit(a)
 			if err != nil {
 				return err
 			}
@@ -121,4 +113,13 @@ the chain. --json prints the records as a JSON array.`,
 		},
 	})
 	return cmd
+}
+
+// openAudit opens the audit log of the configured workspace.
+func openAudit(a *app) (*audit.Log, error) {
+	cfg, err := a.Config()
+	if err != nil {
+		return nil, err
+	}
+	return audit.Open(workspace.AuditPath(cfg))
 }

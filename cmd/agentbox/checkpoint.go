@@ -16,11 +16,7 @@ func newCheckpointCmd(a *app) *cobra.Command {
 		Short: "Snapshot the whole workspace now, to `rollback --to` later",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.Config()
-			if err != nil {
-				return err
-			}
-			st, err := openSnapshots(cmd.Context(), a)
+			cfg, st, err := openConfigSnapshots(cmd.Context(), a)
 			if err != nil {
 				return err
 			}

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/snapshot"
 	"github.com/agentbox/agentbox/tools/termtext"
 	"github.com/spf13/cobra"
@@ -19,11 +20,19 @@ func init() { register(newHistoryCmd) }
 
 // openSnapshots opens the snapshot store of the configured workspace.
 func openSnapshots(ctx context.Context, a *app) (*snapshot.Store, error) {
+	_, st, err := openConfigSnapshots(ctx, a)
+	return st, err
+}
+
+// openConfigSnapshots is openSnapshots for commands that need the
+// configuration too.
+func openConfigSnapshots(ctx context.Context, a *app) (*config.Config, *snapshot.Store, error) {
 	cfg, err := a.Config()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return snapshot.OpenConfig(ctx, cfg)
+	st, err := snapshot.OpenConfig(ctx, cfg)
+	return cfg, st, err
 }
 
 // cliCall is who the snapshot commands journal their own entries as.

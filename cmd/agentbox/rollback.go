@@ -21,11 +21,7 @@ touched are left alone. The rollback is journaled, so it can be undone.
 journaled call that the rollback would overwrite, and changes nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.Config()
-			if err != nil {
-				return err
-			}
-			st, err := openSnapshots(cmd.Context(), a)
+			cfg, st, err := openConfigSnapshots(cmd.Context(), a)
 			if err != nil {
 				return err
 			}

@@ -26,11 +26,7 @@ stops and lists the conflicts; --force reverts anyway. --dry-run prints what
 the undo would change and its conflicts, and changes nothing.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := a.Config()
-			if err != nil {
-				return err
-			}
-			st, err := openSnapshots(cmd.Context(), a)
+			cfg, st, err := openConfigSnapshots(cmd.Context(), a)
 			if err != nil {
 				return err
 			}
