@@ -152,124 +152,16 @@ func (f *field) splits() bool {
 
 // checkOptions applies a read-only program's grammar to c.
 func (a *analyzer) checkOptions(c *call, g *grammar) {
-	operands := 0
-	many := false // an operand may expand to several words
-	endOpts := false
-	name := c.name()
+	var st optScan
 	for i := 1; i < len(c.args); i++ {
-		f := &c.args[i]
-		if f.unknown() {
-			if !endOpts && g.risky && (f.mayBeOption() || f.splits() || g.respFile && (f.lead == "" || f.lead[0] == '@')) {
-				if !a.optionFromLead(c, i, g) {
-					a.flag(c, i, Dangerous, "argument.unknown", "this argument is only known at run time and could become an option of "+name+" that is not read-only (a file named like an option matches a glob)")
-					return
-				}
-				continue
-			}
-			if f.unknown() && (f.glob || f.splits()) {
-				many = true
-			}
-			operands++
-			if !g.permute {
-				endOpts = true
-			}
-			continue
+		skip, ok := a.checkWord(c, i, g, &st)
+		if !ok {
+			return
 		}
-		v := f.val
-		if endOpts || g.anyArgs || v == "-" || !strings.HasPrefix(v, "-") {
-			if g.respFile && !endOpts && strings.HasPrefix(v, "@") {
-				a.flag(c, i, Dangerous, "option.response_file", name+" reads more options from "+v+", which could load a plugin")
-				return
-			}
-			operands++
-			if !g.permute {
-				endOpts = true
-			}
-			continue
-		}
-		if v == "--" {
-			endOpts = true
-			continue
-		}
-		if strings.HasPrefix(v, "--") {
-			n, _, hasVal := strings.Cut(v[2:], "=")
-			k, ok := g.lookupLong(n)
-			if !ok {
-				a.flag(c, i, Dangerous, "option.unknown", "--"+n+" is not a known read-only option of "+name)
-				return
-			}
-			if k.denied() {
-				a.flag(c, i, Dangerous, "option."+name, "--"+n+" makes "+name+" "+g.why)
-				return
-			}
-			skip := 0
-			switch k.base() {
-			case optArg:
-				if !hasVal {
-					skip = 1
-				}
-			case optArg2:
-				skip = 2
-			}
-			if !a.values(c, i, skip, g) {
-				return
-			}
-			i += skip
-			continue
-		}
-		if g.digits && isDigits(v[1:]) {
-			continue
-		}
-		pending := 0 // values of bundled letters, for nextVals grammars
-		for j := 1; j < len(v); j++ {
-			ch := v[j]
-			if g.digits && ch >= '0' && ch <= '9' {
-				continue
-			}
-			k := optNone
-			if ch < 128 {
-				k = g.short[ch]
-			}
-			if k == optNone {
-				a.flag(c, i, Dangerous, "option.unknown", "-"+string(ch)+" is not a known read-only option of "+name)
-				return
-			}
-			if k.denied() {
-				a.flag(c, i, Dangerous, "option."+name, "-"+string(ch)+" makes "+name+" "+g.why)
-				return
-			}
-			if g.nextVals && k.base() != optFlag {
-				pending++
-				if k.base() == optArg2 {
-					pending++
-				}
-				continue
-			}
-			if k.base() == optArg || k.base() == optArg2 {
-				skip := 0
-				if j == len(v)-1 {
-					skip = 1
-					if k.base() == optArg2 {
-						skip = 2
-					}
-				}
-				if !a.values(c, i, skip, g) {
-					return
-				}
-				i += skip
-				break
-			}
-			if k.base() == optOptArg {
-				break
-			}
-		}
-		if pending > 0 {
-			if !a.values(c, i, pending, g) {
-				return
-			}
-			i += pending
-		}
+		i += skip
 	}
+	name := c.name()
+	many := st.many
 	if c.extra {
 		many = true
 		if g.risky {
@@ -277,9 +169,149 @@ func (a *analyzer) checkOptions(c *call, g *grammar) {
 			return
 		}
 	}
-	if g.maxOps >= 0 && (operands > g.maxOps || many) {
+	if g.maxOps >= 0 && (st.operands > g.maxOps || many) {
 		a.flag(c, -1, Dangerous, "operand."+name, name+" with more than "+itoa(g.maxOps)+" operand(s) writes an output file")
 	}
+}
+
+// optScan is the state of checkOptions over a call's words.
+type optScan struct {
+	operands int
+	many     bool // an operand may expand to several words
+	endOpts  bool
+}
+
+// operand counts an operand; a grammar that does not permute reads no
+// option after it.
+func (st *optScan) operand(g *grammar) {
+	st.operands++
+	if !g.permute {
+		st.endOpts = true
+	}
+}
+
+// checkWord checks c.args[i] against g and returns how many words after
+// it are its values; false when it flagged the call.
+func (a *analyzer) checkWord(c *call, i int, g *grammar, st *optScan) (int, bool) {
+	f := &c.args[i]
+	if f.unknown() {
+		return 0, a.unknownWord(c, i, g, st)
+	}
+	v := f.val
+	switch {
+	case st.endOpts || g.anyArgs || v == "-" || !strings.HasPrefix(v, "-"):
+		if g.respFile && !st.endOpts && strings.HasPrefix(v, "@") {
+			a.flag(c, i, Dangerous, "option.response_file", c.name()+" reads more options from "+v+", which could load a plugin")
+			return 0, false
+		}
+		st.operand(g)
+		return 0, true
+	case v == "--":
+		st.endOpts = true
+		return 0, true
+	case strings.HasPrefix(v, "--"):
+		return a.longOption(c, i, g)
+	case g.digits && isDigits(v[1:]):
+		return 0, true
+	}
+	return a.shortOptions(c, i, g)
+}
+
+// unknownWord checks a word only known at run time: where an option may
+// stand it must be safe as one, else it is an operand (several, for a
+// glob or a splitting substitution). False when it flagged the call.
+func (a *analyzer) unknownWord(c *call, i int, g *grammar, st *optScan) bool {
+	f := &c.args[i]
+	if !st.endOpts && g.risky && (f.mayBeOption() || f.splits() || g.respFile && (f.lead == "" || f.lead[0] == '@')) {
+		if !a.optionFromLead(c, i, g) {
+			a.flag(c, i, Dangerous, "argument.unknown", "this argument is only known at run time and could become an option of "+c.name()+" that is not read-only (a file named like an option matches a glob)")
+			return false
+		}
+		return true
+	}
+	if f.glob || f.splits() {
+		st.many = true
+	}
+	st.operand(g)
+	return true
+}
+
+// longOption checks the long option c.args[i] ("--name" or
+// "--name=value") and returns how many words after it are its values;
+// false when it flagged the call.
+func (a *analyzer) longOption(c *call, i int, g *grammar) (int, bool) {
+	name := c.name()
+	n, _, hasVal := strings.Cut(c.args[i].val[2:], "=")
+	k, ok := g.lookupLong(n)
+	if !ok {
+		a.flag(c, i, Dangerous, "option.unknown", "--"+n+" is not a known read-only option of "+name)
+		return 0, false
+	}
+	if k.denied() {
+		a.flag(c, i, Dangerous, "option."+name, "--"+n+" makes "+name+" "+g.why)
+		return 0, false
+	}
+	skip := 0
+	switch k.base() {
+	case optArg:
+		if !hasVal {
+			skip = 1
+		}
+	case optArg2:
+		skip = 2
+	}
+	return skip, a.values(c, i, skip, g)
+}
+
+// shortOptions checks the bundled letters of c.args[i] ("-abc") and
+// returns how many words after it are their values; false when it flagged
+// the call. A letter taking a value ends the bundle (the rest is the
+// value) unless the grammar reads the values of all its letters from the
+// next words (nextVals).
+func (a *analyzer) shortOptions(c *call, i int, g *grammar) (int, bool) {
+	name := c.name()
+	v := c.args[i].val
+	pending := 0 // values of bundled letters, for nextVals grammars
+	for j := 1; j < len(v); j++ {
+		ch := v[j]
+		if g.digits && ch >= '0' && ch <= '9' {
+			continue
+		}
+		k := optNone
+		if ch < 128 {
+			k = g.short[ch]
+		}
+		if k == optNone {
+			a.flag(c, i, Dangerous, "option.unknown", "-"+string(ch)+" is not a known read-only option of "+name)
+			return 0, false
+		}
+		if k.denied() {
+			a.flag(c, i, Dangerous, "option."+name, "-"+string(ch)+" makes "+name+" "+g.why)
+			return 0, false
+		}
+		if g.nextVals && k.base() != optFlag {
+			pending++
+			if k.base() == optArg2 {
+				pending++
+			}
+			continue
+		}
+		if k.base() == optArg || k.base() == optArg2 {
+			skip := 0
+			if j == len(v)-1 {
+				skip = 1
+				if k.base() == optArg2 {
+					skip = 2
+				}
+			}
+			return skip, a.values(c, i, skip, g)
+		}
+		if k.base() == optOptArg {
+			break
+		}
+	}
+	// Without nextVals pending is 0; with it no letter above returned.
+	return pending, a.values(c, i, pending, g)
 }
 
 // values checks the n words after c.args[i] that an option takes as its
