@@ -236,6 +236,15 @@ func (a *analyzer) unknownWord(c *call, i int, g *grammar, st *optScan) bool {
 	return true
 }
 
+// shortOpt is the kind of the short option letter ch (optNone when the
+// grammar does not know it).
+func (g *grammar) shortOpt(ch byte) optKind {
+	if ch >= 128 {
+		return optNone
+	}
+	return g.short[ch]
+}
+
 // longOption checks the long option c.args[i] ("--name" or
 // "--name=value") and returns how many words after it are its values;
 // false when it flagged the call.
@@ -277,10 +286,7 @@ func (a *analyzer) shortOptions(c *call, i int, g *grammar) (int, bool) {
 		if g.digits && ch >= '0' && ch <= '9' {
 			continue
 		}
-		k := optNone
-		if ch < 128 {
-			k = g.short[ch]
-		}
+		k := g.shortOpt(ch)
 		if k == optNone {
 			a.flag(c, i, Dangerous, "option.unknown", "-"+string(ch)+" is not a known read-only option of "+name)
 			return 0, false
