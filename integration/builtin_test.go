@@ -31,6 +31,15 @@ type builtinHarness struct {
 
 func newBuiltinHarness(t *testing.T) *builtinHarness {
 	t.Helper()
+	return newHarnessWith(t, "builtin", tools.ApproverFunc(func(ctx context.Context, r tools.ApprovalRequest) (tools.Approval, error) {
+		return tools.Approval{Allow: true, By: "test"}, nil
+	}))
+}
+
+// newHarnessWith is the builtin harness with session name session and
+// operator approver.
+func newHarnessWith(t *testing.T, session string, approver tools.Approver) *builtinHarness {
+	t.Helper()
 	ensureHostImage(t)
 	ws := newWorkspace(t)
 	cfg := testConfig(t, ws)
@@ -45,15 +54,13 @@ func newBuiltinHarness(t *testing.T) *builtinHarness {
 	sys, err := workspace.Open(ctx, cfg, workspace.Options{
 		Register: builtin.Register,
 		Runner:   runner,
-		Approver: tools.ApproverFunc(func(ctx context.Context, r tools.ApprovalRequest) (tools.Approval, error) {
-			return tools.Approval{Allow: true, By: "test"}, nil
-		}),
+		Approver: approver,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sys.Close(context.Background()) })
-	sess, err := sys.Sessions.Load("builtin")
+	sess, err := sys.Sessions.Load(session)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,11 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentbox/agentbox/images"
-	"github.com/agentbox/agentbox/sandbox/docker"
 	"github.com/agentbox/agentbox/tools"
-	"github.com/agentbox/agentbox/tools/builtin"
-	"github.com/agentbox/agentbox/tools/workspace"
 )
 
 // Red-team tests, second round. Each test drives the real tool system and
@@ -27,36 +23,12 @@ import (
 // to a protected path.
 func newRT2Harness(t *testing.T) *builtinHarness {
 	t.Helper()
-	ensureHostImage(t)
-	ws := newWorkspace(t)
-	cfg := testConfig(t, ws)
-	cfg.Sandbox.Image = images.Host
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	t.Cleanup(cancel)
-	runner, err := docker.New(ctx, cli, cfg, nil)
-	if err != nil {
-		t.Fatalf("docker.New: %v", err)
-	}
-	t.Cleanup(func() { runner.Close(context.Background()) })
-	sys, err := workspace.Open(ctx, cfg, workspace.Options{
-		Register: builtin.Register,
-		Runner:   runner,
-		Approver: tools.ApproverFunc(func(ctx context.Context, r tools.ApprovalRequest) (tools.Approval, error) {
-			if strings.Contains(r.Summary, "protected") {
-				return tools.Approval{Allow: false, By: "test"}, nil
-			}
-			return tools.Approval{Allow: true, By: "test"}, nil
-		}),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sys.Close(context.Background()) })
-	sess, err := sys.Sessions.Load("redteam2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &builtinHarness{t: t, ws: ws, sys: sys, sess: sess, ctx: ctx}
+	return newHarnessWith(t, "redteam2", tools.ApproverFunc(func(ctx context.Context, r tools.ApprovalRequest) (tools.Approval, error) {
+		if strings.Contains(r.Summary, "protected") {
+			return tools.Approval{Allow: false, By: "test"}, nil
+		}
+		return tools.Approval{Allow: true, By: "test"}, nil
+	}))
 }
 
 // waitFor polls cond every 100ms for up to a minute.
