@@ -3,15 +3,11 @@
 package integration
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 )
 
 // TestExecJournaled checks that `agentbox exec` records what the command
@@ -22,21 +18,11 @@ func TestExecJournaled(t *testing.T) {
 	state := t.TempDir()
 	run := func(args ...string) (string, int) {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, agentbox, append([]string{"--workspace", ws, "--state-dir", state}, args...)...)
-		cmd.Env = append(os.Environ(), "DOCKER_HOST="+cli.DaemonHost(), "AGENTBOX_SANDBOX_IMAGE="+testImage)
-		var o, e bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &o, &e
-		err := cmd.Run()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return o.String() + e.String(), ee.ExitCode()
+		o, e, code := agentboxIn(t, ws, state, nil, args...)
+		if code != 0 {
+			return o + e, code
 		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return o.String(), 0
+		return o, 0
 	}
 	keep := filepath.Join(ws, "keep.txt")
 	if err := os.WriteFile(keep, []byte("original\n"), 0o644); err != nil {
