@@ -33,6 +33,20 @@ var (
 	imageErr  error
 )
 
+// testCacheDir is the directory name under the tests' cache
+// ($XDG_CACHE_HOME or ~/.cache, then agentbox-test), kept between runs.
+func testCacheDir(name string) (string, error) {
+	base := os.Getenv("XDG_CACHE_HOME")
+	if base == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", err
+		}
+		base = filepath.Join(home, ".cache")
+	}
+	return filepath.Join(base, "agentbox-test", name), nil
+}
+
 // mcpClientDir returns a directory holding the harness and its installed
 // dependencies (the versions package.json pins). It fails the test when
 // node or npm is missing: these checks never skip.
@@ -45,16 +59,10 @@ func mcpClientDir(t *testing.T) string {
 				return
 			}
 		}
-		base := os.Getenv("XDG_CACHE_HOME")
-		if base == "" {
-			home, err := os.UserHomeDir()
-			if err != nil {
-				npmErr = err
-				return
-			}
-			base = filepath.Join(home, ".cache")
+		npmDir, npmErr = testCacheDir("npm")
+		if npmErr != nil {
+			return
 		}
-		npmDir = filepath.Join(base, "agentbox-test", "npm")
 		if err := os.MkdirAll(npmDir, 0o755); err != nil {
 			npmErr = err
 			return

@@ -35,16 +35,10 @@ func agentClientsDir(t *testing.T) string {
 			clientsErr = fmt.Errorf("npm is required for the client checks (apt-get install nodejs npm): %v", err)
 			return
 		}
-		base := os.Getenv("XDG_CACHE_HOME")
-		if base == "" {
-			home, err := os.UserHomeDir()
-			if err != nil {
-				clientsErr = err
-				return
-			}
-			base = filepath.Join(home, ".cache")
+		clientsDir, clientsErr = testCacheDir("clients")
+		if clientsErr != nil {
+			return
 		}
-		clientsDir = filepath.Join(base, "agentbox-test", "clients")
 		stamp := filepath.Join(clientsDir, "installed")
 		if b, _ := os.ReadFile(stamp); string(b) == claudeCodePkg+" "+geminiCLIPkg {
 			return
