@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/config/atomicfile"
 )
 
@@ -123,7 +124,7 @@ func Open(ctx context.Context, stateDir, workspace string, opts ...Option) (*Sto
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: state dir: %w", err)
 	}
-	if rel, err := filepath.Rel(real, sd); err == nil && filepath.IsLocal(rel) || sd == real {
+	if config.Within(sd, real) {
 		return nil, fmt.Errorf("snapshot: state dir %s is inside the workspace %s", sd, real)
 	}
 	s := &Store{dir: filepath.Join(sd, "snapshots"), workspace: real, opts: o}
