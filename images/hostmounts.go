@@ -155,7 +155,7 @@ func hostLayout(fs fsys) []layoutEntry {
 
 func isUnderRoots(p string) bool {
 	for _, r := range hostRoots {
-		if p == r || strings.HasPrefix(p, r+"/") {
+		if config.Within(p, r) {
 			return true
 		}
 	}

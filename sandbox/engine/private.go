@@ -348,7 +348,7 @@ func Stop(ctx context.Context, cfg *config.Config) error {
 	}
 	// A short run dir outside the state dir is ours alone; leave nothing
 	// behind in /run.
-	if !strings.HasPrefix(p.Run, p.Dir+"/") {
+	if !config.Within(p.Run, p.Dir) {
 		_ = os.RemoveAll(p.Run)
 	}
 	return nil
