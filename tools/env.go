@@ -216,7 +216,9 @@ func (e *Env) WriteFile(ctx context.Context, path string, data []byte, mode fs.F
 	})
 }
 
-func trimOutput(s string) string {
+// TrimDetail cuts a program's error output to a length fit for a
+// model-facing message (500 bytes and an ellipsis).
+func TrimDetail(s string) string {
 	const max = 500
 	if len(s) > max {
 		return s[:max] + "…"

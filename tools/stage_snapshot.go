@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/agentbox/agentbox/snapshot"
 )
 
 // SnapshotStage snapshots what a mutating call can touch before it runs
@@ -134,14 +132,46 @@ func ReportReverted(res *Result, e JournalEntry) {
 	}
 }
 
+// Sentinels wrapped by SnapshotLimitError.
+var (
+	// ErrSnapshotTooLarge: the call's snapshot would need more new content
+	// than the per-call limit (snapshot.max_call_bytes).
+	ErrSnapshotTooLarge = errors.New("snapshot over the per-call limit")
+	// ErrSnapshotNoSpace: the disk holding the snapshots is nearly full
+	// (below snapshot.min_free_bytes).
+	ErrSnapshotNoSpace = errors.New("snapshot disk nearly full")
+)
+
+// SnapshotLimitError is a Snapshotter's refusal to begin because one of
+// the store's limits would be passed. The composition root translates the
+// store's own limit errors to it; the snapshot stage turns it into a
+// message the model can act on.
+type SnapshotLimitError struct {
+	Err error // ErrSnapshotTooLarge or ErrSnapshotNoSpace
+	// Path is a workspace-relative file that made the snapshot too large,
+	// if known.
+	Path string
+	// Cause is the store's own error, for logs.
+	Cause error
+}
+
+func (e *SnapshotLimitError) Error() string {
+	if e.Cause != nil {
+		return e.Cause.Error()
+	}
+	return e.Err.Error()
+}
+
+func (e *SnapshotLimitError) Unwrap() error { return e.Err }
+
 // snapshotLimitMessage is the model-facing text for a snapshot refused by
-// one of the store's limits (see snapshot.LimitError), or "".
+// one of the store's limits (see SnapshotLimitError), or "".
 func snapshotLimitMessage(err error) string {
-	var le *snapshot.LimitError
+	var le *SnapshotLimitError
 	if !errors.As(err, &le) {
 		return ""
 	}
-	if errors.Is(err, snapshot.ErrTooLarge) {
+	if errors.Is(err, ErrSnapshotTooLarge) {
 		where := ""
 		if le.Path != "" {
 			where = fmt.Sprintf(" (such as %q)", le.Path)

@@ -182,7 +182,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Tools, error)
 		Home:         home,
 		Rules:        rules,
 		Mode:         mode,
-		Classify:     tools.ClassifierFunc(classifier.FromConfig(cfg.Classifier)),
+		Classify:     classifierFunc(classifier.FromConfig(cfg.Classifier)),
 		Approver:     approver,
 		Grants:       s.Grants,
 		Sandbox:      s.sandbox,
@@ -273,9 +273,9 @@ func (l *lazySandbox) get(ctx context.Context) (sandbox.Runner, error) {
 func (l *lazySandbox) Exec(ctx context.Context, req tools.ExecRequest) (tools.ExecResult, error) {
 	r, err := l.get(ctx)
 	if err != nil {
-		return tools.ExecResult{}, tools.SandboxError(err)
+		return tools.ExecResult{}, sandboxError(err)
 	}
-	return tools.SandboxRunner{Runner: r}.Exec(ctx, req)
+	return sandboxRunner{Runner: r}.Exec(ctx, req)
 }
 
 func (l *lazySandbox) close(ctx context.Context) error {
@@ -311,17 +311,17 @@ func (l *lazyJobs) AttachSnapshot(id string, snap tools.SnapshotCall) {
 	l.snaps.AttachSnapshot(id, snap)
 }
 
-func (l *lazyJobs) get(ctx context.Context) (tools.SandboxJobs, error) {
+func (l *lazyJobs) get(ctx context.Context) (sandboxJobs, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.table == nil {
 		r, err := l.sb.get(ctx)
 		if err != nil {
-			return tools.SandboxJobs{}, tools.SandboxError(err)
+			return sandboxJobs{}, sandboxError(err)
 		}
 		l.table = sandbox.NewJobs(r)
 	}
-	return tools.SandboxJobs{Jobs: l.table}, nil
+	return sandboxJobs{Jobs: l.table}, nil
 }
 
 func (l *lazyJobs) Start(ctx context.Context, req tools.ExecRequest) (string, error) {
@@ -381,7 +381,7 @@ func (l *lazySnapshots) Begin(ctx context.Context, info tools.SnapshotInfo, scop
 	if err != nil {
 		return nil, err
 	}
-	return tools.SnapshotStore{Store: st}.Begin(ctx, info, scope)
+	return snapshotStore{Store: st}.Begin(ctx, info, scope)
 }
 
 // BeginDetached implements tools.DetachedSnapshotter.
@@ -390,7 +390,7 @@ func (l *lazySnapshots) BeginDetached(ctx context.Context, info tools.SnapshotIn
 	if err != nil {
 		return nil, err
 	}
-	return tools.SnapshotStore{Store: st}.BeginDetached(ctx, info)
+	return snapshotStore{Store: st}.BeginDetached(ctx, info)
 }
 
 // get opens the store with every snapshot setting of the config.
