@@ -58,6 +58,9 @@ type Call struct {
 	Detached *DetachedSnapshot
 	// Progress receives streamed output; may be nil.
 	Progress func(Chunk)
+	// Approver asks this call's person (Request.Approver); nil: the
+	// approver the stages were built with.
+	Approver Approver
 	Started  time.Time
 	// ProtectedApproved lists the protected paths of a file-scoped call
 	// that a person or an explicit allow rule approved (ProtectStage):
@@ -107,6 +110,10 @@ type Request struct {
 	// CallID is optional; the pipeline makes one when empty.
 	CallID   string
 	Progress func(Chunk)
+	// Approver asks the person behind this call (a front end with one
+	// person per session, like MCP, passes that session's); nil: the
+	// pipeline's Options.Approver.
+	Approver Approver
 }
 
 // Response is a call's result and its id.
@@ -261,7 +268,7 @@ func (p *Pipeline) newCall(req Request) *Call {
 	if sess == nil {
 		sess = NewSession("default", p.opts.Workspace)
 	}
-	return &Call{ID: id, Session: sess, Name: req.Tool, Input: req.Input, Progress: req.Progress, Started: p.opts.Now()}
+	return &Call{ID: id, Session: sess, Name: req.Tool, Input: req.Input, Progress: req.Progress, Approver: req.Approver, Started: p.opts.Now()}
 }
 
 // execute is the innermost handler: it runs the tool.
