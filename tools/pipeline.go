@@ -306,9 +306,7 @@ func (p *Pipeline) newEnv(c *Call) *Env {
 		ReadRoots:    p.opts.ReadRoots,
 		Session:      c.Session,
 		Sandbox:      p.opts.Sandbox,
-		Jobs:         p.opts.Jobs,
 		Detached:     c.Detached,
-		Journaled:    func(e JournalEntry) { c.Journal = &e },
 		Verdict:      c.Verdict,
 		Limits:       p.opts.Limits,
 		Logger:       p.opts.Logger.With("tool", c.Name, "call", c.ID, "session", c.Session.ID),
@@ -317,6 +315,9 @@ func (p *Pipeline) newEnv(c *Call) *Env {
 		Hidden:       p.hidden(c),
 
 		ProtectedApproved: c.ProtectedApproved,
+	}
+	if p.opts.Jobs != nil {
+		env.Jobs = callJobs{p.opts.Jobs, c}
 	}
 	if c.Tool != nil && ScopeOf(c).Kind == ScopeNone {
 		// Nothing is snapshotted for this call, so nothing it runs may

@@ -163,7 +163,8 @@ func SandboxWriteError(req tools.WriteRequest, err error) error {
 	return tools.Errorf(tools.ErrExecution, "writing %s failed: %s", req.Path, tools.TrimDetail(we.Detail))
 }
 
-// sandboxJobs adapts sandbox.Jobs to Jobs.
+// sandboxJobs translates lazyJobs' calls to sandbox.Jobs (lazyJobs adds
+// the journaling of tools.Jobs).
 type sandboxJobs struct {
 	Jobs sandbox.Jobs
 }

@@ -306,9 +306,9 @@ type lazyJobs struct {
 	snaps tools.JobSnapshots
 }
 
-// AttachSnapshot implements tools.JobSnapshotAttacher.
-func (l *lazyJobs) AttachSnapshot(id string, snap tools.SnapshotCall) {
-	l.snaps.AttachSnapshot(id, snap)
+// AttachSnapshot implements tools.Jobs: job id's end journals snap.
+func (l *lazyJobs) AttachSnapshot(id string, snap tools.SnapshotCall) bool {
+	return l.snaps.AttachSnapshot(id, snap)
 }
 
 func (l *lazyJobs) get(ctx context.Context) (sandboxJobs, error) {
