@@ -77,10 +77,21 @@ type Decision struct {
 	Rule   string `json:"rule,omitempty"`
 }
 
-// JournalEntry is what the snapshot stage recorded for a call.
+// JournalEntry is one entry of the snapshot journal as tools see it:
+// what the snapshot stage recorded for a call, or an entry a Journal
+// lists. tools/workspace translates the store's entries to it.
 type JournalEntry struct {
 	ID      string   `json:"id"`
 	Changes []Change `json:"changes"`
+	// Time, Session, Tool, Summary and Kind (EntryCall, EntryUndo, …)
+	// say who made the entry, when and how; Reverts is the entry an undo
+	// reverted.
+	Time    time.Time `json:"time,omitzero"`
+	Session string    `json:"session,omitempty"`
+	Tool    string    `json:"tool,omitempty"`
+	Summary string    `json:"summary,omitempty"`
+	Kind    string    `json:"kind,omitempty"`
+	Reverts string    `json:"reverts,omitempty"`
 	// Reverted are the call's changes to protected paths that were
 	// reverted before it was journaled; RevertError names those that
 	// could not be (they are in Changes).

@@ -60,15 +60,9 @@ func SnapshotStage(store Snapshotter, ap Approver) Stage {
 				res.SetMeta("journal", "pending until the background job ends")
 				return res
 			}
-			if res.Err != nil && refusedBeforeActing(res.Err.Kind) {
-				// By contract the tool changed nothing: no journal entry.
-				if err := snap.Abort(context.WithoutCancel(ctx)); err == nil {
-					return res
-				}
-			}
-			// Capture even when ctx is done: the command may have changed
-			// files before it was stopped.
-			entry, err := snap.Finish(context.WithoutCancel(ctx))
+			// By contract a tool that refused changed nothing.
+			acted := res.Err == nil || !refusedBeforeActing(res.Err.Kind)
+			entry, err := EndSnapshot(ctx, snap, acted)
 			if err != nil {
 				res.SetMeta("journal_error", "the changes of this call could not be recorded")
 				if res.Err == nil {
@@ -76,11 +70,14 @@ func SnapshotStage(store Snapshotter, ap Approver) Stage {
 				}
 				return res
 			}
-			c.Journal = &entry
+			if entry == nil {
+				return res // dropped: no journal entry
+			}
+			c.Journal = entry
 			if entry.ID != "" {
 				res.SetMeta("journal_id", entry.ID)
 			}
-			ReportReverted(&res, entry)
+			ReportReverted(&res, *entry)
 			changes := entry.Changes
 			if changes == nil {
 				changes = []Change{}
@@ -89,6 +86,26 @@ func SnapshotStage(store Snapshotter, ap Approver) Stage {
 			return res
 		}
 	}
+}
+
+// EndSnapshot ends a snapshot begun before a call (or an `agentbox exec`
+// command) ran: the rule every journaled change goes through. When the
+// call did not act (it refused before doing anything) the snapshot is
+// dropped without a journal entry (nil); otherwise, or when dropping
+// fails, the changes are captured and journaled, even when ctx is done:
+// a command may have changed files before it was stopped.
+func EndSnapshot(ctx context.Context, snap SnapshotCall, acted bool) (*JournalEntry, error) {
+	ctx = context.WithoutCancel(ctx)
+	if !acted {
+		if err := snap.Abort(ctx); err == nil {
+			return nil, nil
+		}
+	}
+	entry, err := snap.Finish(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &entry, nil
 }
 
 // ScopeOf is what the call can touch.

@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentbox/agentbox/config"
-	"github.com/agentbox/agentbox/snapshot"
 	"github.com/agentbox/agentbox/tools"
 	"github.com/agentbox/agentbox/tools/builtin"
 	mcpserver "github.com/agentbox/agentbox/tools/mcp"
@@ -79,32 +78,19 @@ func serveMCP(ctx context.Context, cfg *config.Config, log *slog.Logger, httpAdd
 			return err
 		}
 	}
-	// The optional History and Undo tools read and revert the journal.
-	var journal *snapshot.Store
-	if cfg.MCP.HistoryTool || cfg.MCP.UndoTool {
-		var err error
-		if journal, err = snapshot.OpenConfig(ctx, cfg); err != nil {
-			return err
-		}
-		defer journal.Close()
-	}
-	register := func(reg *tools.Registry) error {
-		if err := builtin.Register(reg); err != nil {
-			return err
-		}
+	// The optional History and Undo tools read and revert the journal of
+	// the store every call is journaled in.
+	extra := func(t *workspace.Tools) []tools.Tool {
+		var out []tools.Tool
 		if cfg.MCP.HistoryTool {
-			if err := reg.Register(tools.SourceBuiltin, mcpserver.HistoryTool(journal)); err != nil {
-				return err
-			}
+			out = append(out, mcpserver.HistoryTool(t.Snapshots()))
 		}
 		if cfg.MCP.UndoTool {
-			if err := reg.Register(tools.SourceBuiltin, mcpserver.UndoTool(journal)); err != nil {
-				return err
-			}
+			out = append(out, mcpserver.UndoTool(t.Snapshots()))
 		}
-		return nil
+		return out
 	}
-	sys, err := workspace.Open(ctx, cfg, workspace.Options{Register: register, Logger: log})
+	sys, err := workspace.Open(ctx, cfg, workspace.Options{Register: builtin.Register, Extra: extra, Logger: log})
 	if err != nil {
 		return err
 	}

@@ -262,7 +262,8 @@ func (s snapDetached) Finish(ctx context.Context) (tools.JournalEntry, error) {
 func (s snapDetached) Abort(ctx context.Context) error { return s.d.Abort(ctx) }
 
 func journalEntry(e snapshot.Entry) tools.JournalEntry {
-	out := tools.JournalEntry{ID: e.ID, Changes: make([]tools.Change, 0, len(e.Changes)), RevertError: e.RevertError}
+	out := tools.JournalEntry{ID: e.ID, Changes: make([]tools.Change, 0, len(e.Changes)), RevertError: e.RevertError,
+		Time: e.Time, Session: e.Session, Tool: e.Tool, Summary: e.Summary, Kind: string(e.Kind), Reverts: e.Reverts}
 	for _, c := range e.Changes {
 		out.Changes = append(out.Changes, tools.Change{Path: c.Path, Op: string(c.Op)})
 	}

@@ -32,6 +32,10 @@ type Options struct {
 	// Register adds the built-in tools (builtin.Register); tools cannot
 	// import its own sub-package.
 	Register func(*tools.Registry) error
+	// Extra returns tools built over this workspace's own parts (the MCP
+	// History and Undo tools over t.Snapshots()), registered after
+	// Register's and before discovered ones. May be nil.
+	Extra func(t *Tools) []tools.Tool
 	// Approver asks a person; nil means non-interactive (deny).
 	Approver tools.Approver
 	Logger   *slog.Logger
@@ -61,7 +65,7 @@ type Tools struct {
 	readRoots map[string]*os.Root
 	sandbox   *lazySandbox
 	jobs      *lazyJobs
-	snaps     *lazySnapshots
+	snaps     *Snapshots
 }
 
 // Paths under the workspace's state dir.
@@ -150,11 +154,18 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Tools, error)
 	s.sandbox = &lazySandbox{cfg: cfg, log: log, runner: opts.Runner}
 	s.jobs = &lazyJobs{sb: s.sandbox}
 	s.jobs.snaps.Logger = log
-	s.snaps = &lazySnapshots{cfg: cfg, log: log}
+	s.snaps = NewSnapshots(cfg, log)
 	s.Registry = tools.NewRegistry()
 	if opts.Register != nil {
 		if err := opts.Register(s.Registry); err != nil {
 			return nil, fmt.Errorf("registering built-in tools: %w", err)
+		}
+	}
+	if opts.Extra != nil {
+		for _, t := range opts.Extra(s) {
+			if err := s.Registry.Register(tools.SourceBuiltin, t); err != nil {
+				return nil, fmt.Errorf("registering %s: %w", t.Name(), err)
+			}
 		}
 	}
 	if len(cfg.Tools.Discovery) > 0 {
@@ -230,7 +241,7 @@ func (s *Tools) Close(ctx context.Context) error {
 		errs = append(errs, s.sandbox.close(ctx))
 	}
 	if s.snaps != nil {
-		errs = append(errs, s.snaps.close())
+		errs = append(errs, s.snaps.Close())
 	}
 	if s.root != nil {
 		s.root.Close()
@@ -366,52 +377,4 @@ func (l *lazyJobs) close(ctx context.Context) error {
 	// The jobs are dead (or ctx is done): journal what they changed.
 	l.snaps.FinishAll(ctx)
 	return err
-}
-
-// lazySnapshots opens the snapshot store on the first mutating call.
-type lazySnapshots struct {
-	cfg   *config.Config
-	log   *slog.Logger
-	mu    sync.Mutex
-	store *snapshot.Store
-}
-
-func (l *lazySnapshots) Begin(ctx context.Context, info tools.SnapshotInfo, scope tools.Scope) (tools.SnapshotCall, error) {
-	st, err := l.get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return snapshotStore{Store: st}.Begin(ctx, info, scope)
-}
-
-// BeginDetached implements tools.DetachedSnapshotter.
-func (l *lazySnapshots) BeginDetached(ctx context.Context, info tools.SnapshotInfo) (tools.SnapshotCall, error) {
-	st, err := l.get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return snapshotStore{Store: st}.BeginDetached(ctx, info)
-}
-
-// get opens the store with every snapshot setting of the config.
-func (l *lazySnapshots) get(ctx context.Context) (*snapshot.Store, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.store == nil {
-		st, err := snapshot.OpenConfig(ctx, l.cfg, snapshot.WithLogger(l.log))
-		if err != nil {
-			return nil, err
-		}
-		l.store = st
-	}
-	return l.store, nil
-}
-
-func (l *lazySnapshots) close() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.store != nil {
-		return l.store.Close()
-	}
-	return nil
 }

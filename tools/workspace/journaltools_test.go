@@ -1,4 +1,4 @@
-package mcp
+package workspace
 
 import (
 	"context"
@@ -9,11 +9,12 @@ import (
 
 	"github.com/agentbox/agentbox/snapshot"
 	"github.com/agentbox/agentbox/tools"
+	"github.com/agentbox/agentbox/tools/mcp"
 )
 
-// TestHistoryAndUndo drives the optional tools against a real snapshot
-// store: a journaled change is listed by History and reverted by Undo; a
-// second Undo finds nothing left.
+// TestHistoryAndUndo drives the optional MCP tools against a real
+// snapshot store through Snapshots: a journaled change is listed by
+// History and reverted by Undo; a second Undo finds nothing left.
 func TestHistoryAndUndo(t *testing.T) {
 	ctx := context.Background()
 	ws, state := t.TempDir(), t.TempDir()
@@ -38,8 +39,9 @@ func TestHistoryAndUndo(t *testing.T) {
 	}
 	env := &tools.Env{Workspace: ws, Session: tools.NewSession("s1", ws)}
 
-	hist := HistoryTool(st)
-	res, err := hist.Run(ctx, env, &HistoryParams{})
+	j := &Snapshots{store: st}
+	hist := mcp.HistoryTool(j)
+	res, err := hist.Run(ctx, env, &mcp.HistoryParams{})
 	if err != nil || res.IsError() {
 		t.Fatalf("History: %v %+v", err, res)
 	}
@@ -49,8 +51,8 @@ func TestHistoryAndUndo(t *testing.T) {
 		}
 	}
 
-	undo := UndoTool(st)
-	res, err = undo.Run(ctx, env, &UndoParams{})
+	undo := mcp.UndoTool(j)
+	res, err = undo.Run(ctx, env, &mcp.UndoParams{})
 	if err != nil || res.IsError() {
 		t.Fatalf("Undo: %v %+v", err, res)
 	}
@@ -60,13 +62,13 @@ func TestHistoryAndUndo(t *testing.T) {
 	if res.Meta["reverted"] != e.ID {
 		t.Errorf("meta = %v", res.Meta)
 	}
-	res, err = hist.Run(ctx, env, &HistoryParams{SessionOnly: true})
+	res, err = hist.Run(ctx, env, &mcp.HistoryParams{SessionOnly: true})
 	if err != nil || !strings.Contains(res.Content, "[undone by") {
 		t.Errorf("History after undo: %v\n%s", err, res.Content)
 	}
 
 	// The undo can be undone (redo), but an unknown id is not found.
-	res, err = undo.Run(ctx, env, &UndoParams{CallID: "999"})
+	res, err = undo.Run(ctx, env, &mcp.UndoParams{CallID: "999"})
 	if err != nil || res.Err == nil || res.Err.Kind != tools.ErrNotFound {
 		t.Errorf("Undo 999: %v %+v", err, res)
 	}
