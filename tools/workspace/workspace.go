@@ -2,9 +2,19 @@
 // configuration: the registry (built-in tools plus discovered ones), the
 // pipeline with its permission rules, mode, classifier and approver, the
 // CLI sessions and project grants under the state dir, the audit log, the
-// snapshot store and the Docker sandbox. The sandbox and the snapshot
-// store open lazily, on the first call that needs them, so read-only
-// calls stay cheap. A *Tools is safe for concurrent use.
+// snapshot store and the sandbox. The sandbox and the snapshot store open
+// lazily, on the first call that needs them, so read-only calls stay
+// cheap. A *Tools is safe for concurrent use.
+//
+// It is the one composition root: the only package that imports both
+// tools and the domain packages (classifier, sandbox, snapshot). adapt.go
+// implements the interfaces tools declares (ClassifyFunc, Sandbox, Jobs,
+// Snapshotter) over them and translates their types and errors to the
+// tools' own (Verdict, ExecRequest/ExecResult, JobStatus, JournalEntry,
+// SnapshotLimitError, UndoConflictError); no other package translates.
+// A process has one snapshot store per workspace, Snapshots: the
+// pipeline journals every call in it, the MCP History and Undo tools read
+// and revert it, and `agentbox exec` journals its command in it.
 package workspace
 
 import (
