@@ -249,6 +249,33 @@ func snapshotError(err error) error {
 	return &tools.SnapshotLimitError{Err: limit, Path: le.Path, Cause: err}
 }
 
+// undoError translates the store's undo errors to the tools' ones.
+func undoError(err error) error {
+	var ce *snapshot.ConflictError
+	switch {
+	case errors.As(err, &ce):
+		out := &tools.UndoConflictError{ID: ce.ID, Cause: err}
+		for _, c := range ce.Conflicts {
+			out.Conflicts = append(out.Conflicts, tools.UndoConflict{Path: c.Path, Reason: c.Reason, By: c.By})
+		}
+		return out
+	case errors.Is(err, snapshot.ErrNotFound):
+		return kindError{err.Error(), tools.ErrNoEntry}
+	case strings.Contains(err.Error(), "nothing to undo"):
+		return kindError{strings.TrimPrefix(err.Error(), "snapshot: "), tools.ErrNothingToUndo}
+	}
+	return err
+}
+
+// kindError keeps the store's message under one of the tools' sentinels.
+type kindError struct {
+	msg  string
+	kind error
+}
+
+func (e kindError) Error() string { return e.msg }
+func (e kindError) Unwrap() error { return e.kind }
+
 type snapDetached struct{ d *snapshot.Detached }
 
 func (s snapDetached) Finish(ctx context.Context) (tools.JournalEntry, error) {

@@ -2,10 +2,8 @@ package workspace
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 
 	"github.com/agentbox/agentbox/config"
@@ -106,33 +104,6 @@ func (l *Snapshots) Undo(ctx context.Context, id string, info tools.SnapshotInfo
 	}
 	return journalEntry(e), nil
 }
-
-// undoError translates the store's undo errors to the tools' ones.
-func undoError(err error) error {
-	var ce *snapshot.ConflictError
-	switch {
-	case errors.As(err, &ce):
-		out := &tools.UndoConflictError{ID: ce.ID, Cause: err}
-		for _, c := range ce.Conflicts {
-			out.Conflicts = append(out.Conflicts, tools.UndoConflict{Path: c.Path, Reason: c.Reason, By: c.By})
-		}
-		return out
-	case errors.Is(err, snapshot.ErrNotFound):
-		return kindError{err.Error(), tools.ErrNoEntry}
-	case strings.Contains(err.Error(), "nothing to undo"):
-		return kindError{strings.TrimPrefix(err.Error(), "snapshot: "), tools.ErrNothingToUndo}
-	}
-	return err
-}
-
-// kindError keeps the store's message under one of the tools' sentinels.
-type kindError struct {
-	msg  string
-	kind error
-}
-
-func (e kindError) Error() string { return e.msg }
-func (e kindError) Unwrap() error { return e.kind }
 
 // get opens the store with every snapshot setting of the config.
 func (l *Snapshots) get(ctx context.Context) (*snapshot.Store, error) {
