@@ -13,6 +13,9 @@ import (
 	"github.com/agentbox/agentbox/tools"
 )
 
+// This file is the seam between tools and the domain packages: the only
+// place their types and errors are translated to the tools' own.
+
 // classifierFunc adapts classifier.Classify to the pipeline.
 func classifierFunc(opts ...classifier.Option) tools.ClassifyFunc {
 	return func(ctx context.Context, cmd string) tools.Verdict {
@@ -20,7 +23,7 @@ func classifierFunc(opts ...classifier.Option) tools.ClassifyFunc {
 	}
 }
 
-// fromClassifier converts a classifier verdict.
+// fromClassifier converts a classifier verdict to the tools' Verdict.
 func fromClassifier(v classifier.Verdict) tools.Verdict {
 	out := tools.Verdict{Class: string(v.Class), Commands: v.Commands, Prefix: v.Prefix}
 	for _, r := range v.Reasons {
@@ -29,7 +32,7 @@ func fromClassifier(v classifier.Verdict) tools.Verdict {
 	return out
 }
 
-// sandboxRunner adapts a sandbox.Runner to Sandbox.
+// sandboxRunner adapts a sandbox.Runner to tools.Sandbox.
 type sandboxRunner struct {
 	Runner sandbox.Runner
 }
@@ -87,7 +90,7 @@ func sandboxError(err error) error {
 	return err
 }
 
-// Exec implements Sandbox. A command killed for its timeout is a result
+// Exec implements tools.Sandbox. A command killed for its timeout is a result
 // (TimedOut set), not an error; a cancelled one returns tools.ErrTimeout.
 func (s sandboxRunner) Exec(ctx context.Context, req tools.ExecRequest) (tools.ExecResult, error) {
 	r, err := s.Runner.Run(ctx, toSpec(req))
@@ -105,7 +108,7 @@ func (s sandboxRunner) Exec(ctx context.Context, req tools.ExecRequest) (tools.E
 	return fromResult(r), nil
 }
 
-// WriteFile implements Sandbox.
+// WriteFile implements tools.Sandbox.
 func (s sandboxRunner) WriteFile(ctx context.Context, req tools.WriteRequest) error {
 	err := s.Runner.WriteFile(ctx, sandbox.FileWrite{
 		Path: req.Path, Content: req.Data, Mode: req.Mode, ApprovedProtected: req.ApprovedProtected,
@@ -169,7 +172,7 @@ type sandboxJobs struct {
 	Jobs sandbox.Jobs
 }
 
-// Start implements Jobs.
+// Start starts spec as a sandbox job.
 func (j sandboxJobs) Start(ctx context.Context, req tools.ExecRequest) (string, error) {
 	id, err := j.Jobs.Start(ctx, toSpec(req))
 	if err != nil {
@@ -178,7 +181,7 @@ func (j sandboxJobs) Start(ctx context.Context, req tools.ExecRequest) (string, 
 	return id, nil
 }
 
-// Read implements Jobs.
+// Read returns the job's new output and state.
 func (j sandboxJobs) Read(ctx context.Context, id string) (tools.JobStatus, error) {
 	out, err := j.Jobs.Output(id)
 	if err != nil {
@@ -193,7 +196,7 @@ func (j sandboxJobs) Read(ctx context.Context, id string) (tools.JobStatus, erro
 	return st, nil
 }
 
-// Kill implements Jobs: it kills the job and returns its last output.
+// Kill kills the job and returns its last output.
 func (j sandboxJobs) Kill(ctx context.Context, id string) (tools.JobStatus, error) {
 	if err := j.Jobs.Kill(ctx, id); err != nil {
 		return tools.JobStatus{ID: id}, sandboxError(err)
@@ -201,12 +204,12 @@ func (j sandboxJobs) Kill(ctx context.Context, id string) (tools.JobStatus, erro
 	return j.Read(ctx, id)
 }
 
-// snapshotStore adapts a snapshot.Store to Snapshotter.
+// snapshotStore adapts a snapshot.Store to tools.Snapshotter.
 type snapshotStore struct {
 	Store *snapshot.Store
 }
 
-// Begin implements Snapshotter: a single file is snapshotted alone,
+// Begin implements tools.Snapshotter: a single file is snapshotted alone,
 // several files or the workspace as a whole.
 func (s snapshotStore) Begin(ctx context.Context, info tools.SnapshotInfo, scope tools.Scope) (tools.SnapshotCall, error) {
 	sc := snapshot.Whole()
@@ -223,7 +226,7 @@ func (s snapshotStore) Begin(ctx context.Context, info tools.SnapshotInfo, scope
 	return snapCall{call}, nil
 }
 
-// BeginDetached implements DetachedSnapshotter (see snapshot.Detached).
+// BeginDetached implements tools.DetachedSnapshotter (see snapshot.Detached).
 func (s snapshotStore) BeginDetached(ctx context.Context, info tools.SnapshotInfo) (tools.SnapshotCall, error) {
 	d, err := s.Store.BeginDetached(ctx, snapshot.CallInfo{Session: info.Session, Tool: info.Tool, Summary: info.Summary})
 	if err != nil {
