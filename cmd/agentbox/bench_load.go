@@ -285,6 +285,7 @@ func runLoad(ctx context.Context, progress io.Writer, cli *client.Client, exe st
 	created0 := created.Load()
 	start := time.Now()
 	var wg sync.WaitGroup
+	var done atomic.Int64
 	for s, se := range sessions {
 		wg.Add(1)
 		go func() {
@@ -293,10 +294,22 @@ func runLoad(ctx context.Context, progress io.Writer, cli *client.Client, exe st
 				c := loadCallOnce(ctx, se.cs, s, p)
 				c.Timed = true
 				se.calls = append(se.calls, c)
+				done.Add(1)
 			}
 		}()
 	}
-	wg.Wait()
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	tick := time.NewTicker(15 * time.Second)
+	for running := true; running; {
+		select {
+		case <-tick.C:
+			fmt.Fprintf(progress, "  %d/%d calls in %.0fs\n", done.Load(), o.sessions*o.calls, time.Since(start).Seconds())
+		case <-finished:
+			running = false
+		}
+	}
+	tick.Stop()
 	wall := time.Since(start)
 	// Creates reach us a moment after they happen.
 	time.Sleep(200 * time.Millisecond)
