@@ -369,9 +369,14 @@ func runLoad(ctx context.Context, progress io.Writer, cli *client.Client, exe st
 	return run, nil
 }
 
+// loadCallTimeout bounds one call: a call that hangs fails, the run goes on.
+const loadCallTimeout = 5 * time.Minute
+
 // loadCallOnce makes one call and checks its result.
 func loadCallOnce(ctx context.Context, cs *sdk.ClientSession, s int, p loadPlan) loadCall {
 	c := loadCall{Session: s, Kind: p.Kind, Tool: p.Tool, Path: p.Path}
+	ctx, cancel := context.WithTimeout(ctx, loadCallTimeout)
+	defer cancel()
 	t0 := time.Now()
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: p.Tool, Arguments: p.Args})
 	c.D = time.Since(t0)

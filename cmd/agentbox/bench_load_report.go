@@ -151,8 +151,8 @@ type loadCheck struct {
 	// path; Journaled those whose journal entry holds the change.
 	Mutating  int `json:"mutating"`
 	Journaled int `json:"journaled"`
-	// Misattributed counts paths written by exactly one call that appear
-	// in another call's journal entry too.
+	// Misattributed counts changes in a journal entry to a path that
+	// another call of the load meant to change.
 	Misattributed   int      `json:"misattributed"`
 	AuditComplete   bool     `json:"audit_complete"`
 	JournalComplete bool     `json:"journal_complete"`
@@ -165,8 +165,9 @@ const loadMaxProblems = 20
 // checkLoad checks that every call has exactly one audit record (same
 // call id, tool and session) and that every successful mutating call has
 // a journal entry (the one its audit record names, same tool and session)
-// whose changes hold the call's path. A path only one call wrote (every
-// mutating kind but Edit) must appear in no other entry.
+// whose changes hold the call's path. Attribution is exact: no entry holds
+// a path that another call meant to change (a concurrent Write's file in a
+// shell's entry, or another session's notes).
 func checkLoad(calls []loadCall, recs []audit.Record, entries []snapshot.Entry) loadCheck {
 	chk := loadCheck{Calls: len(calls)}
 	problem := func(format string, args ...any) {
@@ -181,14 +182,11 @@ func checkLoad(calls []loadCall, recs []audit.Record, entries []snapshot.Entry) 
 		}
 	}
 	byID := map[string]snapshot.Entry{}
-	owners := map[string][]string{} // path → ids of the entries changing it
 	for _, e := range entries {
 		byID[e.ID] = e
-		for _, c := range e.Changes {
-			owners[c.Path] = append(owners[c.Path], e.ID)
-		}
 	}
-	unique := map[string]bool{}
+	written := map[string]bool{}       // the paths the calls meant to change
+	entryCall := map[string]loadCall{} // journal entry id → its call
 	for _, c := range calls {
 		name := fmt.Sprintf("session %d %s %s", c.Session, c.Kind, c.CallID)
 		if c.CallID == "" {
@@ -210,9 +208,7 @@ func checkLoad(calls []loadCall, recs []audit.Record, entries []snapshot.Entry) 
 			continue
 		}
 		chk.Mutating++
-		if c.Kind != loadEdit {
-			unique[c.Path] = true
-		}
+		written[c.Path] = true
 		if r.JournalID == "" {
 			problem("%s: the audit record names no journal entry", name)
 			continue
@@ -227,17 +223,16 @@ func checkLoad(calls []loadCall, recs []audit.Record, entries []snapshot.Entry) 
 			problem("%s: journal entry %s lacks %s", name, e.ID, c.Path)
 		default:
 			chk.Journaled++
+			entryCall[e.ID] = c
 		}
 	}
-	paths := make([]string, 0, len(unique))
-	for p := range unique {
-		paths = append(paths, p)
-	}
-	slices.Sort(paths)
-	for _, p := range paths {
-		if ids := owners[p]; len(ids) > 1 {
-			chk.Misattributed++
-			problem("%s is in %d journal entries (%s), want 1", p, len(ids), strings.Join(ids, ", "))
+	for _, e := range entries {
+		c, ours := entryCall[e.ID]
+		for _, ch := range e.Changes {
+			if written[ch.Path] && (!ours || ch.Path != c.Path) {
+				chk.Misattributed++
+				problem("journal entry %s (%s, session %s) holds %s, which another call changed", e.ID, e.Tool, e.Session, ch.Path)
+			}
 		}
 	}
 	chk.AuditComplete = chk.Audited == chk.Calls

@@ -171,9 +171,23 @@ func TestCheckLoad(t *testing.T) {
 				e[1].Changes[0].Path = "s1/other.txt"
 				return c, r, e
 			}},
-		{name: "a Write's change in a shell's entry", audit: true, journal: false, problem: "s1/write-1.txt is in 2 journal entries",
+		{name: "a Write's change in a shell's entry", audit: true, journal: false, problem: "journal entry j2 (Bash, session mcp-1) holds s1/write-1.txt",
 			mutate: func(c []loadCall, r []audit.Record, e []snapshot.Entry) ([]loadCall, []audit.Record, []snapshot.Entry) {
 				e[1].Changes = append(e[1].Changes, snapshot.Change{Path: "s1/write-1.txt", Op: snapshot.OpAdded})
+				return c, r, e
+			}},
+		{name: "an Edit's change in a shell's entry", audit: true, journal: false, problem: "journal entry j2 (Bash, session mcp-1) holds s1/notes.txt",
+			mutate: func(c []loadCall, r []audit.Record, e []snapshot.Entry) ([]loadCall, []audit.Record, []snapshot.Entry) {
+				e[1].Changes = append(e[1].Changes, snapshot.Change{Path: "s1/notes.txt", Op: snapshot.OpModified})
+				return c, r, e
+			}},
+		{name: "a change in an entry of no call of the load", audit: true, journal: false, problem: "journal entry j9 (Bash, session mcp-1) holds s1/bash-2.txt",
+			mutate: func(c []loadCall, r []audit.Record, e []snapshot.Entry) ([]loadCall, []audit.Record, []snapshot.Entry) {
+				return c, r, append(e, entry("j9", "Bash", "s1/bash-2.txt"))
+			}},
+		{name: "a change the load did not make is not counted", audit: true, journal: true,
+			mutate: func(c []loadCall, r []audit.Record, e []snapshot.Entry) ([]loadCall, []audit.Record, []snapshot.Entry) {
+				e[1].Changes = append(e[1].Changes, snapshot.Change{Path: "s1", Op: snapshot.OpModeChanged})
 				return c, r, e
 			}},
 		{name: "a failed mutating call needs its record, not an entry", audit: true, journal: true,
