@@ -56,7 +56,12 @@
 //     snapshot instead: the tool hands it to its job with
 //     env.AttachJobSnapshot, the store is not locked while the job runs,
 //     and the job's end (KillShell, the BashOutput that sees it exit,
-//     shutdown) journals its changes as one entry (see JobSnapshots).
+//     shutdown) journals its changes as one entry: Jobs.AttachSnapshot is
+//     the contract (JobSnapshots implements it), and the entry a Read or
+//     Kill reports in JobStatus.Journal becomes that call's entry. The
+//     rule that ends a snapshot (drop it when the call refused before
+//     acting, else journal it) is EndSnapshot, which `agentbox exec`
+//     uses too.
 //   - Read-before-write: with TracksReads(TrackWrite), an existing target
 //     file must have been read in this session and be unchanged since, or
 //     the call fails with ErrConflict before Run; after success the new
@@ -85,8 +90,19 @@
 // (workspace.Open: registry with the built-ins and discovered tools, the
 // pipeline configured from config, sessions and grants under the state
 // dir, the audit log, lazily opened sandbox and snapshot store), then call
-// Pipeline.Run or Pipeline.RunBatch with a Session. Sessions persist
-// through SessionStore (last save wins across processes).
+// Pipeline.Run or Pipeline.RunBatch with a Session (and, when each session
+// has its own person to ask, Request.Approver). Sessions persist through
+// SessionStore (last save wins across processes).
+//
+// # The seam to the domain packages
+//
+// tools imports none of classifier, sandbox and snapshot. It declares
+// what it needs as small interfaces (ClassifyFunc, Sandbox, Jobs,
+// Snapshotter, DetachedSnapshotter) over its own types (Verdict,
+// ExecRequest, ExecResult, JobStatus, JournalEntry, SnapshotLimitError,
+// UndoConflictError); tools/workspace, the one composition root,
+// implements them over the domain packages and is the only place that
+// translates between the two.
 //
 // Registry, Session and Pipeline are safe for concurrent use.
 package tools

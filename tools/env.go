@@ -35,10 +35,6 @@ type Env struct {
 	// Detached is the call's open snapshot when its scope is Detached; the
 	// tool hands it to the job it starts with AttachJobSnapshot.
 	Detached *DetachedSnapshot
-	// Journaled, when non-nil, records a journal entry the call wrote
-	// itself (BashOutput or KillShell journaling a background job that
-	// ended), for the audit log.
-	Journaled func(JournalEntry)
 	// Verdict is the classifier's verdict for the call's command field
 	// (tools whose params have an `agentbox:"command"` field), else nil.
 	Verdict *Verdict
@@ -176,8 +172,10 @@ type JobStatus struct {
 	Dropped        int64
 	ContainerID    string
 	// Journal is the entry that recorded the job's changes, set by the
-	// Read or Kill that saw the job end (Jobs implementing
-	// JobSnapshotAttacher); JournalError says why it could not be yet.
+	// Read or Kill that saw the job end (when the job took over the
+	// snapshot of the call that started it, Jobs.AttachSnapshot);
+	// JournalError says why it could not be yet. The pipeline records
+	// it as the journal entry of that Read or Kill call.
 	Journal      *JournalEntry
 	JournalError string
 }
@@ -188,6 +186,36 @@ type Jobs interface {
 	Start(ctx context.Context, req ExecRequest) (id string, err error)
 	Read(ctx context.Context, id string) (JobStatus, error)
 	Kill(ctx context.Context, id string) (JobStatus, error)
+	// AttachSnapshot hands job id the open (detached) snapshot of the
+	// call that started it: the job's end (Kill, the Read that sees it
+	// ended, shutdown) finishes it and reports the entry in
+	// JobStatus.Journal. It reports false when this Jobs does not
+	// journal jobs; the call is then journaled when it returns. Tools use
+	// Env.AttachJobSnapshot. JobSnapshots implements it.
+	AttachSnapshot(id string, snap SnapshotCall) bool
+}
+
+// callJobs is the Jobs of one call's Env: a job's journal entry that a
+// Read or Kill reports becomes this call's (for its audit record).
+type callJobs struct {
+	Jobs
+	c *Call
+}
+
+func (j callJobs) Read(ctx context.Context, id string) (JobStatus, error) {
+	st, err := j.Jobs.Read(ctx, id)
+	if st.Journal != nil {
+		j.c.Journal = st.Journal
+	}
+	return st, err
+}
+
+func (j callJobs) Kill(ctx context.Context, id string) (JobStatus, error) {
+	st, err := j.Jobs.Kill(ctx, id)
+	if st.Journal != nil {
+		j.c.Journal = st.Journal
+	}
+	return st, err
 }
 
 // WriteFile writes data to the absolute path inside the workspace through
@@ -216,7 +244,9 @@ func (e *Env) WriteFile(ctx context.Context, path string, data []byte, mode fs.F
 	})
 }
 
-func trimOutput(s string) string {
+// TrimDetail cuts a program's error output to a length fit for a
+// model-facing message (500 bytes and an ellipsis).
+func TrimDetail(s string) string {
 	const max = 500
 	if len(s) > max {
 		return s[:max] + "…"

@@ -29,33 +29,29 @@ type DetachedSnapshot struct {
 // Taken reports whether a job took the snapshot over.
 func (d *DetachedSnapshot) Taken() bool { return d != nil && d.taken.Load() }
 
-// JobSnapshotAttacher is implemented by Jobs that journal a background
-// job's changes when it ends: Kill, a Read that sees it ended, and
-// shutdown finish the attached snapshot and report the entry in
-// JobStatus.Journal.
-type JobSnapshotAttacher interface {
-	AttachSnapshot(jobID string, snap SnapshotCall)
-}
-
 // AttachJobSnapshot hands the call's detached snapshot to background job
-// jobID. It reports false when there is none to hand over or the Jobs
-// implementation cannot take it (the call is then journaled when it
-// returns, as before).
+// jobID (Jobs.AttachSnapshot). It reports false when there is none to
+// hand over or the Jobs does not take it (the call is then journaled when
+// it returns, as before).
 func (e *Env) AttachJobSnapshot(jobID string) bool {
 	d := e.Detached
-	if d == nil || d.call == nil {
+	if d == nil || d.call == nil || e.Jobs == nil {
 		return false
 	}
-	a, ok := e.Jobs.(JobSnapshotAttacher)
-	if !ok || !d.taken.CompareAndSwap(false, true) {
+	if !d.taken.CompareAndSwap(false, true) {
 		return false
 	}
-	a.AttachSnapshot(jobID, d.call)
+	if !e.Jobs.AttachSnapshot(jobID, d.call) {
+		d.taken.Store(false)
+		return false
+	}
 	return true
 }
 
 // JobSnapshots keeps the snapshots attached to background jobs until the
-// jobs end; Jobs implementations embed it. Safe for concurrent use.
+// jobs end; Jobs implementations embed it (it implements
+// Jobs.AttachSnapshot) and call FinishJob when a job is seen to end.
+// Safe for concurrent use.
 type JobSnapshots struct {
 	mu    sync.Mutex
 	snaps map[string]SnapshotCall
@@ -72,14 +68,15 @@ func (j *JobSnapshots) wait() time.Duration {
 	return 30 * time.Second
 }
 
-// AttachSnapshot implements JobSnapshotAttacher.
-func (j *JobSnapshots) AttachSnapshot(id string, snap SnapshotCall) {
+// AttachSnapshot implements Jobs.AttachSnapshot: it always takes snap.
+func (j *JobSnapshots) AttachSnapshot(id string, snap SnapshotCall) bool {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.snaps == nil {
 		j.snaps = map[string]SnapshotCall{}
 	}
 	j.snaps[id] = snap
+	return true
 }
 
 // FinishJob journals the changes of job id, which has ended, and records

@@ -19,7 +19,7 @@ func (f *fakeDetachedSnap) BeginDetached(ctx context.Context, info SnapshotInfo)
 	return fakeSnapCall{f.fakeSnap, info}, nil
 }
 
-// attachJobs is a Jobs that keeps attached snapshots (JobSnapshotAttacher).
+// attachJobs is a Jobs that keeps attached snapshots (JobSnapshots).
 type attachJobs struct {
 	JobSnapshots
 }
@@ -34,6 +34,7 @@ type plainJobs struct{}
 func (*plainJobs) Start(context.Context, ExecRequest) (string, error) { return "job-1", nil }
 func (*plainJobs) Read(context.Context, string) (JobStatus, error)    { return JobStatus{}, nil }
 func (*plainJobs) Kill(context.Context, string) (JobStatus, error)    { return JobStatus{}, nil }
+func (*plainJobs) AttachSnapshot(string, SnapshotCall) bool           { return false }
 
 type bgParams struct {
 	Background bool `json:"background,omitempty"`

@@ -59,6 +59,9 @@ type Call struct {
 	Detached *DetachedSnapshot
 	// Progress receives streamed output; may be nil.
 	Progress func(Chunk)
+	// Approver asks this call's person (Request.Approver); nil: the
+	// approver the stages were built with.
+	Approver Approver
 	Started  time.Time
 	// ProtectedApproved lists the protected paths of a file-scoped call
 	// that a person or an explicit allow rule approved (ProtectStage):
@@ -75,10 +78,21 @@ type Decision struct {
 	Rule   string `json:"rule,omitempty"`
 }
 
-// JournalEntry is what the snapshot stage recorded for a call.
+// JournalEntry is one entry of the snapshot journal as tools see it:
+// what the snapshot stage recorded for a call, or an entry a Journal
+// lists. tools/workspace translates the store's entries to it.
 type JournalEntry struct {
 	ID      string   `json:"id"`
 	Changes []Change `json:"changes"`
+	// Time, Session, Tool, Summary and Kind (EntryCall, EntryUndo, …)
+	// say who made the entry, when and how; Reverts is the entry an undo
+	// reverted.
+	Time    time.Time `json:"time,omitzero"`
+	Session string    `json:"session,omitempty"`
+	Tool    string    `json:"tool,omitempty"`
+	Summary string    `json:"summary,omitempty"`
+	Kind    string    `json:"kind,omitempty"`
+	Reverts string    `json:"reverts,omitempty"`
 	// Reverted are the call's changes to protected paths that were
 	// reverted before it was journaled; RevertError names those that
 	// could not be (they are in Changes).
@@ -108,6 +122,10 @@ type Request struct {
 	// CallID is optional; the pipeline makes one when empty.
 	CallID   string
 	Progress func(Chunk)
+	// Approver asks the person behind this call (a front end with one
+	// person per session, like MCP, passes that session's); nil: the
+	// pipeline's Options.Approver.
+	Approver Approver
 }
 
 // Response is a call's result and its id.
@@ -262,7 +280,7 @@ func (p *Pipeline) newCall(req Request) *Call {
 	if sess == nil {
 		sess = NewSession("default", p.opts.Workspace)
 	}
-	return &Call{ID: id, Session: sess, Name: req.Tool, Input: req.Input, Progress: req.Progress, Started: p.opts.Now()}
+	return &Call{ID: id, Session: sess, Name: req.Tool, Input: req.Input, Progress: req.Progress, Approver: req.Approver, Started: p.opts.Now()}
 }
 
 // execute is the innermost handler: it runs the tool.
@@ -300,9 +318,7 @@ func (p *Pipeline) newEnv(c *Call) *Env {
 		ReadRoots:    p.opts.ReadRoots,
 		Session:      c.Session,
 		Sandbox:      p.opts.Sandbox,
-		Jobs:         p.opts.Jobs,
 		Detached:     c.Detached,
-		Journaled:    func(e JournalEntry) { c.Journal = &e },
 		Verdict:      c.Verdict,
 		Limits:       p.opts.Limits,
 		Logger:       p.opts.Logger.With("tool", c.Name, "call", c.ID, "session", c.Session.ID),
@@ -311,6 +327,9 @@ func (p *Pipeline) newEnv(c *Call) *Env {
 		Hidden:       p.hidden(c),
 
 		ProtectedApproved: c.ProtectedApproved,
+	}
+	if p.opts.Jobs != nil {
+		env.Jobs = callJobs{p.opts.Jobs, c}
 	}
 	if c.Tool != nil && ScopeOf(c).Kind == ScopeNone {
 		// Nothing is snapshotted for this call, so nothing it runs may

@@ -521,3 +521,26 @@ func TestEnvHidden(t *testing.T) {
 		t.Fatal("Env.Hidden does not follow the Read deny rules")
 	}
 }
+
+// TestRequestApprover: a call's own approver (a front end's per-session
+// one) is the one asked; the pipeline's is not.
+func TestRequestApprover(t *testing.T) {
+	var shared, own atomic.Int32
+	h := newHarness(t, func(o *Options) {
+		o.Approver = ApproverFunc(func(ctx context.Context, r ApprovalRequest) (Approval, error) {
+			shared.Add(1)
+			return Approval{Allow: false, By: "shared"}, nil
+		})
+	})
+	ap := ApproverFunc(func(ctx context.Context, r ApprovalRequest) (Approval, error) {
+		own.Add(1)
+		return Approval{Allow: true, By: "session"}, nil
+	})
+	r := h.p.Run(context.Background(), Request{Session: h.sess, Tool: "Bash", Input: json.RawMessage(`{"command":"rm x"}`), Approver: ap})
+	if r.Err != nil || own.Load() != 1 || shared.Load() != 0 {
+		t.Fatalf("err %v, own approver asked %d times, shared %d", r.Err, own.Load(), shared.Load())
+	}
+	if r := h.run("Bash", `{"command":"rm x"}`); r.Err == nil || shared.Load() != 1 {
+		t.Fatalf("without a call approver: err %v, shared asked %d times", r.Err, shared.Load())
+	}
+}

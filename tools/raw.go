@@ -88,7 +88,7 @@ func Discover(ctx context.Context, sb Sandbox, argv []string, workspace string) 
 		return nil, fmt.Errorf("discovery %q: %w", argv[0], err)
 	}
 	if res.ExitCode != 0 {
-		return nil, fmt.Errorf("discovery %q exited %d: %s", argv[0], res.ExitCode, trimOutput(res.Stderr))
+		return nil, fmt.Errorf("discovery %q exited %d: %s", argv[0], res.ExitCode, TrimDetail(res.Stderr))
 	}
 	var decls []Declaration
 	if err := json.Unmarshal([]byte(res.Stdout), &decls); err != nil {
@@ -122,7 +122,7 @@ func Discover(ctx context.Context, sb Sandbox, argv []string, workspace string) 
 				if r.TimedOut {
 					res.Err = Errorf(ErrTimeout, "%s timed out", d.Name)
 				} else if r.ExitCode != 0 {
-					res.Err = Errorf(ErrExecution, "%s exited %d: %s", d.Name, r.ExitCode, trimOutput(r.Stderr))
+					res.Err = Errorf(ErrExecution, "%s exited %d: %s", d.Name, r.ExitCode, TrimDetail(r.Stderr))
 				}
 				return res, nil
 			},

@@ -38,7 +38,7 @@ func ApprovalStage(ap Approver, store GrantStore, workspace string, now func() t
 				req.Prefix = c.Verdict.Prefix
 			}
 			askedBy := c.Decision.By // what made the call ask: rule, classifier, mode, protected
-			ans, err := ap.Approve(ctx, req)
+			ans, err := approverOf(c, ap).Approve(ctx, req)
 			if err != nil {
 				c.Decision.Action = permission.Deny
 				c.Decision.By = "approver"
@@ -176,4 +176,13 @@ func oneLine(s string, max int) string {
 		s = s[:cut] + "…"
 	}
 	return s
+}
+
+// approverOf is who is asked about c: the call's own approver (one
+// person per front-end session), else ap.
+func approverOf(c *Call, ap Approver) Approver {
+	if c.Approver != nil {
+		return c.Approver
+	}
+	return ap
 }

@@ -96,6 +96,7 @@ func ruleFor(workspace, p string) string {
 // the non-interactive approver) everything is reverted.
 func keepFor(c *Call, ap Approver) func(ctx context.Context, changes []ProtectedChange) []string {
 	return func(ctx context.Context, changes []ProtectedChange) []string {
+		ap := approverOf(c, ap)
 		approved := map[string]bool{}
 		for _, p := range c.ProtectedApproved {
 			approved[p] = true

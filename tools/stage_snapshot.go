@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/agentbox/agentbox/snapshot"
 )
 
 // SnapshotStage snapshots what a mutating call can touch before it runs
@@ -62,15 +60,9 @@ func SnapshotStage(store Snapshotter, ap Approver) Stage {
 				res.SetMeta("journal", "pending until the background job ends")
 				return res
 			}
-			if res.Err != nil && refusedBeforeActing(res.Err.Kind) {
-				// By contract the tool changed nothing: no journal entry.
-				if err := snap.Abort(context.WithoutCancel(ctx)); err == nil {
-					return res
-				}
-			}
-			// Capture even when ctx is done: the command may have changed
-			// files before it was stopped.
-			entry, err := snap.Finish(context.WithoutCancel(ctx))
+			// By contract a tool that refused changed nothing.
+			acted := res.Err == nil || !refusedBeforeActing(res.Err.Kind)
+			entry, err := EndSnapshot(ctx, snap, acted)
 			if err != nil {
 				res.SetMeta("journal_error", "the changes of this call could not be recorded")
 				if res.Err == nil {
@@ -78,11 +70,14 @@ func SnapshotStage(store Snapshotter, ap Approver) Stage {
 				}
 				return res
 			}
-			c.Journal = &entry
+			if entry == nil {
+				return res // dropped: no journal entry
+			}
+			c.Journal = entry
 			if entry.ID != "" {
 				res.SetMeta("journal_id", entry.ID)
 			}
-			ReportReverted(&res, entry)
+			ReportReverted(&res, *entry)
 			changes := entry.Changes
 			if changes == nil {
 				changes = []Change{}
@@ -91,6 +86,26 @@ func SnapshotStage(store Snapshotter, ap Approver) Stage {
 			return res
 		}
 	}
+}
+
+// EndSnapshot ends a snapshot begun before a call (or an `agentbox exec`
+// command) ran: the rule every journaled change goes through. When the
+// call did not act (it refused before doing anything) the snapshot is
+// dropped without a journal entry (nil); otherwise, or when dropping
+// fails, the changes are captured and journaled, even when ctx is done:
+// a command may have changed files before it was stopped.
+func EndSnapshot(ctx context.Context, snap SnapshotCall, acted bool) (*JournalEntry, error) {
+	ctx = context.WithoutCancel(ctx)
+	if !acted {
+		if err := snap.Abort(ctx); err == nil {
+			return nil, nil
+		}
+	}
+	entry, err := snap.Finish(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &entry, nil
 }
 
 // ScopeOf is what the call can touch.
@@ -134,14 +149,46 @@ func ReportReverted(res *Result, e JournalEntry) {
 	}
 }
 
+// Sentinels wrapped by SnapshotLimitError.
+var (
+	// ErrSnapshotTooLarge: the call's snapshot would need more new content
+	// than the per-call limit (snapshot.max_call_bytes).
+	ErrSnapshotTooLarge = errors.New("snapshot over the per-call limit")
+	// ErrSnapshotNoSpace: the disk holding the snapshots is nearly full
+	// (below snapshot.min_free_bytes).
+	ErrSnapshotNoSpace = errors.New("snapshot disk nearly full")
+)
+
+// SnapshotLimitError is a Snapshotter's refusal to begin because one of
+// the store's limits would be passed. The composition root translates the
+// store's own limit errors to it; the snapshot stage turns it into a
+// message the model can act on.
+type SnapshotLimitError struct {
+	Err error // ErrSnapshotTooLarge or ErrSnapshotNoSpace
+	// Path is a workspace-relative file that made the snapshot too large,
+	// if known.
+	Path string
+	// Cause is the store's own error, for logs.
+	Cause error
+}
+
+func (e *SnapshotLimitError) Error() string {
+	if e.Cause != nil {
+		return e.Cause.Error()
+	}
+	return e.Err.Error()
+}
+
+func (e *SnapshotLimitError) Unwrap() error { return e.Err }
+
 // snapshotLimitMessage is the model-facing text for a snapshot refused by
-// one of the store's limits (see snapshot.LimitError), or "".
+// one of the store's limits (see SnapshotLimitError), or "".
 func snapshotLimitMessage(err error) string {
-	var le *snapshot.LimitError
+	var le *SnapshotLimitError
 	if !errors.As(err, &le) {
 		return ""
 	}
-	if errors.Is(err, snapshot.ErrTooLarge) {
+	if errors.Is(err, ErrSnapshotTooLarge) {
 		where := ""
 		if le.Path != "" {
 			where = fmt.Sprintf(" (such as %q)", le.Path)

@@ -150,8 +150,9 @@ type ReadTracker interface {
 }
 
 // Verdict is the classifier's judgement of a shell command as the pipeline
-// hands it to tools and rules. It mirrors classifier.Verdict so that tools
-// does not depend on the classifier's internals.
+// hands it to tools and rules. tools does not import the classifier:
+// tools/workspace, the composition root, is the one place that translates
+// classifier.Verdict to it.
 type Verdict struct {
 	Class    string     `json:"class"` // read_only, dangerous, forbidden
 	Reasons  []Reason   `json:"reasons,omitempty"`

@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"strings"
 	"testing"
-
-	"github.com/agentbox/agentbox/sandbox"
 )
 
 func (s *scriptSandbox) WriteFile(ctx context.Context, req WriteRequest) error {
@@ -89,46 +86,5 @@ func TestReadOnlySandboxRefusesWrites(t *testing.T) {
 	err := readOnlySandbox{sb}.WriteFile(context.Background(), WriteRequest{Path: "/w/a", Rel: "a"})
 	if err == nil || len(sb.writes) != 0 {
 		t.Fatalf("read-only wrapper wrote: %v", err)
-	}
-}
-
-func TestSandboxWriteError(t *testing.T) {
-	req := WriteRequest{Path: "/w/out/sub/x.txt", Rel: "out/sub/x.txt", Data: make([]byte, 3000)}
-	we := func(kind error, path, errno string) error {
-		return fmt.Errorf("wrapped: %w", &sandbox.WriteError{Kind: kind, Path: path, Errno: errno, Detail: "detail " + errno})
-	}
-	tests := []struct {
-		name string
-		err  error
-		kind ErrorKind
-		has  []string
-	}{
-		{"protected", we(sandbox.ErrProtected, "out/sub/x.txt", ""), ErrPermissionDenied, []string{"refused to write /w/out/sub/x.txt", "approval"}},
-		{"read-only mount", we(sandbox.ErrReadOnly, "out/sub/x.txt", "EROFS"), ErrPermissionDenied, []string{"protected and read-only", "/w/out/sub/x.txt"}},
-		{"symlinked parent", we(sandbox.ErrSymlink, "out", "ELOOP"), ErrValidation, []string{"/w/out is a symbolic link", "never writes through"}},
-		{"final symlink", we(sandbox.ErrSymlink, "out/sub/x.txt", "ELOOP"), ErrValidation, []string{"/w/out/sub/x.txt is a symbolic link"}},
-		{"escape", we(sandbox.ErrSymlink, "out", "EXDEV"), ErrValidation, []string{"/w/out resolves outside"}},
-		{"fsize", we(sandbox.ErrNoSpace, "out/sub/x.txt", "EFBIG"), ErrExecution, []string{"3000 bytes", "sandbox.file_size_mb"}},
-		{"disk full", we(sandbox.ErrNoSpace, "out/sub/x.txt", "ENOSPC"), ErrExecution, []string{"no space left"}},
-		{"file as parent", we(nil, "out/sub", "ENOTDIR"), ErrValidation, []string{"/w/out/sub is not a directory"}},
-		{"directory", we(nil, "out/sub/x.txt", "EISDIR"), ErrValidation, []string{"is a directory"}},
-		{"permissions", we(nil, "out/sub", "EACCES"), ErrPermissionDenied, []string{"permissions of /w/out/sub"}},
-		{"other", we(nil, "out/sub/x.txt", "EIO"), ErrExecution, []string{"detail EIO"}},
-		{"timeout", fmt.Errorf("%w after 2m", sandbox.ErrTimeout), ErrTimeout, []string{"timed out"}},
-		{"unavailable", sandbox.ErrUnavailable, ErrInternal, []string{"unavailable"}},
-		{"invalid", fmt.Errorf("%w: bad", sandbox.ErrInvalidSpec), ErrValidation, nil},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			te := AsToolError(SandboxWriteError(req, tc.err))
-			if te == nil || te.Kind != tc.kind {
-				t.Fatalf("got %v, want kind %s", te, tc.kind)
-			}
-			for _, h := range tc.has {
-				if !strings.Contains(te.Message, h) {
-					t.Errorf("message %q lacks %q", te.Message, h)
-				}
-			}
-		})
 	}
 }

@@ -29,10 +29,10 @@ func startCLIAudit(tool string, input map[string]any) *cliAudit {
 	return &cliAudit{tool: tool, input: input, started: time.Now()}
 }
 
-// finish appends the record: the journal entry the command made (if
-// any), its exit code (exec), and its error. It returns an error only
-// when the record could not be written.
-func (c *cliAudit) finish(ctx context.Context, cfg *config.Config, e *snapshot.Entry, exit *int, containerID string, cmdErr error) error {
+// finish appends the record: the journal entry the command made (its
+// id and changed paths; "" when none), its exit code (exec), and its
+// error. It returns an error only when the record could not be written.
+func (c *cliAudit) finish(ctx context.Context, cfg *config.Config, journalID string, changed []string, exit *int, containerID string, cmdErr error) error {
 	in, _ := json.Marshal(c.input)
 	now := time.Now()
 	r := audit.Record{
@@ -47,11 +47,8 @@ func (c *cliAudit) finish(ctx context.Context, cfg *config.Config, e *snapshot.E
 		ExitCode:    exit,
 		DurationMS:  now.Sub(c.started).Milliseconds(),
 	}
-	if e != nil && e.ID != "" {
-		r.JournalID = e.ID
-		for _, ch := range e.Changes {
-			r.Changed = append(r.Changed, ch.Path)
-		}
+	if journalID != "" {
+		r.JournalID, r.Changed = journalID, changed
 	}
 	if cmdErr != nil {
 		r.ErrorKind, r.Error = cliErrorKind(cmdErr), audit.MaskString(cmdErr.Error())
@@ -64,6 +61,16 @@ func (c *cliAudit) finish(ctx context.Context, cfg *config.Config, e *snapshot.E
 		return fmt.Errorf("%s ran, but could not be written to the audit log: %w", c.tool, err)
 	}
 	return nil
+}
+
+// entryPaths are the changed paths of a journal entry made on the
+// command line (undo, rollback, checkpoint), for finish.
+func entryPaths(e snapshot.Entry) []string {
+	var out []string
+	for _, ch := range e.Changes {
+		out = append(out, ch.Path)
+	}
+	return out
 }
 
 // cliErrorKind maps a command's error to the model-facing error kinds.

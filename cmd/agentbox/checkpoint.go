@@ -26,7 +26,7 @@ func newCheckpointCmd(a *app) *cobra.Command {
 			}
 			rec := startCLIAudit("checkpoint", map[string]any{"message": msg})
 			e, err := st.Checkpoint(cmd.Context(), msg, cliCall)
-			if aerr := rec.finish(cmd.Context(), cfg, &e, nil, "", err); aerr != nil {
+			if aerr := rec.finish(cmd.Context(), cfg, e.ID, entryPaths(e), nil, "", err); aerr != nil {
 				return errors.Join(err, aerr)
 			}
 			if err != nil {

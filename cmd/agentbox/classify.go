@@ -15,13 +15,11 @@ import (
 
 func init() { register(newClassifyCmd) }
 
-// classifyResult is the JSON form of one classification.
+// classifyResult is the JSON form of one classification: the command
+// and the classifier's own verdict, passed through.
 type classifyResult struct {
-	Cmd      string              `json:"cmd"`
-	Class    classifier.Class    `json:"class"`
-	Reasons  []classifier.Reason `json:"reasons"`
-	Commands [][]string          `json:"commands"`
-	Prefix   []string            `json:"prefix,omitempty"`
+	Cmd string `json:"cmd"`
+	classifier.Verdict
 }
 
 func newClassifyCmd(a *app) *cobra.Command {
@@ -74,7 +72,7 @@ The exit status is 0 whatever the class.`,
 }
 
 func result(command string, v classifier.Verdict) classifyResult {
-	return classifyResult{Cmd: command, Class: v.Class, Reasons: v.Reasons, Commands: v.Commands, Prefix: v.Prefix}
+	return classifyResult{Cmd: command, Verdict: v}
 }
 
 // classifyJSONL classifies each input line; a bad line yields a dangerous
@@ -101,8 +99,8 @@ func classifyJSONL(in io.Reader, out io.Writer, opt classifier.Option) error {
 			if jerr != nil {
 				msg += ": " + jerr.Error()
 			}
-			res = classifyResult{Class: classifier.Dangerous, Commands: [][]string{},
-				Reasons: []classifier.Reason{{Rule: "input.invalid", Text: truncate(trimmed, 200), Offset: 0, Message: fmt.Sprintf("line %d: %s", n, msg)}}}
+			res = classifyResult{Verdict: classifier.Verdict{Class: classifier.Dangerous, Commands: [][]string{},
+				Reasons: []classifier.Reason{{Rule: "input.invalid", Text: truncate(trimmed, 200), Offset: 0, Message: fmt.Sprintf("line %d: %s", n, msg)}}}}
 		} else {
 			res = result(*input.Cmd, classifier.Classify(*input.Cmd, opt))
 		}

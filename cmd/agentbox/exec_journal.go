@@ -7,20 +7,22 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/sandbox"
-	"github.com/agentbox/agentbox/snapshot"
+	"github.com/agentbox/agentbox/tools"
+	"github.com/agentbox/agentbox/tools/workspace"
 )
 
 func init() { registerExecWrapper(journalExec) }
 
 // journalExec records what an `agentbox exec` command changed as one
 // journal entry (session "cli", tool "exec"), like any mutating call: the
-// workspace is scanned before and after, so `agentbox undo` can revert it.
-// A command that timed out or was interrupted is journaled too, since it
-// may have changed files before it was killed.
+// workspace's store (workspace.Snapshots) scans it before and after and
+// ends the snapshot by the rule of every tool call (tools.EndSnapshot), so
+// `agentbox undo` can revert it. A command that timed out or was
+// interrupted is journaled too, since it may have changed files before it
+// was killed; one that never ran is not.
 func journalExec(a *app, cfg *config.Config, next execFunc) execFunc {
 	return func(ctx context.Context, spec sandbox.Spec) (res sandbox.Result, err error) {
 		// Whatever happens, the command lands in the audit log like a tool
@@ -30,47 +32,40 @@ func journalExec(a *app, cfg *config.Config, next execFunc) execFunc {
 			input["timeout"] = spec.Timeout.String()
 		}
 		rec := startCLIAudit("exec", input)
-		var entry snapshot.Entry
+		var entry *tools.JournalEntry
 		ran := false
 		defer func() {
 			var exit *int
 			if ran {
 				exit = &res.ExitCode
 			}
-			if aerr := rec.finish(ctx, cfg, &entry, exit, res.ContainerID, err); aerr != nil {
+			id, changed := "", []string(nil)
+			if entry != nil {
+				id = entry.ID
+				for _, ch := range entry.Changes {
+					changed = append(changed, ch.Path)
+				}
+			}
+			if aerr := rec.finish(ctx, cfg, id, changed, exit, res.ContainerID, err); aerr != nil {
 				err = errors.Join(err, aerr)
 			}
 		}()
-		store, err := snapshot.OpenConfig(ctx, cfg)
+		snaps := workspace.NewSnapshots(cfg, nil)
+		defer snaps.Close()
+		var runErr error
+		info := tools.SnapshotInfo{Session: cliSession, Tool: "exec", Summary: execSummary(spec)}
+		entry, err = snaps.Journal(ctx, info, func(ctx context.Context) bool {
+			res, runErr = next(ctx, spec)
+			// Any error but a timeout or an interrupt: the command never ran.
+			ran = runErr == nil || errors.Is(runErr, sandbox.ErrTimeout) || errors.Is(runErr, sandbox.ErrCanceled)
+			return ran
+		})
 		if err != nil {
-			return sandbox.Result{}, fmt.Errorf("snapshot store: %w", err)
-		}
-		defer store.Close()
-		call, err := store.Begin(ctx, snapshot.CallInfo{Session: cliSession, Tool: "exec", Summary: execSummary(spec)}, snapshot.Whole())
-		if err != nil {
-			return sandbox.Result{}, fmt.Errorf("snapshot before the command: %w", err)
-		}
-		res, runErr := next(ctx, spec)
-		if runErr != nil && !errors.Is(runErr, sandbox.ErrTimeout) && !errors.Is(runErr, sandbox.ErrCanceled) {
-			// The command never ran: nothing to record.
-			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-			defer cancel()
-			if err := call.Abort(actx); err != nil {
-				return res, errors.Join(runErr, fmt.Errorf("snapshot abort: %w", err))
-			}
-			return res, runErr
-		}
-		ran = true
-		// Finish even when ctx was cancelled: the scan after must run.
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
-		defer cancel()
-		entry, err = call.Finish(fctx)
-		if err != nil {
-			return res, errors.Join(runErr, fmt.Errorf("snapshot after the command: %w", err))
+			return res, errors.Join(runErr, err)
 		}
 		// Tell a person at a terminal how to see and revert the change; keep
 		// the output of scripts exactly the command's own.
-		if f, ok := a.stderr().(*os.File); ok && isTerminal(f) && len(entry.Changes) > 0 && !a.jsonOut {
+		if f, ok := a.stderr().(*os.File); ok && isTerminal(f) && entry != nil && len(entry.Changes) > 0 && !a.jsonOut {
 			n := len(entry.Changes)
 			fmt.Fprintf(f, "agentbox: call %s changed %d path(s); see `agentbox diff %s`, revert with `agentbox undo %s`\n", entry.ID, n, entry.ID, entry.ID)
 		}

@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentbox/agentbox/config"
-	"github.com/agentbox/agentbox/snapshot"
 	"github.com/agentbox/agentbox/tools"
 	"github.com/agentbox/agentbox/tools/builtin"
 	mcpserver "github.com/agentbox/agentbox/tools/mcp"
@@ -71,7 +70,6 @@ When no Docker engine answers, agentbox starts its private one first
 }
 
 func serveMCP(ctx context.Context, cfg *config.Config, log *slog.Logger, httpAddr string) error {
-	var srv *mcpserver.Server
 	// A configured approval terminal must be one, checked before starting.
 	var approvalTTY *mcpserver.TTYChannel
 	if cfg.MCP.ApprovalTTY != "" {
@@ -80,37 +78,19 @@ func serveMCP(ctx context.Context, cfg *config.Config, log *slog.Logger, httpAdd
 			return err
 		}
 	}
-	// The pipeline is shared by every session; approvals are routed to
-	// the session that made the call.
-	approver := tools.ApproverFunc(func(ctx context.Context, req tools.ApprovalRequest) (tools.Approval, error) {
-		return srv.Approve(ctx, req)
-	})
-	// The optional History and Undo tools read and revert the journal.
-	var journal *snapshot.Store
-	if cfg.MCP.HistoryTool || cfg.MCP.UndoTool {
-		var err error
-		if journal, err = snapshot.OpenConfig(ctx, cfg); err != nil {
-			return err
-		}
-		defer journal.Close()
-	}
-	register := func(reg *tools.Registry) error {
-		if err := builtin.Register(reg); err != nil {
-			return err
-		}
+	// The optional History and Undo tools read and revert the journal of
+	// the store every call is journaled in.
+	extra := func(t *workspace.Tools) []tools.Tool {
+		var out []tools.Tool
 		if cfg.MCP.HistoryTool {
-			if err := reg.Register(tools.SourceBuiltin, mcpserver.HistoryTool(journal)); err != nil {
-				return err
-			}
+			out = append(out, mcpserver.HistoryTool(t.Snapshots()))
 		}
 		if cfg.MCP.UndoTool {
-			if err := reg.Register(tools.SourceBuiltin, mcpserver.UndoTool(journal)); err != nil {
-				return err
-			}
+			out = append(out, mcpserver.UndoTool(t.Snapshots()))
 		}
-		return nil
+		return out
 	}
-	sys, err := workspace.Open(ctx, cfg, workspace.Options{Register: register, Approver: approver, Logger: log})
+	sys, err := workspace.Open(ctx, cfg, workspace.Options{Register: builtin.Register, Extra: extra, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -119,8 +99,10 @@ func serveMCP(ctx context.Context, cfg *config.Config, log *slog.Logger, httpAdd
 		defer cancel()
 		_ = sys.Close(cctx)
 	}()
+	// The pipeline is shared by every session; each call carries its
+	// session's approver.
 	call := func(ctx context.Context, c mcpserver.Call) tools.Result {
-		resp := sys.Pipeline.Run(ctx, tools.Request{Session: c.Session, Tool: c.Tool, Input: c.Input, Progress: c.Progress})
+		resp := sys.Pipeline.Run(ctx, tools.Request{Session: c.Session, Tool: c.Tool, Input: c.Input, Progress: c.Progress, Approver: c.Approver})
 		r := resp.Result
 		if resp.CallID != "" {
 			r.SetMeta("call_id", resp.CallID)
@@ -133,7 +115,7 @@ func serveMCP(ctx context.Context, cfg *config.Config, log *slog.Logger, httpAdd
 			s.RemoveJob(id)
 		}
 	}
-	srv, err = mcpserver.NewServer(mcpserver.Options{
+	srv, err := mcpserver.NewServer(mcpserver.Options{
 		Version:             version,
 		Workspace:           cfg.Workspace,
 		Tools:               sys.Visible(),

@@ -35,7 +35,7 @@ journaled call that the rollback would overwrite, and changes nothing.`,
 			}
 			rec := startCLIAudit("rollback", map[string]any{"to": to})
 			e, err := st.Rollback(cmd.Context(), to, cliCall)
-			if aerr := rec.finish(cmd.Context(), cfg, &e, nil, "", err); aerr != nil {
+			if aerr := rec.finish(cmd.Context(), cfg, e.ID, entryPaths(e), nil, "", err); aerr != nil {
 				return errors.Join(err, aerr)
 			}
 			if err != nil {

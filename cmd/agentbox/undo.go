@@ -44,7 +44,7 @@ the undo would change and its conflicts, and changes nothing.`,
 			}
 			rec := startCLIAudit("undo", map[string]any{"call": id, "force": force})
 			e, err := st.Undo(cmd.Context(), id, force, cliCall)
-			if aerr := rec.finish(cmd.Context(), cfg, &e, nil, "", err); aerr != nil {
+			if aerr := rec.finish(cmd.Context(), cfg, e.ID, entryPaths(e), nil, "", err); aerr != nil {
 				return errors.Join(err, aerr)
 			}
 			if err != nil {

@@ -219,19 +219,17 @@ func runBashOutput(ctx context.Context, env *tools.Env, p *BashOutputParams) (to
 		re := regexp.MustCompile(p.Filter)
 		stdout, stderr = filterLines(stdout, re.MatchString), filterLines(stderr, re.MatchString)
 	}
-	return withJournal(env, jobResult(st, formatOutput(stdout, stderr, st.Dropped, 0), false), st), nil
+	return withJournal(jobResult(st, formatOutput(stdout, stderr, st.Dropped, 0), false), st), nil
 }
 
-// withJournal adds the journal entry of a job that ended (Jobs that
-// journal background jobs report it on the read or kill that saw the end).
-func withJournal(env *tools.Env, r tools.Result, st tools.JobStatus) tools.Result {
+// withJournal adds the journal entry of a job that ended (Jobs report it
+// on the read or kill that saw the end; the pipeline records it as the
+// call's journal entry).
+func withJournal(r tools.Result, st tools.JobStatus) tools.Result {
 	if note := tools.JobJournalNote(st); note != "" {
 		r.Content += "\n" + note
 	}
 	if st.Journal != nil {
-		if env.Journaled != nil {
-			env.Journaled(*st.Journal)
-		}
 		r.SetMeta("journal_id", st.Journal.ID)
 		changes := st.Journal.Changes
 		if changes == nil {
@@ -279,7 +277,7 @@ func runKillShell(ctx context.Context, env *tools.Env, p *KillShellParams) (tool
 	if env.Session != nil {
 		env.Session.RemoveJob(p.ShellID)
 	}
-	return withJournal(env, jobResult(st, formatOutput(st.Stdout, st.Stderr, st.Dropped, 0), true), st), nil
+	return withJournal(jobResult(st, formatOutput(st.Stdout, st.Stderr, st.Dropped, 0), true), st), nil
 }
 
 // jobResult renders a background job's state and output.

@@ -120,6 +120,9 @@ func (j *fakeJobs) Read(ctx context.Context, id string) (tools.JobStatus, error)
 	return tools.JobStatus{ID: id, Running: !j.done[id], Stdout: out}, nil
 }
 
+// AttachSnapshot implements tools.Jobs: these jobs journal nothing.
+func (j *fakeJobs) AttachSnapshot(string, tools.SnapshotCall) bool { return false }
+
 func (j *fakeJobs) Kill(ctx context.Context, id string) (tools.JobStatus, error) {
 	st, _ := j.Read(ctx, id)
 	j.mu.Lock()

@@ -11,6 +11,7 @@ import (
 	"github.com/agentbox/agentbox/sandbox"
 	"github.com/agentbox/agentbox/sandbox/initproc"
 	"github.com/agentbox/agentbox/tools"
+	"github.com/agentbox/agentbox/tools/workspace"
 )
 
 // WriteFile runs the container init's own write code (initproc.Write) on
@@ -27,7 +28,7 @@ func (s *hostSandbox) WriteFile(ctx context.Context, req tools.WriteRequest) err
 		we.Errno = unix.ErrnoName(en)
 		we.Kind = sandbox.WriteErrorKind(we.Errno)
 	}
-	return tools.SandboxWriteError(req, we)
+	return workspace.SandboxWriteError(req, we)
 }
 
 func (s *scriptedSandbox) WriteFile(ctx context.Context, req tools.WriteRequest) error {

@@ -7,15 +7,16 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentbox/agentbox/snapshot"
 	"github.com/agentbox/agentbox/tools"
 )
 
-// Journal is the subset of *snapshot.Store the optional History and Undo
-// tools use.
+// Journal is what the optional History and Undo tools use of the
+// workspace's journal (workspace.Snapshots, the store every call is
+// journaled in). Undo fails with *tools.UndoConflictError,
+// tools.ErrNoEntry or tools.ErrNothingToUndo.
 type Journal interface {
-	List(ctx context.Context, limit int) ([]snapshot.Entry, error)
-	Undo(ctx context.Context, id string, force bool, info snapshot.CallInfo) (snapshot.Entry, error)
+	List(ctx context.Context, limit int) ([]tools.JournalEntry, error)
+	Undo(ctx context.Context, id string, info tools.SnapshotInfo) (tools.JournalEntry, error)
 }
 
 // HistoryParams are the History tool's parameters.
@@ -52,7 +53,7 @@ func HistoryTool(j Journal) tools.Tool {
 		}
 		undone := map[string]string{}
 		for _, e := range entries {
-			if e.Kind == snapshot.KindUndo && e.Reverts != "" {
+			if e.Kind == tools.EntryUndo && e.Reverts != "" {
 				undone[e.Reverts] = e.ID
 			}
 		}
@@ -67,7 +68,7 @@ func HistoryTool(j Journal) tools.Tool {
 			}
 			n++
 			fmt.Fprintf(&b, "%s  %s ago  %s", e.ID, now.Sub(e.Time).Round(time.Second), e.Tool)
-			if e.Kind != snapshot.KindCall {
+			if e.Kind != tools.EntryCall {
 				fmt.Fprintf(&b, " (%s", e.Kind)
 				if e.Reverts != "" {
 					fmt.Fprintf(&b, " of %s", e.Reverts)
@@ -114,15 +115,15 @@ func HistoryTool(j Journal) tools.Tool {
 // takes no snapshot of its own and can itself be undone.
 func UndoTool(j Journal) tools.Tool {
 	return tools.New("Undo", func(ctx context.Context, env *tools.Env, p *UndoParams) (tools.Result, error) {
-		info := snapshot.CallInfo{Tool: "Undo", Summary: "undo " + p.CallID}
+		info := tools.SnapshotInfo{Tool: "Undo", Summary: "undo " + p.CallID}
 		if p.CallID == "" {
 			info.Summary = "undo the last call"
 		}
 		if env.Session != nil {
 			info.Session = env.Session.ID
 		}
-		e, err := j.Undo(ctx, p.CallID, false, info)
-		var ce *snapshot.ConflictError
+		e, err := j.Undo(ctx, p.CallID, info)
+		var ce *tools.UndoConflictError
 		switch {
 		case errors.As(err, &ce):
 			var b strings.Builder
@@ -136,10 +137,10 @@ func UndoTool(j Journal) tools.Tool {
 			}
 			b.WriteString("Undo the later calls first (newest first), or fix the files by hand.")
 			return tools.Result{Content: b.String(), Display: "undo: conflict", Err: tools.Errorf(tools.ErrConflict, "undo %s conflicts with later changes", ce.ID)}, nil
-		case errors.Is(err, snapshot.ErrNotFound):
+		case errors.Is(err, tools.ErrNoEntry):
 			return tools.Fail(tools.ErrNotFound, "There is no journaled call %q to undo; use History to see the ids.", p.CallID), nil
-		case err != nil && strings.Contains(err.Error(), "nothing to undo"):
-			return tools.Fail(tools.ErrValidation, "%s", strings.TrimPrefix(err.Error(), "snapshot: ")), nil
+		case errors.Is(err, tools.ErrNothingToUndo):
+			return tools.Fail(tools.ErrValidation, "%s", err.Error()), nil
 		case err != nil:
 			return tools.Result{}, fmt.Errorf("undo: %w", err)
 		}
@@ -152,7 +153,7 @@ func UndoTool(j Journal) tools.Tool {
 		res := tools.Result{Content: b.String(), Display: fmt.Sprintf("undid %s", e.Reverts)}
 		changes := make([]map[string]string, 0, len(e.Changes))
 		for _, c := range e.Changes {
-			changes = append(changes, map[string]string{"path": c.Path, "op": string(c.Op)})
+			changes = append(changes, map[string]string{"path": c.Path, "op": c.Op})
 			if env.Session != nil {
 				env.Session.ForgetRead(env.Workspace + "/" + c.Path)
 			}

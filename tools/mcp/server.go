@@ -30,8 +30,10 @@ type Call struct {
 	// Session is the MCP session's own tools session: cwd, read tracker,
 	// grants and background jobs.
 	Session *tools.Session
-	// Approver asks this session's human (elicitation) or applies the
-	// non-interactive decision.
+	// Approver asks this session's human (elicitation, the approval
+	// terminal) or applies the non-interactive decision. It is the only
+	// way a call of this session reaches a person: CallFunc passes it on
+	// (tools.Request.Approver).
 	Approver tools.Approver
 	// Progress, when non-nil, receives the call's output as it streams.
 	Progress func(tools.Chunk)
@@ -178,21 +180,6 @@ func (s *Server) HTTPHandler(token string, idle time.Duration) http.Handler {
 
 // Close stops every session's background jobs.
 func (s *Server) Close() { s.closeAll() }
-
-// Approve implements tools.Approver for a pipeline shared by every MCP
-// session: it routes the request, by req.Session, to that session's own
-// Approver (elicitation on the client that made the call). A request of
-// no known session gets the non-interactive decision.
-func (s *Server) Approve(ctx context.Context, req tools.ApprovalRequest) (tools.Approval, error) {
-	s.mu.Lock()
-	st, ok := s.byID[req.Session]
-	s.mu.Unlock()
-	if !ok {
-		a := &Approver{nonInteractive: s.opts.AllowNonInteractive, timeout: s.opts.ApprovalTimeout, tty: s.opts.ApprovalTTY}
-		return a.Approve(ctx, req)
-	}
-	return st.approver.Approve(ctx, req)
-}
 
 func (s *Server) initialized(ctx context.Context, req *sdk.InitializedRequest) {
 	ss := req.Session

@@ -2,9 +2,19 @@
 // configuration: the registry (built-in tools plus discovered ones), the
 // pipeline with its permission rules, mode, classifier and approver, the
 // CLI sessions and project grants under the state dir, the audit log, the
-// snapshot store and the Docker sandbox. The sandbox and the snapshot
-// store open lazily, on the first call that needs them, so read-only
-// calls stay cheap. A *Tools is safe for concurrent use.
+// snapshot store and the sandbox. The sandbox and the snapshot store open
+// lazily, on the first call that needs them, so read-only calls stay
+// cheap. A *Tools is safe for concurrent use.
+//
+// It is the one composition root: the only package that imports both
+// tools and the domain packages (classifier, sandbox, snapshot). adapt.go
+// implements the interfaces tools declares (ClassifyFunc, Sandbox, Jobs,
+// Snapshotter) over them and translates their types and errors to the
+// tools' own (Verdict, ExecRequest/ExecResult, JobStatus, JournalEntry,
+// SnapshotLimitError, UndoConflictError); no other package translates.
+// A process has one snapshot store per workspace, Snapshots: the
+// pipeline journals every call in it, the MCP History and Undo tools read
+// and revert it, and `agentbox exec` journals its command in it.
 package workspace
 
 import (
@@ -32,6 +42,10 @@ type Options struct {
 	// Register adds the built-in tools (builtin.Register); tools cannot
 	// import its own sub-package.
 	Register func(*tools.Registry) error
+	// Extra returns tools built over this workspace's own parts (the MCP
+	// History and Undo tools over t.Snapshots()), registered after
+	// Register's and before discovered ones. May be nil.
+	Extra func(t *Tools) []tools.Tool
 	// Approver asks a person; nil means non-interactive (deny).
 	Approver tools.Approver
 	Logger   *slog.Logger
@@ -61,7 +75,7 @@ type Tools struct {
 	readRoots map[string]*os.Root
 	sandbox   *lazySandbox
 	jobs      *lazyJobs
-	snaps     *lazySnapshots
+	snaps     *Snapshots
 }
 
 // Paths under the workspace's state dir.
@@ -150,11 +164,18 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Tools, error)
 	s.sandbox = &lazySandbox{cfg: cfg, log: log, runner: opts.Runner}
 	s.jobs = &lazyJobs{sb: s.sandbox}
 	s.jobs.snaps.Logger = log
-	s.snaps = &lazySnapshots{cfg: cfg, log: log}
+	s.snaps = NewSnapshots(cfg, log)
 	s.Registry = tools.NewRegistry()
 	if opts.Register != nil {
 		if err := opts.Register(s.Registry); err != nil {
 			return nil, fmt.Errorf("registering built-in tools: %w", err)
+		}
+	}
+	if opts.Extra != nil {
+		for _, t := range opts.Extra(s) {
+			if err := s.Registry.Register(tools.SourceBuiltin, t); err != nil {
+				return nil, fmt.Errorf("registering %s: %w", t.Name(), err)
+			}
 		}
 	}
 	if len(cfg.Tools.Discovery) > 0 {
@@ -182,7 +203,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Tools, error)
 		Home:         home,
 		Rules:        rules,
 		Mode:         mode,
-		Classify:     tools.ClassifierFunc(classifier.FromConfig(cfg.Classifier)),
+		Classify:     classifierFunc(classifier.FromConfig(cfg.Classifier)),
 		Approver:     approver,
 		Grants:       s.Grants,
 		Sandbox:      s.sandbox,
@@ -230,7 +251,7 @@ func (s *Tools) Close(ctx context.Context) error {
 		errs = append(errs, s.sandbox.close(ctx))
 	}
 	if s.snaps != nil {
-		errs = append(errs, s.snaps.close())
+		errs = append(errs, s.snaps.Close())
 	}
 	if s.root != nil {
 		s.root.Close()
@@ -273,9 +294,9 @@ func (l *lazySandbox) get(ctx context.Context) (sandbox.Runner, error) {
 func (l *lazySandbox) Exec(ctx context.Context, req tools.ExecRequest) (tools.ExecResult, error) {
 	r, err := l.get(ctx)
 	if err != nil {
-		return tools.ExecResult{}, tools.SandboxError(err)
+		return tools.ExecResult{}, sandboxError(err)
 	}
-	return tools.SandboxRunner{Runner: r}.Exec(ctx, req)
+	return sandboxRunner{Runner: r}.Exec(ctx, req)
 }
 
 func (l *lazySandbox) close(ctx context.Context) error {
@@ -306,22 +327,22 @@ type lazyJobs struct {
 	snaps tools.JobSnapshots
 }
 
-// AttachSnapshot implements tools.JobSnapshotAttacher.
-func (l *lazyJobs) AttachSnapshot(id string, snap tools.SnapshotCall) {
-	l.snaps.AttachSnapshot(id, snap)
+// AttachSnapshot implements tools.Jobs: job id's end journals snap.
+func (l *lazyJobs) AttachSnapshot(id string, snap tools.SnapshotCall) bool {
+	return l.snaps.AttachSnapshot(id, snap)
 }
 
-func (l *lazyJobs) get(ctx context.Context) (tools.SandboxJobs, error) {
+func (l *lazyJobs) get(ctx context.Context) (sandboxJobs, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.table == nil {
 		r, err := l.sb.get(ctx)
 		if err != nil {
-			return tools.SandboxJobs{}, tools.SandboxError(err)
+			return sandboxJobs{}, sandboxError(err)
 		}
 		l.table = sandbox.NewJobs(r)
 	}
-	return tools.SandboxJobs{Jobs: l.table}, nil
+	return sandboxJobs{Jobs: l.table}, nil
 }
 
 func (l *lazyJobs) Start(ctx context.Context, req tools.ExecRequest) (string, error) {
@@ -366,52 +387,4 @@ func (l *lazyJobs) close(ctx context.Context) error {
 	// The jobs are dead (or ctx is done): journal what they changed.
 	l.snaps.FinishAll(ctx)
 	return err
-}
-
-// lazySnapshots opens the snapshot store on the first mutating call.
-type lazySnapshots struct {
-	cfg   *config.Config
-	log   *slog.Logger
-	mu    sync.Mutex
-	store *snapshot.Store
-}
-
-func (l *lazySnapshots) Begin(ctx context.Context, info tools.SnapshotInfo, scope tools.Scope) (tools.SnapshotCall, error) {
-	st, err := l.get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return tools.SnapshotStore{Store: st}.Begin(ctx, info, scope)
-}
-
-// BeginDetached implements tools.DetachedSnapshotter.
-func (l *lazySnapshots) BeginDetached(ctx context.Context, info tools.SnapshotInfo) (tools.SnapshotCall, error) {
-	st, err := l.get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return tools.SnapshotStore{Store: st}.BeginDetached(ctx, info)
-}
-
-// get opens the store with every snapshot setting of the config.
-func (l *lazySnapshots) get(ctx context.Context) (*snapshot.Store, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.store == nil {
-		st, err := snapshot.OpenConfig(ctx, l.cfg, snapshot.WithLogger(l.log))
-		if err != nil {
-			return nil, err
-		}
-		l.store = st
-	}
-	return l.store, nil
-}
-
-func (l *lazySnapshots) close() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.store != nil {
-		return l.store.Close()
-	}
-	return nil
 }

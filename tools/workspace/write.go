@@ -11,7 +11,7 @@ import (
 func (l *lazySandbox) WriteFile(ctx context.Context, req tools.WriteRequest) error {
 	r, err := l.get(ctx)
 	if err != nil {
-		return tools.SandboxError(err)
+		return sandboxError(err)
 	}
-	return tools.SandboxRunner{Runner: r}.WriteFile(ctx, req)
+	return sandboxRunner{Runner: r}.WriteFile(ctx, req)
 }

@@ -1,0 +1,130 @@
+package workspace
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/snapshot"
+	"github.com/agentbox/agentbox/tools"
+)
+
+// Snapshots is a workspace's one snapshot store as the tools see it,
+// opened on first use with every snapshot setting of the config. The
+// pipeline's snapshot stage begins its calls here (tools.Snapshotter),
+// the MCP History and Undo tools read and revert the journal here
+// (List, Undo), and `agentbox exec` journals its command here (Journal).
+// Safe for concurrent use.
+type Snapshots struct {
+	cfg   *config.Config
+	log   *slog.Logger
+	mu    sync.Mutex
+	store *snapshot.Store
+}
+
+// NewSnapshots returns the (not yet opened) store of cfg's workspace;
+// log may be nil.
+func NewSnapshots(cfg *config.Config, log *slog.Logger) *Snapshots {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Snapshots{cfg: cfg, log: log}
+}
+
+// Snapshots is the workspace's snapshot store, the one every call of
+// this Tools is journaled in.
+func (s *Tools) Snapshots() *Snapshots { return s.snaps }
+
+// Begin implements tools.Snapshotter.
+func (l *Snapshots) Begin(ctx context.Context, info tools.SnapshotInfo, scope tools.Scope) (tools.SnapshotCall, error) {
+	st, err := l.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return snapshotStore{Store: st}.Begin(ctx, info, scope)
+}
+
+// BeginDetached implements tools.DetachedSnapshotter.
+func (l *Snapshots) BeginDetached(ctx context.Context, info tools.SnapshotInfo) (tools.SnapshotCall, error) {
+	st, err := l.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return snapshotStore{Store: st}.BeginDetached(ctx, info)
+}
+
+// Journal runs act as one journaled change of the whole workspace outside
+// the tool pipeline (`agentbox exec`): the snapshot is begun here and
+// ended by the rule of every tool call (tools.EndSnapshot). act reports
+// whether it acted (false: it refused before doing anything, and no entry
+// is written). The entry is nil when none was written.
+func (l *Snapshots) Journal(ctx context.Context, info tools.SnapshotInfo, act func(ctx context.Context) (acted bool)) (*tools.JournalEntry, error) {
+	snap, err := l.Begin(ctx, info, tools.Scope{Kind: tools.ScopeWorkspace})
+	if err != nil {
+		return nil, fmt.Errorf("snapshot before the command: %w", err)
+	}
+	e, err := tools.EndSnapshot(ctx, snap, act(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("snapshot after the command: %w", err)
+	}
+	return e, nil
+}
+
+// List returns the newest limit journal entries (0: all), newest first.
+func (l *Snapshots) List(ctx context.Context, limit int) ([]tools.JournalEntry, error) {
+	st, err := l.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	es, err := st.List(ctx, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]tools.JournalEntry, 0, len(es))
+	for _, e := range es {
+		out = append(out, journalEntry(e))
+	}
+	return out, nil
+}
+
+// Undo reverts entry id ("": the newest that changed something and has
+// not been undone) and journals the undo as info's. It fails with a
+// *tools.UndoConflictError when a path changed since, tools.ErrNoEntry
+// or tools.ErrNothingToUndo.
+func (l *Snapshots) Undo(ctx context.Context, id string, info tools.SnapshotInfo) (tools.JournalEntry, error) {
+	st, err := l.get(ctx)
+	if err != nil {
+		return tools.JournalEntry{}, err
+	}
+	e, err := st.Undo(ctx, id, false, snapshot.CallInfo{Session: info.Session, Tool: info.Tool, Summary: info.Summary})
+	if err != nil {
+		return tools.JournalEntry{}, undoError(err)
+	}
+	return journalEntry(e), nil
+}
+
+// get opens the store with every snapshot setting of the config.
+func (l *Snapshots) get(ctx context.Context) (*snapshot.Store, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.store == nil {
+		st, err := snapshot.OpenConfig(ctx, l.cfg, snapshot.WithLogger(l.log))
+		if err != nil {
+			return nil, err
+		}
+		l.store = st
+	}
+	return l.store, nil
+}
+
+// Close closes the store if it was opened.
+func (l *Snapshots) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.store != nil {
+		return l.store.Close()
+	}
+	return nil
+}
