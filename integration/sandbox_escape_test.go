@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -26,6 +27,7 @@ import (
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/sandbox"
 	"github.com/agentbox/agentbox/sandbox/docker"
+	"github.com/agentbox/agentbox/sandbox/initproc"
 )
 
 // tree describes every entry under dir: type, mode, owner, content hash or
@@ -257,6 +259,45 @@ func TestEscapeNetwork(t *testing.T) {
 	}
 	if strings.Contains(string(res.Stdout), "LISTENER-REACHED") || accepted.Load() != before {
 		t.Errorf("the sandbox reached the host's listener (targets %v)", targets)
+	}
+	e.intact(t)
+}
+
+// TestEscapeForgedStatus: the command writes well-formed exit frames
+// (code 0; bare, and with a made-up seal) into every descriptor of init
+// it can open, its stdout included, then exits 3. The executor must never
+// take a forged status: under runc the kernel refuses /proc/1/fd (init
+// is not dumpable); under gVisor the frames get through and fail the
+// seal of the request's key (see sandbox/initproc).
+func TestEscapeForgedStatus(t *testing.T) {
+	e := newEscape(t, nil)
+	res, err := e.sh(t, `forge() {
+  printf 'X\000\000\000\024{"code":0,"cwd":"/"}'
+  printf 'X\000\000\000\064'; head -c 32 /dev/zero; printf '{"code":0,"cwd":"/"}'
+}
+n=0
+for f in /proc/1/fd/* /proc/1/task/*/fd/*; do
+  case $f in */0) continue ;; esac
+  (forge > "$f") 2>/dev/null && n=$((n+1))
+done
+echo "forged $n" >&2
+for f in /proc/1/fd/0 /proc/1/task/*/fd/0; do (forge > "$f") 2>/dev/null; done
+exit 3`, 30*time.Second)
+	t.Logf("result: exit %d signal %q err %v stderr %q", res.ExitCode, res.Signal, err, res.Stderr)
+	switch {
+	case err != nil:
+		// Refused: the seal did not match, or the stream was garbled.
+		if !errors.Is(err, initproc.ErrUnsealed) && !errors.Is(err, initproc.ErrFrame) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Errorf("unexpected error: %v", err)
+		}
+	case res.ExitCode == 0:
+		t.Fatalf("the executor took a forged status: %+v", res)
+	case res.ExitCode != 3 && res.ExitCode != 137:
+		// 137: a byte written into init's stdin kills the command.
+		t.Errorf("exit %d, want 3 (or 137)", res.ExitCode)
+	}
+	if runtimeName != "runsc" && !strings.Contains(string(res.Stderr), "forged 0") {
+		t.Errorf("the command opened init's descriptors: %q", res.Stderr)
 	}
 	e.intact(t)
 }
@@ -550,11 +591,17 @@ kill -TERM 1; kill -INT 1; kill -HUP 1; kill -QUIT 1; sleep 0.2
 echo "init survived"`, 30*time.Second)
 	must(t, err)
 	out := string(res.Stdout)
-	for _, want := range []string{
+	wants := []string{
 		"Seccomp: 2", "NoNewPrivs: 1", "CapEff: 0000000000000000", "CapBnd: 0000000000000000",
 		"nofile 512", "fsize 102400", "pids 100", "mem 314572800", "tmp 32768", "rootwrite 1",
-		fmt.Sprintf("uid %d:%d", wsUID, wsGID), "ifaces lo \n", "init /.agentbox/init init", "initwrite 1", "forge 1", "initfds 1", "init survived",
-	} {
+		fmt.Sprintf("uid %d:%d", wsUID, wsGID), "ifaces lo \n", "init /.agentbox/init init", "initwrite 1", "init survived",
+	}
+	if runtimeName != "runsc" {
+		// gVisor lets the command open init's descriptors; the seal of
+		// the exit status is what holds there (TestEscapeForgedStatus).
+		wants = append(wants, "forge 1", "initfds 1")
+	}
+	for _, want := range wants {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in:\n%s%s", want, out, res.Stderr)
 		}

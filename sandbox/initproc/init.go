@@ -92,6 +92,10 @@ func Main(in io.Reader, out io.Writer, diag io.Writer, expect []ExpectedMount) i
 		fw.last(Fatal, []byte("decoding request: "+err.Error()))
 		return 1
 	}
+	if len(req.Key) != KeyLen {
+		fw.last(Fatal, []byte("request without a key"))
+		return 1
+	}
 	var st Status
 	if req.Write != nil {
 		st = runWrite(*req.Write, &dataReader{r: in})
@@ -100,7 +104,7 @@ func Main(in io.Reader, out io.Writer, diag io.Writer, expect []ExpectedMount) i
 	}
 	st.InitMicros = time.Since(began).Microseconds()
 	b, _ := json.Marshal(st)
-	if err := fw.last(Exit, b); err != nil {
+	if err := fw.last(Exit, SealExit(req.Key, b)); err != nil {
 		fmt.Fprintln(diag, "agentbox init: exit:", err)
 		return 1
 	}
