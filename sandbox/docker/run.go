@@ -51,6 +51,9 @@ func (r *Runner) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, er
 		Env:       sandbox.Env(r.path, r.cfg.EnvPassthrough, os.LookupEnv, r.commandEnv(spec.Env), sandbox.WithGitSafeConfig(r.cfg.GitSafeConfig)),
 		TimeoutMS: spec.Timeout.Milliseconds(),
 	}
+	if r.gvisor {
+		req.MemoryLimit = r.cfg.EffectiveMemoryMB() << 20 // enforced by init there (gvisor.go)
+	}
 	res, _, err := r.exchange(ctx, req, exchange{
 		data: spec.Stdin, ro: spec.ReadOnly, timeout: spec.Timeout, limit: limit,
 		workdir: spec.Workdir, onOutput: spec.OnOutput,

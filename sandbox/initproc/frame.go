@@ -211,6 +211,9 @@ type Req struct {
 	// Key seals the Exit frame (KeyLen random bytes, fresh for each
 	// request); a request without one is refused.
 	Key []byte `json:"key"`
+	// MemoryLimit, in bytes, is enforced by init itself when set (the
+	// executor sets it under gVisor only; see memwatch.go).
+	MemoryLimit int64 `json:"memory_limit,omitempty"`
 	// TimeoutMS is a backstop: the executor kills the container at the
 	// timeout; init kills the command itself a little later if it is
 	// still alive.

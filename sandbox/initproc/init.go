@@ -222,6 +222,10 @@ func run(req Req, fw *frameWriter, bash bool, in io.Reader) Status {
 	go pump(outR, Stdout)
 	go pump(errR, Stderr)
 
+	var mw *memWatch
+	if req.MemoryLimit > 0 {
+		mw = watchMemory(req.MemoryLimit)
+	}
 	pgid := cmd.Process.Pid
 	// The executor keeps the stream open while it waits; its end means
 	// nobody waits any more (killed, crashed): stop the command now. The
@@ -243,6 +247,10 @@ func run(req Req, fw *frameWriter, bash bool, in io.Reader) Status {
 		defer t.Stop()
 	}
 	waitErr := cmd.Wait()
+	memKills := 0
+	if mw != nil {
+		memKills = mw.finish()
+	}
 
 	// Output still in flight is read for a moment; whatever keeps the
 	// pipes open after that (a daemonized child) is cut off.
@@ -270,7 +278,7 @@ func run(req Req, fw *frameWriter, bash bool, in io.Reader) Status {
 	} else {
 		st.Code = ps.ExitCode()
 	}
-	st.OOM = oomKills() > 0
+	st.OOM = memKills > 0 || oomKills() > 0
 	return st
 }
 
