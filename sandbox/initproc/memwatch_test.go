@@ -44,7 +44,7 @@ func TestLargestProcess(t *testing.T) {
 		"1": "9000 8000 0 0 0 0 0", // init: never chosen
 		"7": "300 120 0 0 0 0 0", "9": "900 450 0 0 0 0 0", "12": "100 50 0 0 0 0 0",
 		strconv.Itoa(os.Getpid()): "99999 99999 0 0 0 0 0", // this process: never chosen
-		"self": "5 5", "13": "garbled",
+		"self":                    "5 5", "13": "garbled",
 	} {
 		os.MkdirAll(filepath.Join(proc, pid), 0o755)
 		os.WriteFile(filepath.Join(proc, pid, "statm"), []byte(statm), 0o644)
