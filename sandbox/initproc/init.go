@@ -43,7 +43,8 @@ const cwdFD = 3
 // else in the container with it.
 func Main(in io.Reader, out io.Writer, diag io.Writer, expect []ExpectedMount) int {
 	// Not dumpable: the command (same uid) can neither ptrace init nor
-	// open /proc/1/fd to forge frames on init's stdout.
+	// open /proc/1/fd to forge frames on init's stdout. gVisor still
+	// lets it open /proc/1/fd: the exit status is sealed (frame.go).
 	if os.Getpid() == 1 {
 		if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 			fmt.Fprintln(diag, "agentbox init: prctl:", err)
