@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -26,6 +27,7 @@ import (
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/sandbox"
 	"github.com/agentbox/agentbox/sandbox/docker"
+	"github.com/agentbox/agentbox/sandbox/initproc"
 )
 
 // tree describes every entry under dir: type, mode, owner, content hash or
@@ -261,6 +263,45 @@ func TestEscapeNetwork(t *testing.T) {
 	e.intact(t)
 }
 
+// TestEscapeForgedStatus: the command writes well-formed exit frames
+// (code 0; bare, and with a made-up seal) into every descriptor of init
+// it can open, its stdout included, then exits 3. The executor must never
+// take a forged status: under runc the kernel refuses /proc/1/fd (init
+// is not dumpable); under gVisor the frames get through and fail the
+// seal of the request's key (see sandbox/initproc).
+func TestEscapeForgedStatus(t *testing.T) {
+	e := newEscape(t, nil)
+	res, err := e.sh(t, `forge() {
+  printf 'X\000\000\000\024{"code":0,"cwd":"/"}'
+  printf 'X\000\000\000\064'; head -c 32 /dev/zero; printf '{"code":0,"cwd":"/"}'
+}
+n=0
+for f in /proc/1/fd/* /proc/1/task/*/fd/*; do
+  case $f in */0) continue ;; esac
+  (forge > "$f") 2>/dev/null && n=$((n+1))
+done
+echo "forged $n" >&2
+for f in /proc/1/fd/0 /proc/1/task/*/fd/0; do (forge > "$f") 2>/dev/null; done
+exit 3`, 30*time.Second)
+	t.Logf("result: exit %d signal %q err %v stderr %q", res.ExitCode, res.Signal, err, res.Stderr)
+	switch {
+	case err != nil:
+		// Refused: the seal did not match, or the stream was garbled.
+		if !errors.Is(err, initproc.ErrUnsealed) && !errors.Is(err, initproc.ErrFrame) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Errorf("unexpected error: %v", err)
+		}
+	case res.ExitCode == 0:
+		t.Fatalf("the executor took a forged status: %+v", res)
+	case res.ExitCode != 3 && res.ExitCode != 137:
+		// 137: a byte written into init's stdin kills the command.
+		t.Errorf("exit %d, want 3 (or 137)", res.ExitCode)
+	}
+	if runtimeName != "runsc" && !strings.Contains(string(res.Stderr), "forged 0") {
+		t.Errorf("the command opened init's descriptors: %q", res.Stderr)
+	}
+	e.intact(t)
+}
+
 func TestEscapeForkBomb(t *testing.T) {
 	e := newEscape(t, func(c *config.Config) { c.Sandbox.PidsLimit = 64 })
 	start := time.Now()
@@ -343,10 +384,15 @@ func TestEscapeSetuid(t *testing.T) {
 
 func TestEscapeDeviceNodes(t *testing.T) {
 	e := newEscape(t, nil)
-	res, err := e.sh(t, "mknod dev-null c 1 3; echo ws=$?; mknod /tmp/sda b 8 0; echo tmp=$?; ls /dev", 30*time.Second)
+	// Device nodes are refused everywhere: without CAP_MKNOD by the
+	// kernel, and by the seccomp profile (gVisor's tmpfs does not check
+	// the capability). FIFOs still work.
+	res, err := e.sh(t, "mknod dev-null c 1 3; echo ws=$?; mknod /tmp/sda b 8 0; echo tmp=$?; mknod /tmp/tty c 5 0; echo tmpc=$?; mkfifo /tmp/fifo; echo fifo=$?; ls /dev", 30*time.Second)
 	must(t, err)
-	if !strings.Contains(string(res.Stdout), "ws=1") || !strings.Contains(string(res.Stdout), "tmp=1") {
-		t.Errorf("mknod did not fail: %q %q", res.Stdout, res.Stderr)
+	for _, want := range []string{"ws=1", "tmp=1", "tmpc=1", "fifo=0"} {
+		if !strings.Contains(string(res.Stdout), want) {
+			t.Errorf("missing %s: %q %q", want, res.Stdout, res.Stderr)
+		}
 	}
 	for _, d := range []string{"sda", "vda", "mem", "kmem", "port"} {
 		if strings.Contains(" "+strings.Join(strings.Fields(string(res.Stdout)), " ")+" ", " "+d+" ") {
@@ -534,8 +580,18 @@ func TestSandboxHardening(t *testing.T) {
 	e := newEscape(t, func(c *config.Config) {
 		c.Sandbox.NoFile, c.Sandbox.PidsLimit, c.Sandbox.MemoryMB, c.Sandbox.TmpSizeMB, c.Sandbox.FileSizeMB = 512, 100, 300, 32, 50
 	})
+	// gVisor lets the command open init's descriptors (a write there
+	// garbles the stream; the seal of the exit status is what holds, see
+	// TestEscapeForgedStatus), and enforces pids and memory inside the
+	// Sentry, which shows no cgroup files: the nproc ulimit is the pids
+	// limit there, and TestEscapeMemoryBomb checks memory.
+	forge := `(echo forged > /proc/1/fd/1) 2>/dev/null; echo "forge $?"
+ls /proc/1/fd >/dev/null 2>&1; echo "initfds $?"`
+	if runtimeName == "runsc" {
+		forge = ""
+	}
 	res, err := e.sh(t, `grep -E '^(Seccomp|NoNewPrivs|CapEff|CapBnd):' /proc/self/status | tr -s '\t ' ' '
-echo "nofile $(ulimit -n)"; echo "fsize $(ulimit -f)"
+echo "nofile $(ulimit -n)"; echo "fsize $(ulimit -f)"; echo "nproc $(ulimit -u)"
 echo "pids $(cat /sys/fs/cgroup/pids/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids.max)"
 echo "mem $(cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/memory.max)"
 echo "tmp $(df -k /tmp | tail -1 | awk '{print $2}')"
@@ -544,17 +600,25 @@ echo "uid $(id -u):$(id -g)"
 echo "ifaces $(ls /sys/class/net | tr '\n' ' ')"
 echo "init $(cat /proc/1/cmdline | tr '\0' ' ')"
 test -w /.agentbox/init; echo "initwrite $?"
-(echo forged > /proc/1/fd/1) 2>/dev/null; echo "forge $?"
-ls /proc/1/fd >/dev/null 2>&1; echo "initfds $?"
+`+forge+`
 kill -TERM 1; kill -INT 1; kill -HUP 1; kill -QUIT 1; sleep 0.2
 echo "init survived"`, 30*time.Second)
 	must(t, err)
 	out := string(res.Stdout)
-	for _, want := range []string{
-		"Seccomp: 2", "NoNewPrivs: 1", "CapEff: 0000000000000000", "CapBnd: 0000000000000000",
-		"nofile 512", "fsize 102400", "pids 100", "mem 314572800", "tmp 32768", "rootwrite 1",
-		fmt.Sprintf("uid %d:%d", wsUID, wsGID), "ifaces lo \n", "init /.agentbox/init init", "initwrite 1", "forge 1", "initfds 1", "init survived",
-	} {
+	wants := []string{
+		"Seccomp: 2", "CapEff: 0000000000000000", "CapBnd: 0000000000000000",
+		"nofile 512", "fsize 102400", "tmp 32768", "rootwrite 1",
+		fmt.Sprintf("uid %d:%d", wsUID, wsGID), "ifaces lo \n", "init /.agentbox/init init", "initwrite 1", "init survived",
+	}
+	if runtimeName == "runsc" {
+		// gVisor's /proc/self/status has no NoNewPrivs line (its Sentry
+		// sets no_new_privs for every process: PR_GET_NO_NEW_PRIVS says
+		// 1 there even without the option).
+		wants = append(wants, "nproc 100")
+	} else {
+		wants = append(wants, "NoNewPrivs: 1", "pids 100", "mem 314572800", "forge 1", "initfds 1")
+	}
+	for _, want := range wants {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in:\n%s%s", want, out, res.Stderr)
 		}

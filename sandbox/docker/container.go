@@ -85,6 +85,9 @@ func (r *Runner) containerSpec(mounts []mount.Mount, expect []initproc.ExpectedM
 			},
 		},
 	}
+	if r.gvisor {
+		gvisorResources(&host.Resources, c)
+	}
 	return cfg, host
 }
 

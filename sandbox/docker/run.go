@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,6 +52,9 @@ func (r *Runner) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, er
 		Env:       sandbox.Env(r.path, r.cfg.EnvPassthrough, os.LookupEnv, r.commandEnv(spec.Env), sandbox.WithGitSafeConfig(r.cfg.GitSafeConfig)),
 		TimeoutMS: spec.Timeout.Milliseconds(),
 	}
+	if r.gvisor {
+		req.MemoryLimit = r.cfg.EffectiveMemoryMB() << 20 // enforced by init there (gvisor.go)
+	}
 	res, _, err := r.exchange(ctx, req, exchange{
 		data: spec.Stdin, ro: spec.ReadOnly, timeout: spec.Timeout, limit: limit,
 		workdir: spec.Workdir, onOutput: spec.OnOutput,
@@ -68,12 +72,18 @@ type exchange struct {
 	limit    int
 	workdir  string
 	onOutput func(sandbox.Stream, []byte)
+	key      []byte // the request's key (set by exchange)
 }
 
 // exchange runs req in a warm container, retrying in another one when a
 // container dies before it takes the request. The status is nil when
 // init sent none.
 func (r *Runner) exchange(ctx context.Context, req initproc.Req, x exchange) (sandbox.Result, *initproc.Status, error) {
+	// A fresh key seals the status init sends back (see initproc): a
+	// frame the command forges on init's stdout is refused.
+	req.Key = make([]byte, initproc.KeyLen)
+	rand.Read(req.Key)
+	x.key = req.Key
 	payload, err := json.Marshal(req)
 	if err != nil {
 		return sandbox.Result{}, nil, fmt.Errorf("encoding request: %w", err)
@@ -158,10 +168,11 @@ func (r *Runner) runOnce(ctx context.Context, x exchange, frame []byte, stream b
 				x.onOutput(s, p)
 			}
 		case initproc.Exit:
-			st = &initproc.Status{}
-			if err := json.Unmarshal(p, st); err != nil {
-				return sandbox.Result{}, nil, false, fmt.Errorf("container %s: bad exit frame: %w", shortID(w.id), err)
+			s, err := initproc.OpenExit(x.key, p)
+			if err != nil {
+				return sandbox.Result{}, nil, false, fmt.Errorf("container %s: %w: %w", shortID(w.id), sandbox.ErrUnavailable, err)
 			}
+			st = &s
 		case initproc.Fatal:
 			return sandbox.Result{}, nil, false, fmt.Errorf("container %s: init failed: %s", shortID(w.id), p)
 		default:

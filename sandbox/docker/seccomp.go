@@ -54,6 +54,17 @@ var modeArgs = map[string]uint{
 	"mkdirat":   2,
 }
 
+// nodeCalls create file system nodes; they are allowed only for the
+// nodeTypes, never for a device node. Without CAP_MKNOD (every container
+// drops it) the kernel refuses device nodes anyway; gVisor's tmpfs (Debian's
+// 2022 runsc) does not check it, so there the profile is what refuses them
+// (such a node would reach only gVisor's own devices, never the host's).
+var nodeCalls = []string{"mknod", "mknodat"}
+
+// nodeTypes are the file types mknod may create: a regular file (type 0
+// or S_IFREG), a FIFO, a socket.
+var nodeTypes = []uint64{0, unix.S_IFREG, unix.S_IFIFO, unix.S_IFSOCK}
+
 // enosysCalls are denied with ENOSYS so that libc falls back: openat2
 // carries its mode inside a struct seccomp cannot read, and glibc retries
 // with openat on ENOSYS.
@@ -91,6 +102,24 @@ func seccompProfile() *seccomp.Seccomp {
 	}
 	slices.Sort(names)
 	for _, n := range names {
+		if slices.Contains(nodeCalls, n) {
+			for _, typ := range nodeTypes {
+				p.Syscalls = append(p.Syscalls, &seccomp.Syscall{
+					LinuxSyscall: specs.LinuxSyscall{
+						Names:  []string{n},
+						Action: specs.ActAllow,
+						Args: []specs.LinuxSeccompArg{{
+							Index:    modeArgs[n],
+							Value:    setidBits | unix.S_IFMT,
+							ValueTwo: typ,
+							Op:       specs.OpMaskedEqual,
+						}},
+					},
+					Comment: "agentbox: no setuid/setgid bits, no device nodes",
+				})
+			}
+			continue
+		}
 		p.Syscalls = append(p.Syscalls, &seccomp.Syscall{
 			LinuxSyscall: specs.LinuxSyscall{
 				Names:  []string{n},

@@ -7,6 +7,7 @@ import (
 
 	"github.com/moby/profiles/seccomp"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 )
 
 // TestSeccompResolves loads the option's JSON the way the engine does for
@@ -26,7 +27,12 @@ func TestSeccompResolves(t *testing.T) {
 			_, guarded := modeArgs[n]
 			switch {
 			case guarded && s.Action == specs.ActAllow:
-				if len(s.Args) != 1 || s.Args[0].Index != modeArgs[n] || s.Args[0].Value != 0o6000 || s.Args[0].Op != specs.OpMaskedEqual {
+				mask := uint64(0o6000)
+				if slices.Contains(nodeCalls, n) {
+					mask |= 0o170000 // and the file type: no device nodes
+				}
+				if len(s.Args) != 1 || s.Args[0].Index != modeArgs[n] || s.Args[0].Value != mask || s.Args[0].Op != specs.OpMaskedEqual ||
+					s.Args[0].ValueTwo&^0o170000 != 0 || s.Args[0].ValueTwo == unix.S_IFCHR || s.Args[0].ValueTwo == unix.S_IFBLK {
 					t.Errorf("%s allowed by %+v", n, s)
 				}
 				modeRules++
@@ -35,8 +41,8 @@ func TestSeccompResolves(t *testing.T) {
 			}
 		}
 	}
-	if modeRules != len(modeArgs) {
-		t.Errorf("%d conditional rules, want %d", modeRules, len(modeArgs))
+	if want := len(modeArgs) + len(nodeCalls)*(len(nodeTypes)-1); modeRules != want {
+		t.Errorf("%d conditional rules, want %d", modeRules, want)
 	}
 	if !slices.Contains(got.Architectures, specs.ArchX86_64) && !slices.Contains(got.Architectures, specs.ArchAARCH64) {
 		t.Errorf("architectures %v", got.Architectures)

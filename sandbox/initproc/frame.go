@@ -11,8 +11,21 @@
 // (daemons included) outlives the command.
 //
 // A frame is one type byte, a big-endian uint32 payload length and the
-// payload. Request, Ready and Exit payloads are JSON; output and data
-// payloads are raw bytes.
+// payload. Request and Ready payloads are JSON; the Exit payload is JSON
+// sealed with the request's key (see SealExit); output and data payloads
+// are raw bytes.
+//
+// The Exit frame is sealed because init's stdout is not always out of the
+// command's reach. Under runc init is not dumpable, so the command (same
+// uid) cannot open /proc/1/fd; under gVisor (Debian's 2022 runsc) it can,
+// and could write a well-formed Exit frame into init's stdout. The
+// executor sends a fresh random key in each request; init keeps it in
+// its memory only (never in its environment or on disk), which the
+// command cannot read: not through /proc/1/mem or ptrace (init is not
+// dumpable, and is the command's ancestor, which ptrace scope 1, gVisor's
+// default, refuses too) nor process_vm_readv. A frame the command forges
+// fails the seal and the executor refuses the result; what the command
+// can still do is garble the stream, which fails its own call.
 //
 // Besides a command, a request may ask init to write one file (Req.Write,
 // see write.go) without starting any process. Bulk input — a command's
@@ -22,7 +35,10 @@
 package initproc
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -140,7 +156,45 @@ type ReadyInfo struct {
 }
 
 // Proto is the protocol version; bump on incompatible changes.
-const Proto = 3
+const Proto = 4
+
+// KeyLen is the length of Req.Key.
+const KeyLen = 32
+
+// ErrUnsealed: an Exit payload that does not carry the request key's
+// seal (forged by the command, or garbled).
+var ErrUnsealed = errors.New("exit status not sealed with the request's key")
+
+// exitMAC is the seal of an Exit payload: HMAC-SHA256 under key of the
+// frame type and the status JSON.
+func exitMAC(key, status []byte) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte{byte(Exit)})
+	m.Write(status)
+	return m.Sum(nil)
+}
+
+// SealExit returns the Exit payload for the status JSON: its seal under
+// key, then the JSON.
+func SealExit(key, status []byte) []byte {
+	return append(exitMAC(key, status), status...)
+}
+
+// OpenExit checks an Exit payload against key and decodes its status.
+func OpenExit(key, payload []byte) (Status, error) {
+	var st Status
+	if len(key) != KeyLen || len(payload) < sha256.Size {
+		return st, ErrUnsealed
+	}
+	mac, body := payload[:sha256.Size], payload[sha256.Size:]
+	if !hmac.Equal(mac, exitMAC(key, body)) {
+		return st, ErrUnsealed
+	}
+	if err := json.Unmarshal(body, &st); err != nil {
+		return st, fmt.Errorf("%w: exit status: %v", ErrFrame, err)
+	}
+	return st, nil
+}
 
 // Req is the Request payload.
 type Req struct {
@@ -154,6 +208,12 @@ type Req struct {
 	// Write, when set, replaces the command: init writes one file whose
 	// content follows as Data frames (Argv and Shell are empty).
 	Write *WriteReq `json:"write,omitempty"`
+	// Key seals the Exit frame (KeyLen random bytes, fresh for each
+	// request); a request without one is refused.
+	Key []byte `json:"key"`
+	// MemoryLimit, in bytes, is enforced by init itself when set (the
+	// executor sets it under gVisor only; see memwatch.go).
+	MemoryLimit int64 `json:"memory_limit,omitempty"`
 	// TimeoutMS is a backstop: the executor kills the container at the
 	// timeout; init kills the command itself a little later if it is
 	// still alive.

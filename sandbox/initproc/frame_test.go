@@ -2,8 +2,10 @@ package initproc
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"testing"
 )
 
@@ -72,7 +74,8 @@ func FuzzReadFrame(f *testing.F) {
 // command on this machine.
 func TestMainProtocol(t *testing.T) {
 	var req bytes.Buffer
-	WriteFrame(&req, Request, []byte(`{"shell":"echo out; echo err >&2; cd /; exit 7","workdir":"/tmp","env":["PATH=/usr/bin:/bin"]}`))
+	body, _ := json.Marshal(Req{Shell: "echo out; echo err >&2; cd /; exit 7", Workdir: "/tmp", Env: []string{"PATH=/usr/bin:/bin"}, Key: testKey})
+	WriteFrame(&req, Request, body)
 	// The executor keeps the stream open while the command runs.
 	open, hold := io.Pipe()
 	defer hold.Close()
@@ -99,8 +102,8 @@ func TestMainProtocol(t *testing.T) {
 	if len(got) < 4 || got[0][0] != 'R' {
 		t.Fatalf("frames %q", got)
 	}
-	if !bytes.Contains(status, []byte(`"code":7`)) || !bytes.Contains(status, []byte(`"cwd":"/"`)) {
-		t.Errorf("status %s", status)
+	if st, err := OpenExit(testKey, status); err != nil || st.Code != 7 || st.Cwd != "/" {
+		t.Errorf("status %s: %+v %v", status, st, err)
 	}
 	joined := bytes.NewBufferString("")
 	for _, g := range got {
@@ -108,5 +111,70 @@ func TestMainProtocol(t *testing.T) {
 	}
 	if !bytes.Contains(joined.Bytes(), []byte("O:out\n")) || !bytes.Contains(joined.Bytes(), []byte("E:err\n")) {
 		t.Errorf("frames %q", got)
+	}
+}
+
+// testKey is the request key of the tests.
+var testKey = bytes.Repeat([]byte{0x5a}, KeyLen)
+
+// TestOpenExit: only the status sealed under the request's key is taken.
+func TestOpenExit(t *testing.T) {
+	status := []byte(`{"code":0,"cwd":"/w"}`)
+	sealed := SealExit(testKey, status)
+	other := bytes.Repeat([]byte{1}, KeyLen)
+	tampered := bytes.Clone(sealed)
+	tampered[len(tampered)-3] ^= 1
+	tests := []struct {
+		name    string
+		key     []byte
+		payload []byte
+		ok      bool
+	}{
+		{"sealed", testKey, sealed, true},
+		{"bare JSON (forged)", testKey, status, false},
+		{"other key", testKey, SealExit(other, status), false},
+		{"tampered", testKey, tampered, false},
+		{"seal only", testKey, sealed[:32], false},
+		{"empty", testKey, nil, false},
+		{"no key", nil, SealExit(nil, status), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := OpenExit(tc.key, tc.payload)
+			if tc.ok != (err == nil) {
+				t.Fatalf("OpenExit = %+v, %v; want ok %v", st, err, tc.ok)
+			}
+			if !tc.ok && !errors.Is(err, ErrUnsealed) {
+				t.Fatalf("err = %v, want ErrUnsealed", err)
+			}
+			if tc.ok && (st.Code != 0 || st.Cwd != "/w") {
+				t.Fatalf("status %+v", st)
+			}
+		})
+	}
+}
+
+// TestMainRefusesKeyless: a request without a key runs nothing.
+func TestMainRefusesKeyless(t *testing.T) {
+	dir := t.TempDir()
+	body, _ := json.Marshal(Req{Shell: "touch " + dir + "/ran", Workdir: "/tmp", Env: []string{"PATH=/usr/bin:/bin"}})
+	var in, out, diag bytes.Buffer
+	WriteFrame(&in, Request, body)
+	if code := Main(&in, &out, &diag, nil); code == 0 {
+		t.Fatal("Main accepted a request without a key")
+	}
+	if _, err := os.Stat(dir + "/ran"); err == nil {
+		t.Fatal("the command ran")
+	}
+	var last Type
+	for {
+		typ, _, err := ReadFrame(&out)
+		if err != nil {
+			break
+		}
+		last = typ
+	}
+	if last != Fatal {
+		t.Fatalf("last frame %q, want fatal", last)
 	}
 }

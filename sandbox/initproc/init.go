@@ -43,7 +43,8 @@ const cwdFD = 3
 // else in the container with it.
 func Main(in io.Reader, out io.Writer, diag io.Writer, expect []ExpectedMount) int {
 	// Not dumpable: the command (same uid) can neither ptrace init nor
-	// open /proc/1/fd to forge frames on init's stdout.
+	// open /proc/1/fd to forge frames on init's stdout. gVisor still
+	// lets it open /proc/1/fd: the exit status is sealed (frame.go).
 	if os.Getpid() == 1 {
 		if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 			fmt.Fprintln(diag, "agentbox init: prctl:", err)
@@ -92,6 +93,10 @@ func Main(in io.Reader, out io.Writer, diag io.Writer, expect []ExpectedMount) i
 		fw.last(Fatal, []byte("decoding request: "+err.Error()))
 		return 1
 	}
+	if len(req.Key) != KeyLen {
+		fw.last(Fatal, []byte("request without a key"))
+		return 1
+	}
 	var st Status
 	if req.Write != nil {
 		st = runWrite(*req.Write, &dataReader{r: in})
@@ -100,7 +105,7 @@ func Main(in io.Reader, out io.Writer, diag io.Writer, expect []ExpectedMount) i
 	}
 	st.InitMicros = time.Since(began).Microseconds()
 	b, _ := json.Marshal(st)
-	if err := fw.last(Exit, b); err != nil {
+	if err := fw.last(Exit, SealExit(req.Key, b)); err != nil {
 		fmt.Fprintln(diag, "agentbox init: exit:", err)
 		return 1
 	}
@@ -218,6 +223,10 @@ func run(req Req, fw *frameWriter, bash bool, in io.Reader) Status {
 	go pump(outR, Stdout)
 	go pump(errR, Stderr)
 
+	var mw *memWatch
+	if req.MemoryLimit > 0 {
+		mw = watchMemory(req.MemoryLimit)
+	}
 	pgid := cmd.Process.Pid
 	// The executor keeps the stream open while it waits; its end means
 	// nobody waits any more (killed, crashed): stop the command now. The
@@ -239,6 +248,10 @@ func run(req Req, fw *frameWriter, bash bool, in io.Reader) Status {
 		defer t.Stop()
 	}
 	waitErr := cmd.Wait()
+	memKills := 0
+	if mw != nil {
+		memKills = mw.finish()
+	}
 
 	// Output still in flight is read for a moment; whatever keeps the
 	// pipes open after that (a daemonized child) is cut off.
@@ -266,7 +279,7 @@ func run(req Req, fw *frameWriter, bash bool, in io.Reader) Status {
 	} else {
 		st.Code = ps.ExitCode()
 	}
-	st.OOM = oomKills() > 0
+	st.OOM = memKills > 0 || oomKills() > 0
 	return st
 }
 

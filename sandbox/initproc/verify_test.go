@@ -2,6 +2,7 @@ package initproc
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"strings"
@@ -142,7 +143,8 @@ func TestMainRefusesUnexpectedMounts(t *testing.T) {
 // kills the command at once.
 func TestMainKillsWhenStreamEnds(t *testing.T) {
 	var req bytes.Buffer
-	WriteFrame(&req, Request, []byte(`{"shell":"sleep 30","workdir":"/tmp","env":["PATH=/usr/bin:/bin"]}`))
+	body, _ := json.Marshal(Req{Shell: "sleep 30", Workdir: "/tmp", Env: []string{"PATH=/usr/bin:/bin"}, Key: testKey})
+	WriteFrame(&req, Request, body)
 	open, hold := io.Pipe()
 	in := io.MultiReader(&req, open)
 	var out, diag bytes.Buffer

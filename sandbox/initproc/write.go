@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -221,21 +222,35 @@ func splitRel(rel string) ([]string, error) {
 	return comps, nil
 }
 
-// noOpenat2 is set once openat2 was found missing (ENOSYS). agentbox's
-// seccomp profile denies it that way in every sandbox container (it
-// carries its mode where seccomp cannot check it; see
-// sandbox/docker/seccomp.go), so inside a container init resolves with
-// openat, one name at a time.
+// noOpenat2 is set once openat2 was found unusable. agentbox's seccomp
+// profile denies it in every sandbox container (it carries its mode where
+// seccomp cannot check it; see sandbox/docker/seccomp.go): with ENOSYS
+// under runc and Podman, with EPERM under gVisor, whose --oci-seccomp
+// (Debian's 2022 runsc) ignores the profile's errnoRet. Inside a container
+// init therefore resolves with openat, one name at a time.
 var noOpenat2 atomic.Bool
+
+// openat2Denied reports whether openat2 itself is refused: it probes with
+// a plain O_PATH open of "/", which no permission check can refuse, so
+// that an EPERM of the call told apart from an EPERM of the file.
+var openat2Denied = sync.OnceValue(func() bool {
+	fd, err := unix.Openat2(unix.AT_FDCWD, "/", &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC})
+	if err != nil {
+		return true
+	}
+	unix.Close(fd)
+	return false
+})
 
 // openAt opens the single path component name (no slash, not "." or
 // "..") in dir without following a symlink: with openat2 beneath dir
 // where the kernel has it, else with openat and O_NOFOLLOW. Both resolve
-// exactly one name and refuse a symlink (ELOOP), so they contain alike.
+// exactly one name and refuse a symlink (ELOOP), so they contain alike:
+// falling back is never weaker.
 func openAt(dir int, name string, flags int, mode uint32) (int, error) {
 	if !noOpenat2.Load() {
 		fd, err := unix.Openat2(dir, name, &unix.OpenHow{Flags: uint64(flags), Mode: uint64(mode), Resolve: resolveBeneath})
-		if err != unix.ENOSYS {
+		if err != unix.ENOSYS && (err != unix.EPERM || !openat2Denied()) {
 			return fd, err
 		}
 		noOpenat2.Store(true)

@@ -223,7 +223,7 @@ func TestMainWrite(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := newWriteTree(t)
-			req, _ := json.Marshal(Req{Workdir: tr.ws, Write: &WriteReq{Root: tr.ws, Rel: tc.rel, Mode: 0o644, Size: int64(len(tc.content))}})
+			req, _ := json.Marshal(Req{Key: testKey, Workdir: tr.ws, Write: &WriteReq{Root: tr.ws, Rel: tc.rel, Mode: 0o644, Size: int64(len(tc.content))}})
 			var in bytes.Buffer
 			WriteFrame(&in, Request, req)
 			WriteData(&in, tc.content)
@@ -275,7 +275,7 @@ func TestMainStdinStreams(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			req, _ := json.Marshal(Req{Argv: tc.argv, Workdir: "/tmp", Env: []string{"PATH=/usr/bin:/bin"}, Stdin: true})
+			req, _ := json.Marshal(Req{Key: testKey, Argv: tc.argv, Workdir: "/tmp", Env: []string{"PATH=/usr/bin:/bin"}, Stdin: true})
 			var in bytes.Buffer
 			WriteFrame(&in, Request, req)
 			WriteData(&in, tc.stdin)
