@@ -25,7 +25,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 
 	"github.com/agentbox/agentbox/classifier"
@@ -145,7 +144,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Tools, error)
 		if err != nil {
 			return nil, fmt.Errorf("tools.read_only_dirs %s: %w", d, err)
 		}
-		if within(cfg.StateDir, real) || within(real, cfg.StateDir) {
+		if config.Within(cfg.StateDir, real) || config.Within(real, cfg.StateDir) {
 			r.Close()
 			return nil, fmt.Errorf("tools.read_only_dirs %s: overlaps the state dir %s, which agents must never read", d, cfg.StateDir)
 		}
@@ -233,12 +232,6 @@ func (s *Tools) Visible() []tools.Tool {
 		}
 		return s.Mode != permission.ModePlan || tools.PlanMode(t)
 	})
-}
-
-// within reports whether p is dir or below it (both clean and absolute).
-func within(p, dir string) bool {
-	rel, err := filepath.Rel(dir, p)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 // Close stops background jobs, the sandbox and the snapshot store.
