@@ -284,7 +284,7 @@ func benchWrites(ctx context.Context, progress io.Writer, cfg config.Config, n i
 	cfg.Workspace, cfg.StateDir = ws, state
 	cfg.Tools.Mode = "acceptEdits"
 
-	runner, err := openWarm(ctx, &cfg)
+	runner, err := openWarm(ctx, &cfg, nil)
 	if err != nil {
 		return nil, err
 	}
