@@ -63,7 +63,7 @@ func (s *Store) writePending(r *pendingRec) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(s.path("pending", r.ID+".json"), data, 0o600); err != nil {
+	if err := writeFileNew(s.path("pending", r.ID+".json"), data, 0o600); err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	return nil
@@ -358,8 +358,10 @@ func (s *Store) recover(ctx context.Context) error {
 		}
 		s.dirty.Store(true)
 		if err != nil {
-			// Pending records are written atomically, so this is damage
-			// from outside; nothing can be completed from it.
+			// A new record is renamed into place complete, so this is a
+			// power loss before it was durable (its call had not started:
+			// writeFileNew) or damage from outside; nothing can be
+			// completed from it.
 			s.opts.log.Warn("snapshot: discarding unreadable pending record", "call", id, "err", err)
 			if err := s.removePending(id); err != nil {
 				return err

@@ -194,8 +194,9 @@ func (s *Store) nextID() (string, error) {
 	return formatID(max + 1), nil
 }
 
-// commitEntry makes every blob durable, then the entry: its rename is the
-// commit point.
+// commitEntry makes every blob and the entry's content durable (flushed
+// together), then renames the entry into place: that rename is the commit
+// point.
 func (s *Store) commitEntry(e Entry) error {
 	sortChanges(e.Changes)
 	if e.Changes == nil {
@@ -212,9 +213,6 @@ func (s *Store) commitEntry(e Entry) error {
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	s.hook("before-sync")
-	if err := s.syncStore(); err != nil {
-		return err
-	}
 	s.hook("before-commit")
 	name := s.path("journal", e.ID+".json")
 	if len(data) > bigEntry {
@@ -225,7 +223,9 @@ func (s *Store) commitEntry(e Entry) error {
 		zw.Close()
 		data, name = b.Bytes(), name+zSuffix
 	}
-	if err := writeFileAtomic(name, data, 0o600); err != nil {
+	// The blobs and the entry are flushed together; the rename after both
+	// is the commit point.
+	if err := writeFileAtomicWith(name, data, 0o600, s.syncStore); err != nil {
 		return fmt.Errorf("snapshot: journal %s: %w", e.ID, err)
 	}
 	s.hook("after-commit")
