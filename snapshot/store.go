@@ -235,14 +235,17 @@ func (s *Store) syncStore() error {
 		}
 		return nil
 	}
-	// All at once: concurrent fsyncs share journal commits.
-	dirs := map[string]bool{}
-	all := append([]string(nil), files...)
+	// All at once: concurrent fsyncs share journal commits. A new
+	// directory is listed itself (its name in its parent must be durable
+	// too); each path is synced once.
+	seen := map[string]bool{}
+	var all []string
 	for _, name := range files {
-		d := filepath.Dir(name)
-		if !dirs[d] {
-			dirs[d] = true
-			all = append(all, d)
+		for _, p := range []string{name, filepath.Dir(name)} {
+			if !seen[p] {
+				seen[p] = true
+				all = append(all, p)
+			}
 		}
 	}
 	errs := make(chan error, len(all))
