@@ -116,3 +116,36 @@ func BenchmarkFileCall(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFileCallBigTree is BenchmarkFileCall on a copy of the Go source
+// tree (11.5k files) that has a manifest (a whole-workspace call ran
+// before), as in a session where Bash and Write calls mix.
+func BenchmarkFileCallBigTree(b *testing.B) {
+	ws := goSrcCopy(b)
+	ctx := context.Background()
+	st, err := snapshot.Open(ctx, filepath.Join(filepath.Dir(ws), "state"), ws)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := st.Checkpoint(ctx, "first", snapshot.CallInfo{}); err != nil {
+		b.Fatal(err)
+	}
+	target := filepath.Join(ws, "fmt", "print.go")
+	body, err := os.ReadFile(target)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		c, err := st.Begin(ctx, snapshot.CallInfo{Tool: "Write"}, snapshot.File(target))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(target, append([]byte("// "+strconv.Itoa(i)+"\n"), body...), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.Finish(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
