@@ -292,7 +292,7 @@ func (s *Store) finishCall(ctx context.Context, rec *pendingRec, pre *index, int
 	if e.Changes, e.Reverted, gerr = s.guard(ctx, rec.ID, e.Changes, keep, post); gerr != nil {
 		e.RevertError = gerr.Error()
 	}
-	if err := s.commitEntry(e); err != nil {
+	if err := s.commitCallEntry(e); err != nil {
 		return Entry{}, err
 	}
 	if post != nil && post != pre {
@@ -301,9 +301,7 @@ func (s *Store) finishCall(ctx context.Context, rec *pendingRec, pre *index, int
 		}
 	}
 	s.hook("finish-indexed")
-	if err := s.removePending(rec.ID); err != nil {
-		return e, err
-	}
+	s.retirePending(rec.ID)
 	return e, nil
 }
 
@@ -346,8 +344,12 @@ func (s *Store) recover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	journalSynced := false
 	for _, id := range ids {
 		data, err := os.ReadFile(s.path("pending", id+".json"))
+		if errors.Is(err, os.ErrNotExist) {
+			continue // retired meanwhile (retirePending)
+		}
 		if err != nil {
 			return fmt.Errorf("snapshot: recovery: %w", err)
 		}
@@ -382,7 +384,15 @@ func (s *Store) recover(ctx context.Context) error {
 			continue
 		}
 		if s.entryExists(id) || rec.Phase != phaseRunning {
-			// Already committed, or nothing had been changed yet.
+			// Already committed, or nothing had been changed yet. A
+			// committed entry's name is made durable before its record
+			// goes (commitCallEntry).
+			if !journalSynced {
+				if err := syncDir(s.path("journal")); err != nil {
+					return fmt.Errorf("snapshot: recovery: %w", err)
+				}
+				journalSynced = true
+			}
 			if err := s.removePending(id); err != nil {
 				return err
 			}

@@ -196,8 +196,28 @@ func (s *Store) nextID() (string, error) {
 
 // commitEntry makes every blob and the entry's content durable (flushed
 // together), then renames the entry into place: that rename is the commit
-// point.
+// point. The journal directory is fsynced before it returns, so that
+// whatever the caller removes next (the pending record) cannot outlive the
+// entry's name in a power loss.
 func (s *Store) commitEntry(e Entry) error {
+	if err := s.writeEntry(e); err != nil {
+		return err
+	}
+	if err := syncDir(s.path("journal")); err != nil {
+		return fmt.Errorf("snapshot: journal %s: %w", e.ID, err)
+	}
+	return nil
+}
+
+// commitCallEntry is commitEntry for a call whose durable pending record
+// stays until the entry's name is durable too: the journal directory is
+// fsynced after the call returns (retirePending), off its critical path.
+// Until then a power loss may lose the rename, never the record, and
+// recovery completes the call again from the record (the same ID).
+func (s *Store) commitCallEntry(e Entry) error { return s.writeEntry(e) }
+
+// writeEntry writes and renames entry e, its blobs durable first.
+func (s *Store) writeEntry(e Entry) error {
 	sortChanges(e.Changes)
 	if e.Changes == nil {
 		e.Changes = []Change{}
@@ -225,7 +245,7 @@ func (s *Store) commitEntry(e Entry) error {
 	}
 	// The blobs and the entry are flushed together; the rename after both
 	// is the commit point.
-	if err := writeFileAtomicWith(name, data, 0o600, s.syncStore); err != nil {
+	if err := writeFileRenameWith(name, data, 0o600, s.syncStore); err != nil {
 		return fmt.Errorf("snapshot: journal %s: %w", e.ID, err)
 	}
 	s.hook("after-commit")

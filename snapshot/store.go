@@ -28,6 +28,8 @@ type Store struct {
 	// idxHash is the SHA-256 of idx's encoding (its manifest blob name).
 	idxHash string
 
+	bg sync.WaitGroup // retirePending
+
 	// dirty is set when a blob of unknown origin (a dead process's) may
 	// not be durable: the next sync is a whole syncfs.
 	dirty atomic.Bool
@@ -139,6 +141,7 @@ func Open(ctx context.Context, stateDir, workspace string, opts ...Option) (*Sto
 	if unlock != nil {
 		unlock()
 	}
+	s.bg.Wait() // calls recovery completed are retired too
 	return s, nil
 }
 
@@ -148,8 +151,12 @@ func (s *Store) Workspace() string { return s.workspace }
 // Dir returns the store's directory.
 func (s *Store) Dir() string { return s.dir }
 
-// Close releases resources held by the store.
-func (s *Store) Close() error { return nil }
+// Close waits for the store's background work (retirePending) and
+// releases what the store holds.
+func (s *Store) Close() error {
+	s.bg.Wait()
+	return nil
+}
 
 func (s *Store) path(parts ...string) string {
 	return filepath.Join(append([]string{s.dir}, parts...)...)
@@ -340,6 +347,15 @@ func writeFileRename(name string, data []byte, perm os.FileMode, durable bool) e
 // rename, which stays the commit point, so the order a crash can observe
 // is unchanged and the two flushes share one wait for the disk.
 func writeFileAtomicWith(name string, data []byte, perm os.FileMode, also func() error) error {
+	if err := writeFileRenameWith(name, data, perm, also); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(name))
+}
+
+// writeFileRenameWith is writeFileAtomicWith without the fsync of the
+// directory after the rename: the caller makes the new name durable.
+func writeFileRenameWith(name string, data []byte, perm os.FileMode, also func() error) error {
 	dir := filepath.Dir(name)
 	f, err := os.CreateTemp(dir, ".tmp-"+filepath.Base(name)+"-*")
 	if err != nil {
@@ -377,7 +393,27 @@ func writeFileAtomicWith(name string, data []byte, perm os.FileMode, also func()
 		return err
 	}
 	ok = true
-	return syncDir(dir)
+	return nil
+}
+
+// retirePending removes the pending record of call id, whose entry
+// commitCallEntry renamed into place, once the journal directory is
+// fsynced (so that the record cannot vanish in a power loss while the
+// entry's name does): in the background, after the call returned. If it
+// never happens (the process dies, the fsync fails), recovery finds the
+// record beside its entry and does the same.
+func (s *Store) retirePending(id string) {
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		if err := syncDir(s.path("journal")); err != nil {
+			s.opts.log.Warn("snapshot: syncing the journal", "call", id, "err", err)
+			return
+		}
+		if err := s.removePending(id); err != nil {
+			s.opts.log.Warn("snapshot: removing a pending record", "call", id, "err", err)
+		}
+	}()
 }
 
 // writeFileNew writes a file that must not exist yet (a new pending

@@ -162,6 +162,9 @@ executor's Go CPU profile of the sustained run.`,
 			}
 
 			// The engine alone, as the ceiling of the sustained figure.
+			if engineN <= 0 {
+				engineN = runN
+			}
 			for _, par := range []int{1, 4} {
 				name := fmt.Sprintf("engine-cycle-x%d", par)
 				fmt.Fprintf(progress, "%s ...\n", name)
@@ -246,7 +249,7 @@ executor's Go CPU profile of the sustained run.`,
 	cmd.Flags().IntVar(&n, "n", 100, "runs per row (docker run: at most 30)")
 	cmd.Flags().IntVar(&runN, "sustained", 50, "back-to-back runs for the throughput figure")
 	cmd.Flags().StringVar(&image, "image", images.Minimal, "image for every row")
-	cmd.Flags().IntVar(&engineN, "engine-n", 40, "containers per engine-cycle row")
+	cmd.Flags().IntVar(&engineN, "engine-n", 0, "containers per engine-cycle row (default: --sustained)")
 	cmd.Flags().BoolVar(&profile, "profile", false, "print per-phase times of the pool's containers and CPU per container")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write the executor's CPU profile of the sustained run to `FILE`")
 	return cmd
