@@ -80,8 +80,13 @@ func (h *phaseLog) print(w io.Writer, title string) {
 // far: the executor's own share of a window, and everything else
 // (engine, shims, runtimes, other load) beside it.
 type cpuTimes struct {
-	self, host, engine time.Duration
-	at                 time.Time
+	self, host time.Duration
+	// daemons is the engine's daemons (dockerd, containerd: exact);
+	// reaped the shims, runtimes and containers (live shims, plus what
+	// PID 1 reaped: shims exit as orphans, so any other orphan on the
+	// host counts too).
+	daemons, reaped time.Duration
+	at              time.Time
 }
 
 // engineProcs are the engine's processes (as /proc/PID/comm shows them).
@@ -112,17 +117,18 @@ func procCPU(pid string) (own, children time.Duration, comm string) {
 func readCPU() cpuTimes {
 	c := cpuTimes{at: time.Now()}
 	c.self, _, _ = procCPU("self")
-	// The engine: its daemons and live shims with their reaped children
-	// (runc), plus what PID 1 reaped (shims exit as orphans).
-	_, c.engine, _ = procCPU("1")
+	_, c.reaped, _ = procCPU("1")
 	if ents, err := os.ReadDir("/proc"); err == nil {
 		for _, e := range ents {
 			if e.Name()[0] < '0' || e.Name()[0] > '9' {
 				continue
 			}
 			own, ch, comm := procCPU(e.Name())
-			if engineProcs[comm] {
-				c.engine += own + ch
+			switch {
+			case comm == "dockerd" || comm == "containerd" || comm == "podman":
+				c.daemons += own + ch
+			case engineProcs[comm]:
+				c.reaped += own + ch
 			}
 		}
 	}
@@ -148,8 +154,8 @@ func readCPU() cpuTimes {
 func (a cpuTimes) perItem(b cpuTimes, items int) string {
 	wall := b.at.Sub(a.at)
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(items) }
-	return fmt.Sprintf("per container: engine CPU %.1f ms (dockerd, containerd, shims, runc), executor CPU %.1f ms, host CPU %.1f ms (all processes, other load included; %.2f of %d cores busy)",
-		ms(b.engine-a.engine), ms(b.self-a.self), ms(b.host-a.host), float64(b.host-a.host)/float64(wall), numCPU())
+	return fmt.Sprintf("per container: engine daemons CPU %.1f ms, shims+runtime+container CPU ~%.1f ms (what PID 1 reaped: other orphans count too), executor CPU %.1f ms, host CPU %.1f ms (all processes, other load included; %.2f of %d cores busy)",
+		ms(b.daemons-a.daemons), ms(b.reaped-a.reaped), ms(b.self-a.self), ms(b.host-a.host), float64(b.host-a.host)/float64(wall), numCPU())
 }
 
 func numCPU() int {
