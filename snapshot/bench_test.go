@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -79,6 +80,70 @@ func benchCallOneChange(b *testing.B, opts ...snapshot.Option) {
 		f, _ := os.OpenFile(target, os.O_APPEND|os.O_WRONLY, 0)
 		f.WriteString(strings.Repeat("x", i%7+1) + "\n")
 		f.Close()
+		if _, err := c.Finish(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkFileCall measures the snapshot's share of a Write: a
+// file-scoped call (pre-image, pending record, the change, post-image
+// blob, journal entry) on a small workspace, the file's content new each
+// time. Its floor is the fsyncs the crash promises need (see doc.go).
+func BenchmarkFileCall(b *testing.B) {
+	ws := b.TempDir()
+	ctx := context.Background()
+	st, err := snapshot.Open(ctx, filepath.Join(b.TempDir(), "state"), ws)
+	if err != nil {
+		b.Fatal(err)
+	}
+	target := filepath.Join(ws, "file.txt")
+	body := strings.Repeat("the quick brown fox jumps over the lazy dog\n", 100)
+	if err := os.WriteFile(target, []byte(body), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		c, err := st.Begin(ctx, snapshot.CallInfo{Tool: "Write"}, snapshot.File(target))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(target, []byte(strconv.Itoa(i)+body), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.Finish(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkFileCallBigTree is BenchmarkFileCall on a copy of the Go source
+// tree (11.5k files) that has a manifest (a whole-workspace call ran
+// before), as in a session where Bash and Write calls mix.
+func BenchmarkFileCallBigTree(b *testing.B) {
+	ws := goSrcCopy(b)
+	ctx := context.Background()
+	st, err := snapshot.Open(ctx, filepath.Join(filepath.Dir(ws), "state"), ws)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := st.Checkpoint(ctx, "first", snapshot.CallInfo{}); err != nil {
+		b.Fatal(err)
+	}
+	target := filepath.Join(ws, "fmt", "print.go")
+	body, err := os.ReadFile(target)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		c, err := st.Begin(ctx, snapshot.CallInfo{Tool: "Write"}, snapshot.File(target))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(target, append([]byte("// "+strconv.Itoa(i)+"\n"), body...), 0o644); err != nil {
+			b.Fatal(err)
+		}
 		if _, err := c.Finish(ctx); err != nil {
 			b.Fatal(err)
 		}

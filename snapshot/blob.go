@@ -165,8 +165,8 @@ func (bw *budgetWriter) Write(p []byte) (int, error) {
 	return bw.w.Write(p)
 }
 
-// installBlob closes f and renames it to blob h. Durability comes from the
-// syncfs done before the entry that references it is committed.
+// installBlob closes f and renames it to blob h. Durability comes from
+// syncStore, done before the entry that references it is committed.
 func (s *Store) installBlob(f *os.File, h string, compressed bool) error {
 	name := f.Name()
 	var size int64
@@ -184,6 +184,7 @@ func (s *Store) installBlob(f *os.File, h string, compressed bool) error {
 	err := os.Rename(name, dst)
 	if errors.Is(err, os.ErrNotExist) {
 		if err = os.MkdirAll(filepath.Dir(dst), 0o700); err == nil {
+			s.noteUnsynced(filepath.Dir(dst)) // its name in objects/
 			err = os.Rename(name, dst)
 		}
 	}
@@ -202,6 +203,7 @@ func (s *Store) linkBlob(name, h string) error {
 	err := os.Link(name, dst)
 	if errors.Is(err, os.ErrNotExist) {
 		if err = os.MkdirAll(filepath.Dir(dst), 0o700); err == nil {
+			s.noteUnsynced(filepath.Dir(dst)) // its name in objects/
 			err = os.Link(name, dst)
 		}
 	}

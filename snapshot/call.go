@@ -63,7 +63,7 @@ func (s *Store) writePending(r *pendingRec) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(s.path("pending", r.ID+".json"), data, 0o600); err != nil {
+	if err := writeFileNew(s.path("pending", r.ID+".json"), data, 0o600); err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	return nil
@@ -292,7 +292,7 @@ func (s *Store) finishCall(ctx context.Context, rec *pendingRec, pre *index, int
 	if e.Changes, e.Reverted, gerr = s.guard(ctx, rec.ID, e.Changes, keep, post); gerr != nil {
 		e.RevertError = gerr.Error()
 	}
-	if err := s.commitEntry(e); err != nil {
+	if err := s.commitCallEntry(e); err != nil {
 		return Entry{}, err
 	}
 	if post != nil && post != pre {
@@ -301,9 +301,7 @@ func (s *Store) finishCall(ctx context.Context, rec *pendingRec, pre *index, int
 		}
 	}
 	s.hook("finish-indexed")
-	if err := s.removePending(rec.ID); err != nil {
-		return e, err
-	}
+	s.retirePending(rec.ID)
 	return e, nil
 }
 
@@ -346,8 +344,12 @@ func (s *Store) recover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	journalSynced := false
 	for _, id := range ids {
 		data, err := os.ReadFile(s.path("pending", id+".json"))
+		if errors.Is(err, os.ErrNotExist) {
+			continue // retired meanwhile (retirePending)
+		}
 		if err != nil {
 			return fmt.Errorf("snapshot: recovery: %w", err)
 		}
@@ -358,8 +360,10 @@ func (s *Store) recover(ctx context.Context) error {
 		}
 		s.dirty.Store(true)
 		if err != nil {
-			// Pending records are written atomically, so this is damage
-			// from outside; nothing can be completed from it.
+			// A new record is renamed into place complete, so this is a
+			// power loss before it was durable (its call had not started:
+			// writeFileNew) or damage from outside; nothing can be
+			// completed from it.
 			s.opts.log.Warn("snapshot: discarding unreadable pending record", "call", id, "err", err)
 			if err := s.removePending(id); err != nil {
 				return err
@@ -380,7 +384,15 @@ func (s *Store) recover(ctx context.Context) error {
 			continue
 		}
 		if s.entryExists(id) || rec.Phase != phaseRunning {
-			// Already committed, or nothing had been changed yet.
+			// Already committed, or nothing had been changed yet. A
+			// committed entry's name is made durable before its record
+			// goes (commitCallEntry).
+			if !journalSynced {
+				if err := syncDir(s.path("journal")); err != nil {
+					return fmt.Errorf("snapshot: recovery: %w", err)
+				}
+				journalSynced = true
+			}
 			if err := s.removePending(id); err != nil {
 				return err
 			}

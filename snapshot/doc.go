@@ -37,12 +37,19 @@
 //     small part of a scan next to reading and writing files), written to
 //     a temporary file and renamed into place, deduplicated, optionally
 //     deflate-compressed (WithCompression; manifests and large journal
-//     entries always are). Before a journal entry that references new
-//     blobs is committed they are made durable (an fsync of each, or one
-//     syncfs when there are many); then the entry is written to a
-//     temporary file, fsynced and renamed: that rename is the commit
-//     point. A crash (SIGKILL or power loss) at any moment leaves either no
-//     entry or a complete one whose blobs are all there.
+//     entries always are). A journal entry is written to a temporary
+//     file; it and the new blobs it references are made durable together
+//     (concurrent fsyncs of each and of their directories, which share the
+//     file system's journal commits, or one syncfs when there are many);
+//     only then is the entry renamed into place: that rename is the commit
+//     point, and its directory is fsynced before the call's pending record
+//     is removed. A crash (SIGKILL or power loss) at any moment leaves
+//     either no entry or a complete one whose blobs are all there.
+//   - A call's pending record (what recovery completes) is durable before
+//     Begin returns, so before the tool changes anything: a new record is
+//     renamed into place complete, then it and its directory are fsynced
+//     together. Only a power loss before those fsyncs end can leave it
+//     partial, and then its call had not started; recovery discards it.
 //   - A call interrupted by a crash is found the next time the store is
 //     locked: its changeset is computed then and journaled with
 //     Interrupted set; an interrupted undo or rollback is re-applied (it is

@@ -194,9 +194,30 @@ func (s *Store) nextID() (string, error) {
 	return formatID(max + 1), nil
 }
 
-// commitEntry makes every blob durable, then the entry: its rename is the
-// commit point.
+// commitEntry makes every blob and the entry's content durable (flushed
+// together), then renames the entry into place: that rename is the commit
+// point. The journal directory is fsynced before it returns, so that
+// whatever the caller removes next (the pending record) cannot outlive the
+// entry's name in a power loss.
 func (s *Store) commitEntry(e Entry) error {
+	if err := s.writeEntry(e); err != nil {
+		return err
+	}
+	if err := syncDir(s.path("journal")); err != nil {
+		return fmt.Errorf("snapshot: journal %s: %w", e.ID, err)
+	}
+	return nil
+}
+
+// commitCallEntry is commitEntry for a call whose durable pending record
+// stays until the entry's name is durable too: the journal directory is
+// fsynced after the call returns (retirePending), off its critical path.
+// Until then a power loss may lose the rename, never the record, and
+// recovery completes the call again from the record (the same ID).
+func (s *Store) commitCallEntry(e Entry) error { return s.writeEntry(e) }
+
+// writeEntry writes and renames entry e, its blobs durable first.
+func (s *Store) writeEntry(e Entry) error {
 	sortChanges(e.Changes)
 	if e.Changes == nil {
 		e.Changes = []Change{}
@@ -212,9 +233,6 @@ func (s *Store) commitEntry(e Entry) error {
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	s.hook("before-sync")
-	if err := s.syncStore(); err != nil {
-		return err
-	}
 	s.hook("before-commit")
 	name := s.path("journal", e.ID+".json")
 	if len(data) > bigEntry {
@@ -225,7 +243,9 @@ func (s *Store) commitEntry(e Entry) error {
 		zw.Close()
 		data, name = b.Bytes(), name+zSuffix
 	}
-	if err := writeFileAtomic(name, data, 0o600); err != nil {
+	// The blobs and the entry are flushed together; the rename after both
+	// is the commit point.
+	if err := writeFileRenameWith(name, data, 0o600, s.syncStore); err != nil {
 		return fmt.Errorf("snapshot: journal %s: %w", e.ID, err)
 	}
 	s.hook("after-commit")

@@ -31,6 +31,8 @@ type Store struct {
 	// idxHash is the SHA-256 of idx's encoding (its manifest blob name).
 	idxHash string
 
+	bg sync.WaitGroup // retirePending
+
 	// dirty is set when a blob of unknown origin (a dead process's) may
 	// not be durable: the next sync is a whole syncfs.
 	dirty atomic.Bool
@@ -142,6 +144,7 @@ func Open(ctx context.Context, stateDir, workspace string, opts ...Option) (*Sto
 	if unlock != nil {
 		unlock()
 	}
+	s.bg.Wait() // calls recovery completed are retired too
 	return s, nil
 }
 
@@ -151,8 +154,12 @@ func (s *Store) Workspace() string { return s.workspace }
 // Dir returns the store's directory.
 func (s *Store) Dir() string { return s.dir }
 
-// Close releases resources held by the store.
-func (s *Store) Close() error { return nil }
+// Close waits for the store's background work (retirePending) and
+// releases what the store holds.
+func (s *Store) Close() error {
+	s.bg.Wait()
+	return nil
+}
 
 func (s *Store) path(parts ...string) string {
 	return filepath.Join(append([]string{s.dir}, parts...)...)
@@ -238,14 +245,17 @@ func (s *Store) syncStore() error {
 		}
 		return nil
 	}
-	// All at once: concurrent fsyncs share journal commits.
-	dirs := map[string]bool{}
-	all := append([]string(nil), files...)
+	// All at once: concurrent fsyncs share journal commits. A new
+	// directory is listed itself (its name in its parent must be durable
+	// too); each path is synced once.
+	seen := map[string]bool{}
+	var all []string
 	for _, name := range files {
-		d := filepath.Dir(name)
-		if !dirs[d] {
-			dirs[d] = true
-			all = append(all, d)
+		for _, p := range []string{name, filepath.Dir(name)} {
+			if !seen[p] {
+				seen[p] = true
+				all = append(all, p)
+			}
 		}
 	}
 	errs := make(chan error, len(all))
@@ -310,6 +320,108 @@ func writeFileRename(name string, data []byte, perm os.FileMode, durable bool) e
 		return f.Commit(name, perm)
 	}
 	return f.CommitNoSync(name, perm)
+}
+
+// writeFileAtomicWith is writeFileAtomic with work that must be durable
+// before name's new content is (syncStore: the blobs an entry references)
+// run concurrently with the temporary file's fsync: both end before the
+// rename, which stays the commit point, so the order a crash can observe
+// is unchanged and the two flushes share one wait for the disk.
+func writeFileAtomicWith(name string, data []byte, perm os.FileMode, also func() error) error {
+	if err := writeFileRenameWith(name, data, perm, also); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(name))
+}
+
+// writeFileRenameWith is writeFileAtomicWith without the fsync of the
+// directory after the rename: the caller makes the new name durable.
+func writeFileRenameWith(name string, data []byte, perm os.FileMode, also func() error) error {
+	dir := filepath.Dir(name)
+	f, err := os.CreateTemp(dir, ".tmp-"+filepath.Base(name)+"-*")
+	if err != nil {
+		return err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	if atomicWriteHook != nil {
+		atomicWriteHook()
+	}
+	if err := f.Chmod(perm); err != nil {
+		return err
+	}
+	alsoErr := make(chan error, 1)
+	go func() { alsoErr <- also() }()
+	err = f.Sync()
+	if aerr := <-alsoErr; aerr != nil {
+		return aerr
+	}
+	if err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(f.Name(), name); err != nil {
+		return err
+	}
+	ok = true
+	return nil
+}
+
+// retirePending removes the pending record of call id, whose entry
+// commitCallEntry renamed into place, once the journal directory is
+// fsynced (so that the record cannot vanish in a power loss while the
+// entry's name does): in the background, after the call returned. If it
+// never happens (the process dies, the fsync fails), recovery finds the
+// record beside its entry and does the same.
+func (s *Store) retirePending(id string) {
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		if err := syncDir(s.path("journal")); err != nil {
+			s.opts.log.Warn("snapshot: syncing the journal", "call", id, "err", err)
+			return
+		}
+		if err := s.removePending(id); err != nil {
+			s.opts.log.Warn("snapshot: removing a pending record", "call", id, "err", err)
+		}
+	}()
+}
+
+// writeFileNew writes a file that must not exist yet (a new pending
+// record): complete under a temporary name, renamed into place, then the
+// file and its directory are fsynced concurrently, one wait for the disk
+// instead of two in a row. Readers never see a partial file (the rename
+// comes after the write); only a power loss before both fsyncs end can
+// leave the name with partial content, and a caller returns, and acts on
+// the record, only after they end: such a record stands for work that had
+// not started, and recovery discards it as unreadable. A name that exists
+// is replaced with writeFileAtomic (an update must never leave a partial
+// record where a complete one was).
+func writeFileNew(name string, data []byte, perm os.FileMode) error {
+	if _, err := os.Lstat(name); err == nil {
+		return writeFileAtomic(name, data, perm)
+	}
+	dir := filepath.Dir(name)
+	if err := writeFileRename(name, data, perm, false); err != nil {
+		return err
+	}
+	dirErr := make(chan error, 1)
+	go func() { dirErr <- syncDir(dir) }()
+	err := fsyncPath(name)
+	if derr := <-dirErr; err == nil {
+		err = derr
+	}
+	return err
 }
 
 // atomicWriteHook is set by crash tests to die between write and rename.

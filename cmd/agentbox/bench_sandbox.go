@@ -5,16 +5,21 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
 	"github.com/spf13/cobra"
 
 	"github.com/agentbox/agentbox/config"
@@ -35,11 +40,14 @@ type benchRow struct {
 	// Pool row only: back-to-back throughput and containers left behind.
 	SustainedPerS *float64 `json:"sustained_per_s,omitempty"`
 	Leaked        *int     `json:"leaked,omitempty"`
+	// Engine rows only: containers/s of the engine alone.
+	PerS *float64 `json:"per_s,omitempty"`
 }
 
 func newBenchSandboxCmd(a *app) *cobra.Command {
-	var n, runN int
-	var image string
+	var n, runN, engineN int
+	var image, cpuProfile string
+	var profile bool
 	cmd := &cobra.Command{
 		Use:   "sandbox [--n N] [--json]",
 		Short: "Time `true` through the warm pool against docker exec, docker run and bwrap",
@@ -50,7 +58,16 @@ Close), the same pool under gVisor when the engine offers runsc
 (agentbox-pool-runsc), and in the same run through ` + "`docker exec`" + ` into a long-running
 container, ` + "`docker run --rm`" + ` and bwrap (when installed), all with the
 same image and a small temporary workspace. It prints p50/p95 per row and
-each row's ratio to the pool.`,
+each row's ratio to the pool.
+
+The engine rows (engine-cycle-x1, engine-cycle-x4) are the ceiling the
+sustained figure is bounded by: the engine alone creating, starting,
+waiting for and removing containers of the same image running ` + "`true`" + `
+(no agentbox work: no pins, no init, no hand-over), one at a time and 4
+at a time. --profile prints the time of every phase of the pool's
+containers (bind sources and pins, create, attach, start, init's Ready,
+remove) and the CPU used per container; --cpuprofile writes the
+executor's Go CPU profile of the sustained run.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := a.Config()
@@ -83,7 +100,13 @@ each row's ratio to the pool.`,
 			progress := a.stderr()
 			fmt.Fprintf(progress, "engine %s (%s), image %s, n=%d\n", info.Host, info.Version, image, n)
 
-			r, err := openWarm(ctx, &c)
+			var phases *phaseLog
+			var log *slog.Logger
+			if profile {
+				phases = newPhaseLog()
+				log = slog.New(phases)
+			}
+			r, err := openWarm(ctx, &c, log)
 			if err != nil {
 				return err
 			}
@@ -96,6 +119,20 @@ each row's ratio to the pool.`,
 			}
 			pool := row("agentbox-pool", lat)
 			fmt.Fprintln(progress, "agentbox-pool sustained ...")
+			if phases != nil {
+				phases.reset()
+			}
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+			}
+			cpu0 := readCPU()
 			start := time.Now()
 			for i := 0; i < runN; i++ {
 				if _, err := r.Run(ctx, sandbox.Spec{Argv: []string{"true"}}); err != nil {
@@ -104,6 +141,10 @@ each row's ratio to the pool.`,
 				}
 			}
 			rate := float64(runN) / time.Since(start).Seconds()
+			cpu1 := readCPU()
+			if cpuProfile != "" {
+				pprof.StopCPUProfile()
+			}
 			id := r.ID()
 			if err := r.Close(context.WithoutCancel(ctx)); err != nil {
 				return err
@@ -115,13 +156,37 @@ each row's ratio to the pool.`,
 			leaked := len(left)
 			pool.SustainedPerS, pool.Leaked = &rate, &leaked
 			rows = append(rows, pool)
+			if phases != nil {
+				phases.print(progress, fmt.Sprintf("the pool's containers during the sustained run (%d runs)", runN))
+				fmt.Fprintln(progress, cpu0.perItem(cpu1, runN))
+			}
+
+			// The engine alone, as the ceiling of the sustained figure.
+			if engineN <= 0 {
+				engineN = runN
+			}
+			for _, par := range []int{1, 4} {
+				name := fmt.Sprintf("engine-cycle-x%d", par)
+				fmt.Fprintf(progress, "%s ...\n", name)
+				e0 := readCPU()
+				lat, perS, err := engineCycles(ctx, cli, image, engineN, par)
+				if err != nil {
+					return fmt.Errorf("%s: %w", name, err)
+				}
+				if profile {
+					fmt.Fprintf(progress, "%s: %s\n", name, e0.perItem(readCPU(), engineN))
+				}
+				er := row(name, lat)
+				er.PerS = &perS
+				rows = append(rows, er)
+			}
 
 			// The same pool under gVisor, when the engine offers runsc.
 			if rts, err := engine.Runtimes(ctx, cli); err == nil && slices.Contains(rts, "runsc") && c.Sandbox.Runtime != "runsc" {
 				fmt.Fprintln(progress, "agentbox-pool-runsc ...")
 				g := c
 				g.Sandbox.Runtime = "runsc"
-				rg, err := openWarm(ctx, &g)
+				rg, err := openWarm(ctx, &g, nil)
 				if err != nil {
 					return fmt.Errorf("runsc pool: %w", err)
 				}
@@ -184,6 +249,9 @@ each row's ratio to the pool.`,
 	cmd.Flags().IntVar(&n, "n", 100, "runs per row (docker run: at most 30)")
 	cmd.Flags().IntVar(&runN, "sustained", 50, "back-to-back runs for the throughput figure")
 	cmd.Flags().StringVar(&image, "image", images.Minimal, "image for every row")
+	cmd.Flags().IntVar(&engineN, "engine-n", 0, "containers per engine-cycle row (default: --sustained)")
+	cmd.Flags().BoolVar(&profile, "profile", false, "print per-phase times of the pool's containers and CPU per container")
+	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write the executor's CPU profile of the sustained run to `FILE`")
 	return cmd
 }
 
@@ -194,10 +262,10 @@ type warmRunner interface {
 	ID() string
 }
 
-// openWarm opens cfg's backend through the registry; the benches need
-// its pool.
-func openWarm(ctx context.Context, cfg *config.Config) (warmRunner, error) {
-	r, err := sandbox.Open(ctx, cfg, nil)
+// openWarm opens cfg's backend through the registry (logging to log, nil
+// for none); the benches need its pool.
+func openWarm(ctx context.Context, cfg *config.Config, log *slog.Logger) (warmRunner, error) {
+	r, err := sandbox.Open(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -207,6 +275,73 @@ func openWarm(ctx context.Context, cfg *config.Config) (warmRunner, error) {
 		return nil, fmt.Errorf("sandbox backend %s has no warm pool to measure", sandbox.BackendName(cfg))
 	}
 	return w, nil
+}
+
+// engineCycles runs n containers of image running `true` through the
+// engine alone, par at a time: create, start, wait, remove. It returns
+// each cycle's latency and the containers per second of the whole run.
+func engineCycles(ctx context.Context, cli *client.Client, image string, n, par int) ([]time.Duration, float64, error) {
+	label := fmt.Sprintf("dev.agentbox.bench=%d", os.Getpid())
+	cycle := func() (time.Duration, error) {
+		t0 := time.Now()
+		c, err := cli.ContainerCreate(ctx, &container.Config{Image: image, Cmd: []string{"true"}, NetworkDisabled: true,
+			Labels: map[string]string{"dev.agentbox.bench": strconv.Itoa(os.Getpid())}},
+			&container.HostConfig{NetworkMode: "none", ReadonlyRootfs: true, CapDrop: []string{"ALL"},
+				SecurityOpt: []string{"no-new-privileges"}, LogConfig: container.LogConfig{Type: "none"}}, nil, nil, "")
+		if err != nil {
+			return 0, err
+		}
+		defer cli.ContainerRemove(context.WithoutCancel(ctx), c.ID, container.RemoveOptions{Force: true})
+		waitC, errC := cli.ContainerWait(ctx, c.ID, container.WaitConditionNextExit)
+		if err := cli.ContainerStart(ctx, c.ID, container.StartOptions{}); err != nil {
+			return 0, err
+		}
+		select {
+		case <-waitC:
+		case err := <-errC:
+			return 0, err
+		}
+		if err := cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}); err != nil {
+			return 0, err
+		}
+		return time.Since(t0), nil
+	}
+	var mu sync.Mutex
+	var lat []time.Duration
+	var first error
+	next := make(chan struct{}, n)
+	for range n {
+		next <- struct{}{}
+	}
+	close(next)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range par {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range next {
+				d, err := cycle()
+				mu.Lock()
+				if err != nil && first == nil {
+					first = err
+				}
+				if err == nil {
+					lat = append(lat, d)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	perS := float64(len(lat)) / time.Since(start).Seconds()
+	// Anything a failed cycle left behind.
+	if left, err := cli.ContainerList(context.WithoutCancel(ctx), container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", label))}); err == nil {
+		for _, c := range left {
+			cli.ContainerRemove(context.WithoutCancel(ctx), c.ID, container.RemoveOptions{Force: true})
+		}
+	}
+	return lat, perS, first
 }
 
 // timePool times `true` n times through r, each once a warm container
@@ -331,5 +466,10 @@ func printBench(a *app, rows []benchRow, runN int) {
 			fmt.Fprintf(a.stdout(), "gVisor pool: p50 %.2f ms, %.2fx docker exec (runc) p50\n", g.P50MS, g.P50MS/r.P50MS)
 		}
 	}
-	fmt.Fprintf(a.stdout(), "target >= 8 containers/s with no leak: %s\n", verdict(*pool.SustainedPerS >= 8 && *pool.Leaked == 0))
+	for _, name := range []string{"engine-cycle-x1", "engine-cycle-x4"} {
+		if r, ok := byName[name]; ok && r.PerS != nil {
+			fmt.Fprintf(a.stdout(), "%s: the engine alone, %.1f containers/s; the pool's sustained rate is %.2fx that\n", name, *r.PerS, *pool.SustainedPerS / *r.PerS)
+		}
+	}
+	fmt.Fprintf(a.stdout(), "target >= 20 containers/s with no leak: %s\n", verdict(*pool.SustainedPerS >= 20 && *pool.Leaked == 0))
 }

@@ -10,8 +10,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -37,6 +39,9 @@ type toolBenchRow struct {
 	Ratio  float64 `json:"ratio,omitempty"`
 	Target string  `json:"target,omitempty"`
 	P95    float64 `json:"ours_p95_ms"`
+	// HostMS is the p50 of the time a pipeline call spent outside the
+	// sandbox runner (snapshot, journal, audit, stages).
+	HostMS float64 `json:"host_side_p50_ms,omitempty"`
 	N      int     `json:"n"`
 	Note   string  `json:"note,omitempty"`
 }
@@ -45,6 +50,7 @@ func newBenchToolsCmd(a *app) *cobra.Command {
 	var n int
 	var src string
 	var noSandbox, noSearch bool
+	var cpuProfile string
 	cmd := &cobra.Command{
 		Use:   "tools [--n N] [--src DIR] [--no-sandbox] [--no-search] [--json]",
 		Short: "Time Grep, Glob, Read batches and Write/Edit through the pool against their peers",
@@ -55,7 +61,10 @@ batch run serially; and, interleaved in one run, Bash true, Read, Write
 and Edit through the whole pipeline and the warm sandbox pool (Write and
 Edit p50 target: at most Bash true and 8 ms), the runner's WriteFile
 against its Run(true), and a plain host-side write.
-Each row prints p50/p95 of N runs and the ratio to its peer.`,
+Each row prints p50/p95 of N runs and the ratio to its peer; a pipeline
+row's note also gives the p50 of its time spent outside the container
+(stages, snapshot, journal, audit). --cpuprofile writes the executor's
+Go CPU profile of the timed Write/Edit rounds.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -84,7 +93,7 @@ Each row prints p50/p95 of N runs and the ratio to its peer.`,
 				if err != nil {
 					return err
 				}
-				wrows, err := benchWrites(ctx, progress, *cfg, n)
+				wrows, err := benchWrites(ctx, progress, *cfg, n, cpuProfile)
 				if err != nil {
 					return fmt.Errorf("write/edit through the pool: %w", err)
 				}
@@ -110,6 +119,7 @@ Each row prints p50/p95 of N runs and the ratio to its peer.`,
 	cmd.Flags().IntVar(&n, "n", 10, "runs per row")
 	cmd.Flags().StringVar(&src, "src", "", "tree to search (default: the Go source tree)")
 	cmd.Flags().BoolVar(&noSandbox, "no-sandbox", false, "skip the Write/Edit rows (they need the engine)")
+	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write the executor's CPU profile of the timed Write/Edit rounds to `FILE`")
 	cmd.Flags().BoolVar(&noSearch, "no-search", false, "skip the Grep/Glob/Read rows")
 	return cmd
 }
@@ -264,7 +274,7 @@ func benchSearch(ctx context.Context, progress io.Writer, src string, n int) ([]
 // Read (host-side), Write and Edit (the file handed to a container's
 // init). Below the pipeline, the runner alone: Run(true) against
 // WriteFile. A host-side atomic write is the last reference.
-func benchWrites(ctx context.Context, progress io.Writer, cfg config.Config, n int) ([]toolBenchRow, error) {
+func benchWrites(ctx context.Context, progress io.Writer, cfg config.Config, n int, cpuProfile string) ([]toolBenchRow, error) {
 	ws, err := os.MkdirTemp("", "agentbox-bench-tools-")
 	if err != nil {
 		return nil, err
@@ -284,12 +294,13 @@ func benchWrites(ctx context.Context, progress io.Writer, cfg config.Config, n i
 	cfg.Workspace, cfg.StateDir = ws, state
 	cfg.Tools.Mode = "acceptEdits"
 
-	runner, err := openWarm(ctx, &cfg)
+	runner, err := openWarm(ctx, &cfg, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer runner.Close(context.WithoutCancel(ctx))
-	sys, err := workspace.Open(ctx, &cfg, workspace.Options{Register: builtin.Register, Runner: runner,
+	timed := &timedRunner{Runner: runner}
+	sys, err := workspace.Open(ctx, &cfg, workspace.Options{Register: builtin.Register, Runner: timed,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		return nil, err
@@ -319,6 +330,7 @@ func benchWrites(ctx context.Context, progress io.Writer, cfg config.Config, n i
 		name string
 		f    func() error
 		ds   []time.Duration
+		host []time.Duration // outside the sandbox runner (pipeline calls only)
 	}
 	rows := []*row{
 		{name: "bash-true", f: func() error { return call("Bash", map[string]any{"command": "true"}) }},
@@ -371,16 +383,32 @@ func benchWrites(ctx context.Context, progress io.Writer, cfg config.Config, n i
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
+	if cpuProfile != "" {
+		f, err := os.Create(cpuProfile)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return nil, err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	fmt.Fprintf(progress, "write/edit: %d rounds of %d calls ...\n", n, len(rows))
 	for range n {
 		for _, r := range rows {
 			// Pace the calls as an agent does, so that the pools refill.
 			time.Sleep(250 * time.Millisecond)
+			timed.took.Store(0)
 			t0 := time.Now()
 			if err := r.f(); err != nil {
 				return nil, fmt.Errorf("%s: %w", r.name, err)
 			}
-			r.ds = append(r.ds, time.Since(t0))
+			d := time.Since(t0)
+			r.ds = append(r.ds, d)
+			if in := time.Duration(timed.took.Load()); in > 0 {
+				r.host = append(r.host, d-in)
+			}
 		}
 	}
 	p50 := map[string]float64{}
@@ -406,7 +434,32 @@ func benchWrites(ctx context.Context, progress io.Writer, cfg config.Config, n i
 			row.Peer, row.PeerMS = peer, p50[peer]
 			row.Ratio = row.Ours / max(p50[peer], 0.001)
 		}
+		if len(r.host) > 0 {
+			row.HostMS = toolPct(r.host, 50)
+			row.Note = strings.TrimPrefix(row.Note+fmt.Sprintf("; %.1fms outside the container", row.HostMS), "; ")
+		}
 		out = append(out, row)
 	}
 	return out, nil
+}
+
+// timedRunner is the sandbox runner of the pipeline rows, noting how long
+// the last Run or WriteFile took: the rest of a call is host-side.
+type timedRunner struct {
+	sandbox.Runner
+	took atomic.Int64
+}
+
+func (t *timedRunner) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
+	t0 := time.Now()
+	res, err := t.Runner.Run(ctx, spec)
+	t.took.Add(int64(time.Since(t0)))
+	return res, err
+}
+
+func (t *timedRunner) WriteFile(ctx context.Context, w sandbox.FileWrite) error {
+	t0 := time.Now()
+	err := t.Runner.WriteFile(ctx, w)
+	t.took.Add(int64(time.Since(t0)))
+	return err
 }

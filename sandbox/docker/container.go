@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -103,6 +104,7 @@ var seq atomic.Uint64
 // init then verifies what got mounted against the same table before it
 // says Ready.
 func (r *Runner) start(ctx context.Context, ro bool) (w *warm, err error) {
+	ph := phaseClock{t: time.Now()}
 	srcs, err := r.sources(ro)
 	defer closeSources(srcs)
 	if err != nil {
@@ -121,6 +123,7 @@ func (r *Runner) start(ctx context.Context, ro bool) (w *warm, err error) {
 		}
 	}
 	defer func() { pinned.release() }()
+	ph.lap("sources")
 	name := fmt.Sprintf("agentbox-%s-%d", r.id[:8], n)
 	expect := expected(srcs)
 	if r.gvisor {
@@ -137,6 +140,7 @@ func (r *Runner) start(ctx context.Context, ro bool) (w *warm, err error) {
 		return nil, fmt.Errorf("%w: creating container: %v", sandbox.ErrUnavailable, err)
 	}
 	id := created.ID
+	ph.lap("create")
 	defer func() {
 		if err != nil {
 			r.log.Warn("container did not start", "container", shortID(id), "read_only", ro, "err", err)
@@ -152,13 +156,16 @@ func (r *Runner) start(ctx context.Context, ro bool) (w *warm, err error) {
 			hj.Close()
 		}
 	}()
+	ph.lap("attach")
 	if err := r.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
 		return nil, fmt.Errorf("%w: starting container: %v", sandbox.ErrUnavailable, err)
 	}
+	ph.lap("start")
 	// The runtime has made the container's mounts: its copies do not
 	// need the pins any more.
 	pinned.release()
 	pinned = nil
+	ph.lap("unpin")
 	frames := &demux{r: hj.Reader, diag: func(p []byte) {
 		r.log.Debug("init stderr", "container", shortID(id), "text", string(p))
 	}}
@@ -180,6 +187,7 @@ func (r *Runner) start(ctx context.Context, ro bool) (w *warm, err error) {
 		return nil, fmt.Errorf("%w: container init did not start: %v", sandbox.ErrUnavailable, err)
 	}
 	hj.Conn.SetReadDeadline(time.Time{})
+	ph.lap("ready")
 	var ri initproc.ReadyInfo
 	if err := json.Unmarshal(p, &ri); err != nil || ri.Proto != initproc.Proto {
 		return nil, fmt.Errorf("%w: container init speaks another protocol (%s); rebuild agentbox", sandbox.ErrUnavailable, p)
@@ -190,7 +198,23 @@ func (r *Runner) start(ctx context.Context, ro bool) (w *warm, err error) {
 			return nil, err
 		}
 	}
+	r.log.Debug("container ready", append([]any{"container", shortID(id), "read_only", ro}, ph.attrs...)...)
 	return &warm{id: id, conn: hj.Conn, hj: hj, frames: frames, fp: fp, bash: ri.Bash, ro: ro}, nil
+}
+
+// phaseClock times the phases of a container's life for the debug log
+// ("container ready", "container removed": one duration attribute per
+// phase; `agentbox bench sandbox --profile` summarises them).
+type phaseClock struct {
+	t     time.Time
+	attrs []any
+}
+
+// lap records the time since the last lap as phase.
+func (c *phaseClock) lap(phase string) {
+	now := time.Now()
+	c.attrs = append(c.attrs, slog.Duration(phase, now.Sub(c.t)))
+	c.t = now
 }
 
 // remove kills and removes a container in the background.
@@ -202,9 +226,13 @@ func (r *Runner) remove(id string) {
 		defer r.removing.Add(-1)
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
+		ph := phaseClock{t: time.Now()}
 		if err := r.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true}); err != nil {
 			r.log.Warn("removing container", "container", shortID(id), "err", err)
+			return
 		}
+		ph.lap("remove")
+		r.log.Debug("container removed", append([]any{"container", shortID(id)}, ph.attrs...)...)
 	}()
 }
 
