@@ -7,6 +7,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -61,6 +62,17 @@ func (s *Store) livePath(id string) string { return s.path("pending", id+".live"
 // store lock, scans the whole workspace, and returns once the pre-scan is
 // durable, with the lock released.
 func (s *Store) BeginDetached(ctx context.Context, info CallInfo) (*Detached, error) {
+	unshell, err := s.lockShell(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unshell()
+	return s.beginDetached(ctx, info, false)
+}
+
+// beginDetached is BeginDetached with the shell lock held by the caller.
+// shell marks the record of a foreground whole-workspace Call.
+func (s *Store) beginDetached(ctx context.Context, info CallInfo, shell bool) (*Detached, error) {
 	unlock, err := s.lock(ctx)
 	if err != nil {
 		return nil, err
@@ -76,7 +88,7 @@ func (s *Store) BeginDetached(ctx context.Context, info CallInfo) (*Detached, er
 		return nil, err
 	}
 	d := &Detached{s: s, rec: pendingRec{ID: id, Kind: KindCall, Time: s.opts.now().UTC(), Session: info.Session,
-		Tool: info.Tool, Summary: info.Summary, Phase: phaseRunning, Whole: true, Detached: true}}
+		Tool: info.Tool, Summary: info.Summary, Phase: phaseRunning, Whole: true, Detached: true, Shell: shell}}
 	// The live lock exists before the pending record: recovery never sees
 	// a running detached record without a holder unless its owner died.
 	live, err := os.OpenFile(s.livePath(id), os.O_RDWR|os.O_CREATE, 0o600)
@@ -118,6 +130,7 @@ func (s *Store) BeginDetached(ctx context.Context, info CallInfo) (*Detached, er
 				return fail(err)
 			}
 		}
+		d.rec.OwnManifest = true
 	}
 	d.rec.Manifest = h
 	if err := s.syncStore(); err != nil {
@@ -145,6 +158,18 @@ func (d *Detached) Finish(ctx context.Context) (Entry, error) {
 	if d.done {
 		return Entry{}, ErrFinished
 	}
+	// Not while a foreground shell command runs: its scan would take
+	// that command's changes so far for the job's.
+	unshell, err := d.s.lockShell(ctx)
+	if err != nil {
+		return Entry{}, err
+	}
+	defer unshell()
+	return d.finish(ctx)
+}
+
+// finish is Finish with the shell lock held and d.mu locked.
+func (d *Detached) finish(ctx context.Context) (Entry, error) {
 	unlock, err := d.s.lock(ctx)
 	if err != nil {
 		return Entry{}, err
@@ -170,11 +195,15 @@ func (d *Detached) Abort(ctx context.Context) error {
 		return ErrFinished
 	}
 	d.done = true
-	if unlock, err := d.s.lock(ctx); err == nil {
+	unlock, lerr := d.s.lock(ctx)
+	if lerr == nil {
 		defer unlock()
 	}
 	err := d.s.removePending(d.rec.ID)
 	d.release()
+	if lerr == nil && err == nil {
+		d.s.dropManifest(&d.rec, nil, nil)
+	}
 	return err
 }
 
@@ -231,6 +260,7 @@ func (s *Store) finishDetached(ctx context.Context, rec *pendingRec, pre *index,
 	type span struct{ first, last *Node }
 	taken := map[string]*span{} // path → its state before the first and after the last of them
 	var order []string
+	var since []Entry
 	for _, id := range ids {
 		if n, _ := parseID(id); n <= first {
 			continue
@@ -239,6 +269,7 @@ func (s *Store) finishDetached(ctx context.Context, rec *pendingRec, pre *index,
 		if err != nil {
 			return Entry{}, err
 		}
+		since = append(since, oe)
 		for _, ch := range oe.Changes {
 			if sp := taken[ch.Path]; sp != nil {
 				sp.last = ch.New
@@ -269,6 +300,10 @@ func (s *Store) finishDetached(ctx context.Context, rec *pendingRec, pre *index,
 	}
 	e := Entry{ID: id, Time: s.opts.now().UTC(), CallInfo: rec.info(), Kind: KindCall, Interrupted: interrupted,
 		Detached: true, Began: rec.Time}
+	if rec.Shell {
+		// A foreground call: its time is when it began, as for any call.
+		e.Time, e.Detached, e.Began = rec.Time, false, time.Time{}
+	}
 	for _, ch := range diffIndex(pre, post) {
 		if taken[ch.Path] == nil {
 			e.Changes = append(e.Changes, ch)
@@ -309,7 +344,63 @@ func (s *Store) finishDetached(ctx context.Context, rec *pendingRec, pre *index,
 		}
 	}
 	s.hook("detached-committed")
-	return e, s.dropDetached(rec.ID)
+	if err := s.dropDetached(rec.ID); err != nil {
+		return e, err
+	}
+	s.dropManifest(rec, post, since)
+	return e, nil
+}
+
+// dropManifest removes the pre-scan manifest blob of a finished detached
+// call when the call made it (BeginDetached found no such blob) and
+// nothing else refers to it: an open detached call's record, a
+// checkpoint, or a change journaled since the call began (earlier ones
+// cannot: the blob did not exist), or the tree now. Otherwise GC does.
+// Under the store lock, after the call's record is gone.
+func (s *Store) dropManifest(rec *pendingRec, post *index, since []Entry) {
+	h := rec.Manifest
+	if !rec.OwnManifest || !validHash(h) {
+		return
+	}
+	for _, id := range s.openDetached() {
+		if r, err := s.readPending(id); err != nil || r.Manifest == h {
+			return // unreadable: keep it, to be safe
+		}
+	}
+	for _, e := range since {
+		if e.Manifest == h {
+			return
+		}
+		for _, ch := range e.Changes {
+			if ch.Old != nil && ch.Old.Hash == h || ch.New != nil && ch.New.Hash == h {
+				return
+			}
+		}
+	}
+	if post != nil {
+		for _, ie := range post.entries {
+			if ie.Hash == h {
+				return
+			}
+		}
+	}
+	for _, name := range []string{s.blobPath(h), s.blobPath(h) + zSuffix} {
+		if fi, err := os.Lstat(name); err == nil && os.Remove(name) == nil {
+			s.added.Add(-fi.Size())
+		}
+	}
+}
+
+// openDetached lists the IDs of pending detached records.
+func (s *Store) openDetached() []string {
+	ids, _ := s.ids("pending")
+	var out []string
+	for _, id := range ids {
+		if r, err := s.readPending(id); err != nil || r.Detached {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 func (s *Store) dropDetached(id string) error {

@@ -100,8 +100,21 @@ func TestAbortAndLock(t *testing.T) {
 	if _, err := st2.Begin(short, snapshot.CallInfo{}, snapshot.Whole()); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("second Begin: %v, want a deadline error", err)
 	}
+	// A whole-workspace call holds only the shell lock while its command
+	// runs: undo and file-scoped calls go on.
+	if _, err := st.Undo(short, "", false, snapshot.CallInfo{}); !errors.Is(err, snapshot.ErrNotFound) {
+		t.Fatalf("Undo during a shell call: %v, want not found (nothing journaled yet)", err)
+	}
+	fc, err := st2.Begin(short, snapshot.CallInfo{}, snapshot.File("f"))
+	if err != nil {
+		t.Fatalf("file Begin during a shell call: %v", err)
+	}
+	// A file-scoped call holds the store lock until it ends.
 	if _, err := st.Undo(short, "", false, snapshot.CallInfo{}); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Undo during a call: %v, want a deadline error", err)
+		t.Fatalf("Undo during a file call: %v, want a deadline error", err)
+	}
+	if err := fc.Abort(ctx); err != nil {
+		t.Fatal(err)
 	}
 	if err := c.Abort(ctx); err != nil {
 		t.Fatal(err)
