@@ -221,17 +221,25 @@ func (s *Store) begin(ctx context.Context, info CallInfo, rel string) (*Call, er
 		defer unix.Close(rootfd)
 		c.before = map[string]*Node{}
 		// The target, and every missing parent the tool may create.
-		for p := rel; p != ""; p, _ = splitRel(p) {
-			e, err := s.statPath(rootfd, p, nil)
-			if err != nil {
-				return fail(err)
+		s.hookCall("file-pre", id)
+		err = func() error {
+			for p := rel; p != ""; p, _ = splitRel(p) {
+				e, err := s.statPath(rootfd, p, nil)
+				if err != nil {
+					return err
+				}
+				if e != nil && p != rel {
+					break
+				}
+				c.paths = append(c.paths, p)
+				c.before[p] = nodeOf(e)
+				c.rec.Pre = append(c.rec.Pre, diskChange{Path: rawString(p), Old: toDiskNode(nodeOf(e))})
 			}
-			if e != nil && p != rel {
-				break
-			}
-			c.paths = append(c.paths, p)
-			c.before[p] = nodeOf(e)
-			c.rec.Pre = append(c.rec.Pre, diskChange{Path: rawString(p), Old: toDiskNode(nodeOf(e))})
+			return nil
+		}()
+		s.hookCall("file-pre-done", id)
+		if err != nil {
+			return fail(err)
 		}
 	}
 	c.rec.Phase = phaseRunning
@@ -331,16 +339,24 @@ func (s *Store) finishCall(ctx context.Context, rec *pendingRec, pre *index, int
 		}
 		defer unix.Close(rootfd)
 		updates := map[string]*ientry{}
-		for _, d := range rec.Pre {
-			p := string(d.Path)
-			after, err := s.statPath(rootfd, p, nil)
-			if err != nil {
-				return Entry{}, err
+		s.hookCall("file-post", rec.ID)
+		err = func() error {
+			for _, d := range rec.Pre {
+				p := string(d.Path)
+				after, err := s.statPath(rootfd, p, nil)
+				if err != nil {
+					return err
+				}
+				updates[p] = after
+				if ch, ok := classify(p, fromDiskNode(d.Old), nodeOf(after)); ok {
+					e.Changes = append(e.Changes, ch)
+				}
 			}
-			updates[p] = after
-			if ch, ok := classify(p, fromDiskNode(d.Old), nodeOf(after)); ok {
-				e.Changes = append(e.Changes, ch)
-			}
+			return nil
+		}()
+		s.hookCall("file-post-done", rec.ID)
+		if err != nil {
+			return Entry{}, err
 		}
 		if ix, err := s.loadIndex(); err == nil && s.hasIndex() {
 			post = ix.clone()

@@ -139,7 +139,7 @@ func (s *Store) beginDetached(ctx context.Context, info CallInfo, shell bool) (*
 	if err := s.writePending(&d.rec); err != nil {
 		return fail(err)
 	}
-	s.hook("detached-begun")
+	s.hookCall("detached-begun", id)
 	d.pre, d.live = pre, live
 	return d, nil
 }
@@ -257,7 +257,10 @@ func (s *Store) finishDetached(ctx context.Context, rec *pendingRec, pre *index,
 	if err != nil {
 		return Entry{}, err
 	}
-	type span struct{ first, last *Node }
+	type span struct {
+		first, last *Node
+		gap         bool // one of them starts from a state the one before did not leave
+	}
 	taken := map[string]*span{} // path → its state before the first and after the last of them
 	var order []string
 	var since []Entry
@@ -272,6 +275,7 @@ func (s *Store) finishDetached(ctx context.Context, rec *pendingRec, pre *index,
 		since = append(since, oe)
 		for _, ch := range oe.Changes {
 			if sp := taken[ch.Path]; sp != nil {
+				sp.gap = sp.gap || !sameContent(sp.last, ch.Old)
 				sp.last = ch.New
 			} else {
 				taken[ch.Path] = &span{first: ch.Old, last: ch.New}
@@ -287,7 +291,7 @@ func (s *Store) finishDetached(ctx context.Context, rec *pendingRec, pre *index,
 	if err != nil {
 		return Entry{}, err
 	}
-	s.hook("detached-scanned")
+	s.hookCall("detached-scanned", rec.ID)
 	// The record's own ID when nothing was journaled since it began (the
 	// entry then sorts where it started); else the next one.
 	id := rec.ID
@@ -312,9 +316,10 @@ func (s *Store) finishDetached(ctx context.Context, rec *pendingRec, pre *index,
 	sort.Strings(order)
 	for _, p := range order {
 		sp := taken[p]
-		if !sameContent(nodeOf(pre.entries[p]), sp.first) {
-			// Changed before another call took the path over: that
-			// call's entry starts from the job's version.
+		if !sameContent(nodeOf(pre.entries[p]), sp.first) || sp.gap {
+			// Changed before another call took the path over, or
+			// between two of them: that call's entry starts from the
+			// command's version.
 			e.Overlapped = append(e.Overlapped, p)
 		}
 		// Changed again after the last of them: that part is the job's.

@@ -48,8 +48,9 @@ type options struct {
 	now      func() time.Time
 	workers  int
 	compress bool
-	hooks    func(point string) // test hook: called at named points
-	protect  func() ProtectFunc // WithProtection
+	hooks    func(point string)     // test hook: called at named points
+	callHook func(point, id string) // test hook: the same, with the call's record ID
+	protect  func() ProtectFunc     // WithProtection
 	lockPoll time.Duration
 	serial   bool // WithSerialCalls
 	// Limits (limits.go).
@@ -93,6 +94,10 @@ func WithSerialCalls(on bool) Option { return func(o *options) { o.serial = on }
 
 // withHook is for crash tests: fn is called at named points.
 func withHook(fn func(point string)) Option { return func(o *options) { o.hooks = fn } }
+
+// withCallHook is for the concurrency property test: fn is called at
+// named points of a call's work, with its record ID.
+func withCallHook(fn func(point, id string)) Option { return func(o *options) { o.callHook = fn } }
 
 // Open opens (creating if needed) the store of workspace under stateDir
 // (the per-workspace state directory, outside the workspace).
@@ -166,6 +171,14 @@ func (s *Store) path(parts ...string) string {
 func (s *Store) hook(point string) {
 	if s.opts.hooks != nil {
 		s.opts.hooks(point)
+	}
+}
+
+// hookCall is hook for a point of call id's work.
+func (s *Store) hookCall(point, id string) {
+	s.hook(point)
+	if s.opts.callHook != nil {
+		s.opts.callHook(point, id)
 	}
 }
 
