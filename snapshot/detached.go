@@ -26,16 +26,22 @@ import (
 // journaled while the job ran).
 //
 // Overlap: for a path that entries committed while the detached call was
-// open also changed (foreground calls, undos, rollbacks, checkpoints),
-// those entries own the span from the state before the first of them to
-// the state after the last. The detached entry records only what changed
-// after that span (from the last entry's new state to the final one), so
-// undoing it never rewinds another journaled call's change. If the job had
-// already changed the path before the first of those entries, that earlier
-// change is not in the detached entry (the other entry starts from the
-// job's version) and the path is listed in Entry.Overlapped. Changes the
-// job made while a foreground whole-workspace call held the lock cannot be
-// told apart from that call's own and are journaled with it.
+// open also changed (file-scoped calls, undos, rollbacks, foreground
+// shell calls), those entries own the span from the state before the
+// first of them to the state after the last. The detached entry records
+// only what changed after that span (from the last entry's new state to
+// the final one), so undoing it never rewinds another journaled call's
+// change. If the job had already changed the path before the first of
+// those entries, or between two of them, that change is not in the
+// detached entry (the other entry starts from the job's version) and the
+// path is listed in Entry.Overlapped. Changes the job made while a
+// foreground shell command ran cannot be told apart from that command's
+// own and are journaled with it.
+//
+// BeginDetached and Finish take the shell lock while they scan (they wait
+// for a running foreground shell command); in between, nothing is held
+// but the live flock. A foreground whole-workspace Call is a detached
+// call that holds the shell lock from Begin to Finish.
 //
 // If the process dies while the call is open, the live flock goes with it:
 // the next time any process locks the store, recovery finishes the call
