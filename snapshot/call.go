@@ -162,7 +162,11 @@ func (s *Store) Begin(ctx context.Context, info CallInfo, scope Scope) (*Call, e
 		}
 		return nil, err
 	}
-	unlock, err := s.lock(ctx)
+	lock := s.lock
+	if unshell != nil {
+		lock = s.lockShelled
+	}
+	unlock, err := lock(ctx)
 	if err != nil {
 		return fail(err)
 	}
@@ -406,7 +410,7 @@ func (c *Call) Abort(ctx context.Context) error {
 
 // recover completes or discards work a dead process left pending. It runs
 // under the lock.
-func (s *Store) recover(ctx context.Context) error {
+func (s *Store) recover(ctx context.Context, shellHeld bool) error {
 	if des, err := os.ReadDir(s.path("tmp")); err == nil {
 		for _, de := range des {
 			// A dead writer: the blobs it installed may not be durable yet,
@@ -446,11 +450,15 @@ func (s *Store) recover(ctx context.Context) error {
 	}
 	// Completing a whole-workspace call scans the workspace: not while a
 	// shell command runs (its writes would be taken for the dead call's).
-	// The shell lock is tried, never waited for (the store lock is held);
-	// held elsewhere, such records wait for a later lock.
+	// Unless the caller holds it, the shell lock is tried, never waited
+	// for (the store lock is held); held elsewhere, such records wait for
+	// a later lock.
 	var shell *os.File
 	shellTried := false
 	shellFree := func() bool {
+		if shellHeld {
+			return true
+		}
 		if !shellTried {
 			shellTried = true
 			shell, _ = s.flock(ctx, shellLockName, false)

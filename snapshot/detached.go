@@ -65,8 +65,9 @@ var ErrFinished = errors.New("snapshot: detached call already finished")
 func (s *Store) livePath(id string) string { return s.path("pending", id+".live") }
 
 // BeginDetached starts a detached call (see Detached): it waits for the
-// store lock, scans the whole workspace, and returns once the pre-scan is
-// durable, with the lock released.
+// shell lock (a running foreground shell command) and the store lock,
+// scans the whole workspace, and returns once the pre-scan is durable,
+// with both locks released.
 func (s *Store) BeginDetached(ctx context.Context, info CallInfo) (*Detached, error) {
 	unshell, err := s.lockShell(ctx)
 	if err != nil {
@@ -79,7 +80,7 @@ func (s *Store) BeginDetached(ctx context.Context, info CallInfo) (*Detached, er
 // beginDetached is BeginDetached with the shell lock held by the caller.
 // shell marks the record of a foreground whole-workspace Call.
 func (s *Store) beginDetached(ctx context.Context, info CallInfo, shell bool) (*Detached, error) {
-	unlock, err := s.lock(ctx)
+	unlock, err := s.lockShelled(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +156,8 @@ func (s *Store) beginDetached(ctx context.Context, info CallInfo, shell bool) (*
 func (d *Detached) ID() string { return d.rec.ID }
 
 // Finish journals what changed since BeginDetached (see Detached for
-// overlapping calls). It waits for the store lock until ctx is done. If it
+// overlapping calls). It waits for the shell lock (a running foreground
+// shell command) and the store lock until ctx is done. If it
 // fails the call stays pending and open; a later Finish may retry, and if
 // the process exits first recovery completes it.
 func (d *Detached) Finish(ctx context.Context) (Entry, error) {
@@ -176,7 +178,7 @@ func (d *Detached) Finish(ctx context.Context) (Entry, error) {
 
 // finish is Finish with the shell lock held and d.mu locked.
 func (d *Detached) finish(ctx context.Context) (Entry, error) {
-	unlock, err := d.s.lock(ctx)
+	unlock, err := d.s.lockShelled(ctx)
 	if err != nil {
 		return Entry{}, err
 	}

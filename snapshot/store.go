@@ -185,16 +185,22 @@ func (s *Store) hookCall(point, id string) {
 // tryLock is lock without waiting: it returns a nil func when the lock is
 // held elsewhere.
 func (s *Store) tryLock(ctx context.Context) (func(), error) {
-	return s.lockWait(ctx, false)
+	return s.lockWait(ctx, false, false)
 }
 
 // lock takes the store's exclusive lock, waiting until ctx is done, and
 // then completes whatever a dead holder left pending.
 func (s *Store) lock(ctx context.Context) (func(), error) {
-	return s.lockWait(ctx, true)
+	return s.lockWait(ctx, true, false)
 }
 
-func (s *Store) lockWait(ctx context.Context, wait bool) (func(), error) {
+// lockShelled is lock for a caller that holds the shell lock: recovery
+// may then complete dead whole-workspace calls.
+func (s *Store) lockShelled(ctx context.Context) (func(), error) {
+	return s.lockWait(ctx, true, true)
+}
+
+func (s *Store) lockWait(ctx context.Context, wait, shellHeld bool) (func(), error) {
 	f, err := s.flock(ctx, "lock", wait)
 	if err != nil || f == nil {
 		return nil, err
@@ -203,7 +209,7 @@ func (s *Store) lockWait(ctx context.Context, wait bool) (func(), error) {
 		s.flushUsage()
 		f.Close() // closing the descriptor releases the flock
 	}
-	if err := s.recover(ctx); err != nil {
+	if err := s.recover(ctx, shellHeld); err != nil {
 		s.added.Store(0) // what a failed recovery wrote is recounted
 		os.Remove(s.path("usage"))
 		unlock()

@@ -395,7 +395,7 @@ func (s *Store) Checkpoint(ctx context.Context, message string, info CallInfo) (
 		return Entry{}, err
 	}
 	defer unshell()
-	unlock, err := s.lock(ctx)
+	unlock, err := s.lockShelled(ctx)
 	if err != nil {
 		return Entry{}, err
 	}
