@@ -20,7 +20,7 @@ import (
 	"github.com/agentbox/agentbox/snapshot"
 )
 
-var concurrentSeeds = flag.Int("snapshot.concurrent-seeds", 0, "seeds of TestConcurrentAttribution (0: 8, 3 with -short)")
+var concurrentSeeds = flag.Int("snapshot.concurrent-seeds", 0, "seeds of TestConcurrentAttribution (0: 4, 2 with -short)")
 
 // The paths the actors of TestConcurrentAttribution touch ("d" always
 // exists and is never touched).
@@ -136,11 +136,13 @@ type concCall struct {
 func TestConcurrentAttribution(t *testing.T) {
 	seeds := *concurrentSeeds
 	if seeds == 0 {
-		// Each seed is a few hundred fsyncs: with TMPDIR on a tmpfs
-		// hundreds of seeds take seconds.
-		seeds = 8
+		// Each seed is a few hundred fsyncs (seconds on a disk): run
+		// many with TMPDIR on a tmpfs, e.g. TMPDIR=/dev/shm go test
+		// -run TestConcurrentAttribution ./snapshot/ -args
+		// -snapshot.concurrent-seeds=500
+		seeds = 4
 		if testing.Short() {
-			seeds = 3
+			seeds = 2
 		}
 	}
 	for seed := 1; seed <= seeds; seed++ {
