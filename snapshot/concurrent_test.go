@@ -129,10 +129,13 @@ type concCall struct {
 // its path from the state its Begin saw to the state its Finish saw; a
 // shell call's entry is its post-scan diff, except that for a path an
 // entry journaled while it ran also changed, only the change after that
-// entry's new state; every change a shell entry holds was written by that
-// command), every path's chain of entries against the Overlapped lists,
-// and the undo of every entry (on a copy of workspace and store) against
-// the tree it must give.
+// entry's new state, and the path is listed as overlapped when the command
+// changed it before or between such entries; every change a shell entry
+// holds is a state that command left; a file call's new state is its own
+// write unless a shell command wrote the path between its Begin and
+// Finish, the documented window), every path's chain of entries against
+// the Overlapped lists, and the undo of every entry (on a copy of
+// workspace and store) against the tree it must give.
 func TestConcurrentAttribution(t *testing.T) {
 	seeds := *concurrentSeeds
 	if seeds == 0 {
@@ -302,7 +305,7 @@ func concurrentRun(t *testing.T, seed uint64) {
 	concCheckUndos(t, ws, state, all, final, m.byHash)
 }
 
-// node is the content a Node stands for ("" = absent).
+// nodeContent is the content a Node stands for ("" = absent).
 func nodeContent(n *snapshot.Node, byHash map[string]string) (string, bool) {
 	if n == nil {
 		return "", true
