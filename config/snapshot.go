@@ -43,6 +43,15 @@ type Snapshot struct {
 	// less free space than this, and keeps a call's snapshot from taking
 	// it below; 0 means no floor.
 	MinFreeBytes int64 `mapstructure:"min_free_bytes" yaml:"min_free_bytes"`
+	// SerialCalls makes a shell command (Bash, `agentbox exec`) hold the
+	// workspace's snapshot lock for its whole run, as before concurrent
+	// calls: a Write, Edit, undo or rollback on the workspace then waits
+	// for a running command. By default a shell command holds it only
+	// while its workspace is scanned before and after the run, so
+	// file-scoped calls go on meanwhile (two shell commands on one
+	// workspace still run one after the other). For comparison
+	// (`agentbox bench load`) and as a fallback.
+	SerialCalls bool `mapstructure:"serial_calls" yaml:"serial_calls"`
 }
 
 func defaultSnapshot() Snapshot {

@@ -52,6 +52,9 @@ func BenchmarkCheckpointNoChange(b *testing.B) {
 // file: scan before, change, scan after, journal.
 func BenchmarkCallOneChange(b *testing.B) {
 	b.Run("no-limits", func(b *testing.B) { benchCallOneChange(b) })
+	// The old behaviour: the store lock held from Begin to Finish, no
+	// shell lock, no pre-scan manifest kept aside.
+	b.Run("serial", func(b *testing.B) { benchCallOneChange(b, snapshot.WithSerialCalls(true)) })
 	// The disk limits on: statfs per call, the running size updated per
 	// call (no walk of the store).
 	b.Run("limits", func(b *testing.B) {

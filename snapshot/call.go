@@ -13,17 +13,27 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Call is one mutating call between Begin and Finish or Abort. It holds the
-// store lock. A Call belongs to one goroutine.
+// Call is one mutating call between Begin and Finish or Abort. A Call
+// belongs to one goroutine.
+//
+// A file-scoped call holds the store lock from Begin to Finish (the
+// duration of one file write). A whole-workspace call holds the shell lock
+// from Begin to Finish and the store lock only while it scans (see the
+// package documentation); WithSerialCalls makes it hold the store lock
+// throughout instead.
 type Call struct {
 	s      *Store
 	rec    pendingRec
-	pre    *index           // whole scope: manifest before the call
+	pre    *index           // whole scope, serial: manifest before the call
 	paths  []string         // file scope: paths recorded
 	before map[string]*Node // file scope: their pre-images (nil = absent)
-	unlock func()
-	done   bool
-	keep   KeepFunc // SetKeep
+	unlock func()           // the store lock (file scope; whole scope, serial)
+	// Whole scope: the shell lock, and (unless serial) the capture, a
+	// detached call whose command is this call's.
+	unshell func()
+	shell   *Detached
+	done    bool
+	keep    KeepFunc // SetKeep
 }
 
 // pendingRec is the durable record of work in progress; recovery reads it
@@ -47,6 +57,13 @@ type pendingRec struct {
 	Detached bool   `json:"detached,omitempty"`
 	Manifest string `json:"manifest,omitempty"`
 	FinalID  string `json:"final_id,omitempty"`
+	// Shell marks the detached record of a foreground whole-workspace
+	// Call (it holds the shell lock while it runs; its entry is not
+	// marked Detached).
+	Shell bool `json:"shell,omitempty"`
+	// OwnManifest says the call made the Manifest blob (it did not exist):
+	// it is removed when the call ends unless something else refers to it.
+	OwnManifest bool `json:"own_manifest,omitempty"`
 }
 
 const (
@@ -104,9 +121,15 @@ func (s *Store) relPath(p string) (string, error) {
 	return p, nil
 }
 
-// Begin starts a mutating call: it waits for the store lock, then takes the
-// pre-image of scope. The returned Call must be finished with Finish (the
-// tool ran, or may have) or Abort (nothing ran).
+// Begin starts a mutating call and takes the pre-image of scope. The
+// returned Call must be finished with Finish (the tool ran, or may have)
+// or Abort (nothing ran).
+//
+// A file scope waits for the store lock, which it holds until Finish or
+// Abort. A whole scope waits for the shell lock (another whole-workspace
+// call's Finish), takes the pre-scan under the store lock and releases
+// that lock: file-scoped calls, undo and rollback go on while its command
+// runs. Both waits end when ctx is done.
 func (s *Store) Begin(ctx context.Context, info CallInfo, scope Scope) (*Call, error) {
 	var rel string
 	if scope.Path != "" {
@@ -114,24 +137,52 @@ func (s *Store) Begin(ctx context.Context, info CallInfo, scope Scope) (*Call, e
 		if rel, err = s.relPath(scope.Path); err != nil {
 			return nil, err
 		}
+		if s.symlinkOnPath(rel) {
+			rel = "" // a write through a symlink may land anywhere: scan it all
+		}
 	}
-	unlock, err := s.lock(ctx)
-	if err != nil {
+	var unshell func()
+	if rel == "" {
+		var err error
+		if unshell, err = s.lockShell(ctx); err != nil {
+			return nil, err
+		}
+		if !s.opts.serial {
+			d, err := s.beginDetached(ctx, info, true)
+			if err != nil {
+				unshell()
+				return nil, err
+			}
+			return &Call{s: s, rec: d.rec, shell: d, unshell: unshell}, nil
+		}
+	}
+	fail := func(err error) (*Call, error) {
+		if unshell != nil {
+			unshell()
+		}
 		return nil, err
+	}
+	lock := s.lock
+	if unshell != nil {
+		lock = s.lockShelled
+	}
+	unlock, err := lock(ctx)
+	if err != nil {
+		return fail(err)
 	}
 	// The first whole scan records the baseline: not capped per call.
 	done, err := s.startBudget(rel != "" || s.hasIndex(), false)
 	if err != nil {
 		unlock()
-		return nil, err
+		return fail(err)
 	}
 	c, err := s.begin(ctx, info, rel)
 	done()
 	if err != nil {
 		unlock()
-		return nil, err
+		return fail(err)
 	}
-	c.unlock = unlock
+	c.unlock, c.unshell = unlock, unshell
 	return c, nil
 }
 
@@ -141,9 +192,6 @@ func (s *Store) begin(ctx context.Context, info CallInfo, rel string) (*Call, er
 		return nil, err
 	}
 	c := &Call{s: s, rec: pendingRec{ID: id, Kind: KindCall, Time: s.opts.now().UTC(), Session: info.Session, Tool: info.Tool, Summary: info.Summary, Phase: phasePrepare}}
-	if rel != "" && s.symlinkOnPath(rel) {
-		rel = "" // a write through a symlink may land anywhere: scan it all
-	}
 	c.rec.Whole = rel == ""
 	// Nothing is written until the pre-image is taken: a crash before that
 	// point leaves nothing to complete.
@@ -177,17 +225,25 @@ func (s *Store) begin(ctx context.Context, info CallInfo, rel string) (*Call, er
 		defer unix.Close(rootfd)
 		c.before = map[string]*Node{}
 		// The target, and every missing parent the tool may create.
-		for p := rel; p != ""; p, _ = splitRel(p) {
-			e, err := s.statPath(rootfd, p, nil)
-			if err != nil {
-				return fail(err)
+		s.hookCall("file-pre", id)
+		err = func() error {
+			for p := rel; p != ""; p, _ = splitRel(p) {
+				e, err := s.statPath(rootfd, p, nil)
+				if err != nil {
+					return err
+				}
+				if e != nil && p != rel {
+					break
+				}
+				c.paths = append(c.paths, p)
+				c.before[p] = nodeOf(e)
+				c.rec.Pre = append(c.rec.Pre, diskChange{Path: rawString(p), Old: toDiskNode(nodeOf(e))})
 			}
-			if e != nil && p != rel {
-				break
-			}
-			c.paths = append(c.paths, p)
-			c.before[p] = nodeOf(e)
-			c.rec.Pre = append(c.rec.Pre, diskChange{Path: rawString(p), Old: toDiskNode(nodeOf(e))})
+			return nil
+		}()
+		s.hookCall("file-pre-done", id)
+		if err != nil {
+			return fail(err)
 		}
 	}
 	c.rec.Phase = phaseRunning
@@ -219,17 +275,38 @@ func (s *Store) symlinkOnPath(rel string) bool {
 	return false
 }
 
-// ID is the journal ID the call's entry will have.
+// ID is the journal ID reserved for the call's entry. After a successful
+// Finish it is the entry's ID, which differs from the reserved one when a
+// whole-workspace call's command ran while other entries were journaled
+// (its entry then sorts after them).
 func (c *Call) ID() string { return c.rec.ID }
 
 // Finish records what the call changed and journals it. If it fails, the
 // call stays pending and is completed by recovery the next time the store
-// is locked; the lock is released either way.
+// is locked; the locks are released either way.
 func (c *Call) Finish(ctx context.Context) (Entry, error) {
 	if c.done {
 		return Entry{}, errors.New("snapshot: call already finished")
 	}
 	c.done = true
+	if c.unshell != nil {
+		defer c.unshell()
+	}
+	if c.shell != nil {
+		d := c.shell
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		d.keep = c.keep
+		e, err := d.finish(ctx)
+		if err != nil {
+			// Like any call's: completed by recovery at the next lock.
+			d.done = true
+			d.release()
+			return Entry{}, err
+		}
+		c.rec.ID = e.ID
+		return e, nil
+	}
 	defer c.unlock()
 	e, err := c.s.finishCall(ctx, &c.rec, c.pre, false, c.keep)
 	if err == nil {
@@ -266,16 +343,24 @@ func (s *Store) finishCall(ctx context.Context, rec *pendingRec, pre *index, int
 		}
 		defer unix.Close(rootfd)
 		updates := map[string]*ientry{}
-		for _, d := range rec.Pre {
-			p := string(d.Path)
-			after, err := s.statPath(rootfd, p, nil)
-			if err != nil {
-				return Entry{}, err
+		s.hookCall("file-post", rec.ID)
+		err = func() error {
+			for _, d := range rec.Pre {
+				p := string(d.Path)
+				after, err := s.statPath(rootfd, p, nil)
+				if err != nil {
+					return err
+				}
+				updates[p] = after
+				if ch, ok := classify(p, fromDiskNode(d.Old), nodeOf(after)); ok {
+					e.Changes = append(e.Changes, ch)
+				}
 			}
-			updates[p] = after
-			if ch, ok := classify(p, fromDiskNode(d.Old), nodeOf(after)); ok {
-				e.Changes = append(e.Changes, ch)
-			}
+			return nil
+		}()
+		s.hookCall("file-post-done", rec.ID)
+		if err != nil {
+			return Entry{}, err
 		}
 		if ix, err := s.loadIndex(); err == nil && s.hasIndex() {
 			post = ix.clone()
@@ -311,13 +396,19 @@ func (c *Call) Abort(ctx context.Context) error {
 		return nil
 	}
 	c.done = true
+	if c.unshell != nil {
+		defer c.unshell()
+	}
+	if c.shell != nil {
+		return c.shell.Abort(ctx)
+	}
 	defer c.unlock()
 	return c.s.removePending(c.rec.ID)
 }
 
 // recover completes or discards work a dead process left pending. It runs
 // under the lock.
-func (s *Store) recover(ctx context.Context) error {
+func (s *Store) recover(ctx context.Context, shellHeld bool) error {
 	if des, err := os.ReadDir(s.path("tmp")); err == nil {
 		for _, de := range des {
 			// A dead writer: the blobs it installed may not be durable yet,
@@ -331,6 +422,17 @@ func (s *Store) recover(ctx context.Context) error {
 			os.Remove(s.path("usage")) // recounted when next needed
 		}
 	}()
+	// Live locks whose record is gone, or was never written (the owner
+	// died between the two: both are made under the store lock).
+	if des, err := os.ReadDir(s.path("pending")); err == nil {
+		for _, de := range des {
+			if id, ok := strings.CutSuffix(de.Name(), ".live"); ok && !s.detachedLive(id) {
+				if _, err := os.Lstat(s.path("pending", id+".json")); errors.Is(err, os.ErrNotExist) {
+					os.Remove(s.path("pending", de.Name()))
+				}
+			}
+		}
+	}
 	// Temporary files of atomic writes a dead process left behind.
 	for _, d := range []string{"", "journal", "pending"} {
 		des, _ := os.ReadDir(s.path(d))
@@ -345,6 +447,28 @@ func (s *Store) recover(ctx context.Context) error {
 		return err
 	}
 	journalSynced := false
+	// Completing a whole-workspace call scans the workspace: not while a
+	// shell command runs (its writes would be taken for the dead call's).
+	// Unless the caller holds it, the shell lock is tried, never waited
+	// for (the store lock is held); held elsewhere, such records wait for
+	// a later lock.
+	var shell *os.File
+	shellTried := false
+	shellFree := func() bool {
+		if shellHeld {
+			return true
+		}
+		if !shellTried {
+			shellTried = true
+			shell, _ = s.flock(ctx, shellLockName, false)
+		}
+		return shell != nil
+	}
+	defer func() {
+		if shell != nil {
+			shell.Close()
+		}
+	}()
 	for _, id := range ids {
 		data, err := os.ReadFile(s.path("pending", id+".json"))
 		if errors.Is(err, os.ErrNotExist) {
@@ -368,6 +492,10 @@ func (s *Store) recover(ctx context.Context) error {
 			if err := s.removePending(id); err != nil {
 				return err
 			}
+			continue
+		}
+		if rec.Phase == phaseRunning && (rec.Detached || rec.Whole && rec.Kind == KindCall) && !shellFree() {
+			s.opts.log.Debug("snapshot: a shell command is running; completing a dead call later", "call", id)
 			continue
 		}
 		if rec.Detached && rec.Phase == phaseRunning {

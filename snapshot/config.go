@@ -8,11 +8,12 @@ import (
 
 // OpenConfig opens the store of cfg's workspace with the options of its
 // snapshot section (excludes, compression, per-call cap, free-space
-// floor, automatic gc past max_bytes); opts are applied after them.
+// floor, automatic gc past max_bytes, serial calls); opts are applied
+// after them.
 func OpenConfig(ctx context.Context, cfg *config.Config, opts ...Option) (*Store, error) {
 	base := []Option{WithExclude(cfg.Snapshot.Exclude...), WithCompression(cfg.Snapshot.Compress),
 		WithMaxCallBytes(callCap(cfg.Snapshot.MaxCallBytes, cfg.Snapshot.MaxBytes)), WithMinFreeBytes(cfg.Snapshot.MinFreeBytes),
-		WithAutoGC(GCPolicy{MaxBytes: cfg.Snapshot.MaxBytes}),
+		WithAutoGC(GCPolicy{MaxBytes: cfg.Snapshot.MaxBytes}), WithSerialCalls(cfg.Snapshot.SerialCalls),
 		WithProtection(ProtectConfig(cfg))}
 	return Open(ctx, cfg.WorkspaceStateDir(), cfg.Workspace, append(base, opts...)...)
 }

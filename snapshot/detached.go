@@ -7,6 +7,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -25,16 +26,22 @@ import (
 // journaled while the job ran).
 //
 // Overlap: for a path that entries committed while the detached call was
-// open also changed (foreground calls, undos, rollbacks, checkpoints),
-// those entries own the span from the state before the first of them to
-// the state after the last. The detached entry records only what changed
-// after that span (from the last entry's new state to the final one), so
-// undoing it never rewinds another journaled call's change. If the job had
-// already changed the path before the first of those entries, that earlier
-// change is not in the detached entry (the other entry starts from the
-// job's version) and the path is listed in Entry.Overlapped. Changes the
-// job made while a foreground whole-workspace call held the lock cannot be
-// told apart from that call's own and are journaled with it.
+// open also changed (file-scoped calls, undos, rollbacks, foreground
+// shell calls), those entries own the span from the state before the
+// first of them to the state after the last. The detached entry records
+// only what changed after that span (from the last entry's new state to
+// the final one), so undoing it never rewinds another journaled call's
+// change. If the job had already changed the path before the first of
+// those entries, or between two of them, that change is not in the
+// detached entry (the other entry starts from the job's version) and the
+// path is listed in Entry.Overlapped. Changes the job made while a
+// foreground shell command ran cannot be told apart from that command's
+// own and are journaled with it.
+//
+// BeginDetached and Finish take the shell lock while they scan (they wait
+// for a running foreground shell command); in between, nothing is held
+// but the live flock. A foreground whole-workspace Call is a detached
+// call that holds the shell lock from Begin to Finish.
 //
 // If the process dies while the call is open, the live flock goes with it:
 // the next time any process locks the store, recovery finishes the call
@@ -58,10 +65,22 @@ var ErrFinished = errors.New("snapshot: detached call already finished")
 func (s *Store) livePath(id string) string { return s.path("pending", id+".live") }
 
 // BeginDetached starts a detached call (see Detached): it waits for the
-// store lock, scans the whole workspace, and returns once the pre-scan is
-// durable, with the lock released.
+// shell lock (a running foreground shell command) and the store lock,
+// scans the whole workspace, and returns once the pre-scan is durable,
+// with both locks released.
 func (s *Store) BeginDetached(ctx context.Context, info CallInfo) (*Detached, error) {
-	unlock, err := s.lock(ctx)
+	unshell, err := s.lockShell(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unshell()
+	return s.beginDetached(ctx, info, false)
+}
+
+// beginDetached is BeginDetached with the shell lock held by the caller.
+// shell marks the record of a foreground whole-workspace Call.
+func (s *Store) beginDetached(ctx context.Context, info CallInfo, shell bool) (*Detached, error) {
+	unlock, err := s.lockShelled(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +95,7 @@ func (s *Store) BeginDetached(ctx context.Context, info CallInfo) (*Detached, er
 		return nil, err
 	}
 	d := &Detached{s: s, rec: pendingRec{ID: id, Kind: KindCall, Time: s.opts.now().UTC(), Session: info.Session,
-		Tool: info.Tool, Summary: info.Summary, Phase: phaseRunning, Whole: true, Detached: true}}
+		Tool: info.Tool, Summary: info.Summary, Phase: phaseRunning, Whole: true, Detached: true, Shell: shell}}
 	// The live lock exists before the pending record: recovery never sees
 	// a running detached record without a holder unless its owner died.
 	live, err := os.OpenFile(s.livePath(id), os.O_RDWR|os.O_CREATE, 0o600)
@@ -118,6 +137,7 @@ func (s *Store) BeginDetached(ctx context.Context, info CallInfo) (*Detached, er
 				return fail(err)
 			}
 		}
+		d.rec.OwnManifest = true
 	}
 	d.rec.Manifest = h
 	if err := s.syncStore(); err != nil {
@@ -126,7 +146,7 @@ func (s *Store) BeginDetached(ctx context.Context, info CallInfo) (*Detached, er
 	if err := s.writePending(&d.rec); err != nil {
 		return fail(err)
 	}
-	s.hook("detached-begun")
+	s.hookCall("detached-begun", id)
 	d.pre, d.live = pre, live
 	return d, nil
 }
@@ -136,7 +156,8 @@ func (s *Store) BeginDetached(ctx context.Context, info CallInfo) (*Detached, er
 func (d *Detached) ID() string { return d.rec.ID }
 
 // Finish journals what changed since BeginDetached (see Detached for
-// overlapping calls). It waits for the store lock until ctx is done. If it
+// overlapping calls). It waits for the shell lock (a running foreground
+// shell command) and the store lock until ctx is done. If it
 // fails the call stays pending and open; a later Finish may retry, and if
 // the process exits first recovery completes it.
 func (d *Detached) Finish(ctx context.Context) (Entry, error) {
@@ -145,7 +166,19 @@ func (d *Detached) Finish(ctx context.Context) (Entry, error) {
 	if d.done {
 		return Entry{}, ErrFinished
 	}
-	unlock, err := d.s.lock(ctx)
+	// Not while a foreground shell command runs: its scan would take
+	// that command's changes so far for the job's.
+	unshell, err := d.s.lockShell(ctx)
+	if err != nil {
+		return Entry{}, err
+	}
+	defer unshell()
+	return d.finish(ctx)
+}
+
+// finish is Finish with the shell lock held and d.mu locked.
+func (d *Detached) finish(ctx context.Context) (Entry, error) {
+	unlock, err := d.s.lockShelled(ctx)
 	if err != nil {
 		return Entry{}, err
 	}
@@ -170,11 +203,15 @@ func (d *Detached) Abort(ctx context.Context) error {
 		return ErrFinished
 	}
 	d.done = true
-	if unlock, err := d.s.lock(ctx); err == nil {
+	unlock, lerr := d.s.lock(ctx)
+	if lerr == nil {
 		defer unlock()
 	}
 	err := d.s.removePending(d.rec.ID)
 	d.release()
+	if lerr == nil && err == nil {
+		d.s.dropManifest(&d.rec, nil, nil)
+	}
 	return err
 }
 
@@ -228,9 +265,13 @@ func (s *Store) finishDetached(ctx context.Context, rec *pendingRec, pre *index,
 	if err != nil {
 		return Entry{}, err
 	}
-	type span struct{ first, last *Node }
+	type span struct {
+		first, last *Node
+		gap         bool // one of them starts from a state the one before did not leave
+	}
 	taken := map[string]*span{} // path → its state before the first and after the last of them
 	var order []string
+	var since []Entry
 	for _, id := range ids {
 		if n, _ := parseID(id); n <= first {
 			continue
@@ -239,8 +280,10 @@ func (s *Store) finishDetached(ctx context.Context, rec *pendingRec, pre *index,
 		if err != nil {
 			return Entry{}, err
 		}
+		since = append(since, oe)
 		for _, ch := range oe.Changes {
 			if sp := taken[ch.Path]; sp != nil {
+				sp.gap = sp.gap || !sameContent(sp.last, ch.Old)
 				sp.last = ch.New
 			} else {
 				taken[ch.Path] = &span{first: ch.Old, last: ch.New}
@@ -256,7 +299,7 @@ func (s *Store) finishDetached(ctx context.Context, rec *pendingRec, pre *index,
 	if err != nil {
 		return Entry{}, err
 	}
-	s.hook("detached-scanned")
+	s.hookCall("detached-scanned", rec.ID)
 	// The record's own ID when nothing was journaled since it began (the
 	// entry then sorts where it started); else the next one.
 	id := rec.ID
@@ -269,6 +312,10 @@ func (s *Store) finishDetached(ctx context.Context, rec *pendingRec, pre *index,
 	}
 	e := Entry{ID: id, Time: s.opts.now().UTC(), CallInfo: rec.info(), Kind: KindCall, Interrupted: interrupted,
 		Detached: true, Began: rec.Time}
+	if rec.Shell {
+		// A foreground call: its time is when it began, as for any call.
+		e.Time, e.Detached, e.Began = rec.Time, false, time.Time{}
+	}
 	for _, ch := range diffIndex(pre, post) {
 		if taken[ch.Path] == nil {
 			e.Changes = append(e.Changes, ch)
@@ -277,9 +324,10 @@ func (s *Store) finishDetached(ctx context.Context, rec *pendingRec, pre *index,
 	sort.Strings(order)
 	for _, p := range order {
 		sp := taken[p]
-		if !sameContent(nodeOf(pre.entries[p]), sp.first) {
-			// Changed before another call took the path over: that
-			// call's entry starts from the job's version.
+		if !sameContent(nodeOf(pre.entries[p]), sp.first) || sp.gap {
+			// Changed before another call took the path over, or
+			// between two of them: that call's entry starts from the
+			// command's version.
 			e.Overlapped = append(e.Overlapped, p)
 		}
 		// Changed again after the last of them: that part is the job's.
@@ -309,7 +357,63 @@ func (s *Store) finishDetached(ctx context.Context, rec *pendingRec, pre *index,
 		}
 	}
 	s.hook("detached-committed")
-	return e, s.dropDetached(rec.ID)
+	if err := s.dropDetached(rec.ID); err != nil {
+		return e, err
+	}
+	s.dropManifest(rec, post, since)
+	return e, nil
+}
+
+// dropManifest removes the pre-scan manifest blob of a finished detached
+// call when the call made it (BeginDetached found no such blob) and
+// nothing else refers to it: an open detached call's record, a
+// checkpoint, or a change journaled since the call began (earlier ones
+// cannot: the blob did not exist), or the tree now. Otherwise GC does.
+// Under the store lock, after the call's record is gone.
+func (s *Store) dropManifest(rec *pendingRec, post *index, since []Entry) {
+	h := rec.Manifest
+	if !rec.OwnManifest || !validHash(h) {
+		return
+	}
+	for _, id := range s.openDetached() {
+		if r, err := s.readPending(id); err != nil || r.Manifest == h {
+			return // unreadable: keep it, to be safe
+		}
+	}
+	for _, e := range since {
+		if e.Manifest == h {
+			return
+		}
+		for _, ch := range e.Changes {
+			if ch.Old != nil && ch.Old.Hash == h || ch.New != nil && ch.New.Hash == h {
+				return
+			}
+		}
+	}
+	if post != nil {
+		for _, ie := range post.entries {
+			if ie.Hash == h {
+				return
+			}
+		}
+	}
+	for _, name := range []string{s.blobPath(h), s.blobPath(h) + zSuffix} {
+		if fi, err := os.Lstat(name); err == nil && os.Remove(name) == nil {
+			s.added.Add(-fi.Size())
+		}
+	}
+}
+
+// openDetached lists the IDs of pending detached records.
+func (s *Store) openDetached() []string {
+	ids, _ := s.ids("pending")
+	var out []string
+	for _, id := range ids {
+		if r, err := s.readPending(id); err != nil || r.Detached {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 func (s *Store) dropDetached(id string) error {

@@ -18,17 +18,78 @@
 // the scope: only the pre-image of that file (and of parent directories the
 // tool may create) is taken, which costs one stat and one read.
 //
-// Between Begin and Finish/Abort the Call holds an exclusive lock on the
-// store (an flock, so it also excludes other processes): mutating calls on
-// one workspace are serialised, which is what makes a whole-workspace
-// changeset belong to exactly one call. Begin waits for the lock until its
-// ctx is done.
+// # Concurrent calls
+//
+// Two flocks (so they also exclude other processes) order the calls on
+// one workspace: the store lock, held by whatever reads or changes the
+// store, and the shell lock, held by whatever scans the whole workspace.
+//
+//   - A file-scoped call holds the store lock from Begin to Finish or
+//     Abort: the pre-image, the tool's one write and the capture after it.
+//     File-scoped calls, undo, rollback and GC are therefore ordered among
+//     themselves, and never wait for a running shell command.
+//   - A whole-workspace call (a shell command: Bash, `agentbox exec`)
+//     holds the shell lock from Begin to Finish or Abort, and the store
+//     lock only while it scans: the pre-scan in Begin and the post-scan
+//     and commit in Finish. Two shell commands on one workspace
+//     serialize; a Write, an Edit, an undo do not wait for one.
+//   - Every other whole-workspace scan takes the shell lock too, briefly:
+//     a background job's start and end (BeginDetached, Detached.Finish),
+//     a checkpoint, and recovery of a dead whole-workspace call (tried
+//     without waiting; deferred to a later lock while a command runs). A
+//     scan cannot tell a running command's writes from anyone else's, so
+//     none but the command's own runs while it runs.
+//   - History and diff (List, Get, Diff) read committed entries without
+//     any lock: they never wait.
+//
+// The shell lock is always taken before the store lock, never while
+// holding it. Begin and Finish wait for the locks until their ctx is
+// done. WithSerialCalls (config snapshot.serial_calls) makes a
+// whole-workspace call hold the store lock from Begin to Finish as
+// well, as before: every mutating call then waits for a running command.
+//
+// # Attribution
+//
+// The journal stays exact with concurrent calls; the rule:
+//
+//   - A file-scoped call's entry holds its path (and the missing parents
+//     it created) from the state its Begin saw to the state its Finish
+//     saw. Nothing else can write in between but a running shell command:
+//     such a write to the same path, in the milliseconds of the tool's own
+//     write, is indistinguishable from the call's and is journaled as the
+//     call's (two writers raced on one file; the entry still holds exactly
+//     the states the path went from and to).
+//   - A shell call's entry holds its post-scan diff, except that for a
+//     path an entry committed while it ran (a file-scoped call, an undo, a
+//     rollback) also changed, it records only the change from the state
+//     the last of those entries left to the post-scan state, or nothing
+//     when they are equal. A change the command made to such a path
+//     before the first of those entries or between two of them is in no
+//     entry (the other entry starts from the command's version); the path
+//     is listed in the shell entry's Overlapped.
+//   - So no entry holds another call's change; each entry's changes start
+//     where the journal's previous change to that path ended, except at
+//     paths a later shell entry lists as Overlapped. Undoing an entry
+//     sets only its own paths back, to the states its call started from:
+//     undoing a shell entry never reverts a Write made while it ran, and
+//     undoing that Write never reverts the command's later change (it
+//     conflicts with it, as with any later change).
+//   - The entry of a shell call whose command ran while other entries
+//     were journaled gets a new ID when it is committed (Call.ID reports
+//     it after Finish), so that it sorts after them.
+//
+// Changes a person makes while a shell command runs are taken for the
+// command's, as before. Containment is untouched: the rule only decides
+// which entry a change is recorded in; every change is captured.
+// TestConcurrentAttribution checks the rule against a model of random
+// concurrent interleavings.
 //
 // A command that outlives its tool call (a background job) uses
 // BeginDetached instead: the pre-scan is taken under the lock, which is
 // then released; Detached.Finish re-takes it when the job ends and
-// journals the job's changes as one entry (see Detached for paths other
-// calls changed meanwhile, and for crash recovery of an open one).
+// journals the job's changes as one entry by the same rule (see Detached
+// for crash recovery of an open one). A foreground shell call is such a
+// detached call that also holds the shell lock while it runs.
 //
 // # Promises
 //
@@ -51,8 +112,8 @@
 //     together. Only a power loss before those fsyncs end can leave it
 //     partial, and then its call had not started; recovery discards it.
 //   - A call interrupted by a crash is found the next time the store is
-//     locked: its changeset is computed then and journaled with
-//     Interrupted set; an interrupted undo or rollback is re-applied (it is
+//     locked (for a whole-workspace call: while no shell command runs):
+//     its changeset is computed then and journaled with Interrupted set; an interrupted undo or rollback is re-applied (it is
 //     idempotent) and journaled.
 //   - Scans never follow symlinks (directories are opened with
 //     RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS), record FIFOs, sockets and

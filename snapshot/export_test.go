@@ -3,6 +3,8 @@ package snapshot
 // Test hooks for the external tests.
 var WithHook = withHook
 
+var WithCallHook = withCallHook
+
 func SetAtomicWriteHook(fn func()) { atomicWriteHook = fn }
 
 var WithFreeSpace = withFreeSpace

@@ -53,9 +53,11 @@ type options struct {
 	now      func() time.Time
 	workers  int
 	compress bool
-	hooks    func(point string) // test hook: called at named points
-	protect  func() ProtectFunc // WithProtection
+	hooks    func(point string)     // test hook: called at named points
+	callHook func(point, id string) // test hook: the same, with the call's record ID
+	protect  func() ProtectFunc     // WithProtection
 	lockPoll time.Duration
+	serial   bool // WithSerialCalls
 	// Limits (limits.go).
 	maxCall   int64
 	minFree   int64
@@ -88,8 +90,19 @@ func WithCompression(on bool) Option { return func(o *options) { o.compress = on
 // WithWorkers sets how many goroutines scan and hash (default: GOMAXPROCS).
 func WithWorkers(n int) Option { return func(o *options) { o.workers = n } }
 
+// WithSerialCalls makes a whole-workspace call hold the store lock from
+// Begin to Finish, as before concurrent calls existed: every other
+// mutating call on the workspace (a Write, an undo) then waits for a
+// running shell command. Off by default; it exists to measure the
+// difference (`agentbox bench load`) and as a fallback.
+func WithSerialCalls(on bool) Option { return func(o *options) { o.serial = on } }
+
 // withHook is for crash tests: fn is called at named points.
 func withHook(fn func(point string)) Option { return func(o *options) { o.hooks = fn } }
+
+// withCallHook is for the concurrency property test: fn is called at
+// named points of a call's work, with its record ID.
+func withCallHook(fn func(point, id string)) Option { return func(o *options) { o.callHook = fn } }
 
 // Open opens (creating if needed) the store of workspace under stateDir
 // (the per-workspace state directory, outside the workspace).
@@ -171,31 +184,68 @@ func (s *Store) hook(point string) {
 	}
 }
 
+// hookCall is hook for a point of call id's work.
+func (s *Store) hookCall(point, id string) {
+	s.hook(point)
+	if s.opts.callHook != nil {
+		s.opts.callHook(point, id)
+	}
+}
+
 // tryLock is lock without waiting: it returns a nil func when the lock is
 // held elsewhere.
 func (s *Store) tryLock(ctx context.Context) (func(), error) {
-	return s.lockWait(ctx, false)
+	return s.lockWait(ctx, false, false)
 }
 
 // lock takes the store's exclusive lock, waiting until ctx is done, and
 // then completes whatever a dead holder left pending.
 func (s *Store) lock(ctx context.Context) (func(), error) {
-	return s.lockWait(ctx, true)
+	return s.lockWait(ctx, true, false)
 }
 
-func (s *Store) lockWait(ctx context.Context, wait bool) (func(), error) {
-	f, err := os.OpenFile(s.path("lock"), os.O_RDWR|os.O_CREATE, 0o600)
+// lockShelled is lock for a caller that holds the shell lock: recovery
+// may then complete dead whole-workspace calls.
+func (s *Store) lockShelled(ctx context.Context) (func(), error) {
+	return s.lockWait(ctx, true, true)
+}
+
+func (s *Store) lockWait(ctx context.Context, wait, shellHeld bool) (func(), error) {
+	f, err := s.flock(ctx, "lock", wait)
+	if err != nil || f == nil {
+		return nil, err
+	}
+	unlock := func() {
+		s.flushUsage()
+		f.Close() // closing the descriptor releases the flock
+	}
+	if err := s.recover(ctx, shellHeld); err != nil {
+		s.added.Store(0) // what a failed recovery wrote is recounted
+		os.Remove(s.path("usage"))
+		unlock()
+		return nil, err
+	}
+	return unlock, nil
+}
+
+// flock opens the store's file name and takes an exclusive flock on it,
+// polling until ctx is done when wait is set; without wait it returns a
+// nil file when the lock is held elsewhere (by another process, or by
+// another descriptor of this one: flocks belong to open files). Closing
+// the file releases the lock.
+func (s *Store) flock(ctx context.Context, name string, wait bool) (*os.File, error) {
+	f, err := os.OpenFile(s.path(name), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("snapshot: lock: %w", err)
+		return nil, fmt.Errorf("snapshot: %s: %w", name, err)
 	}
 	for {
 		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 		if err == nil {
-			break
+			return f, nil
 		}
 		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
 			f.Close()
-			return nil, fmt.Errorf("snapshot: lock: %w", err)
+			return nil, fmt.Errorf("snapshot: %s: %w", name, err)
 		}
 		if !wait {
 			f.Close()
@@ -204,21 +254,33 @@ func (s *Store) lockWait(ctx context.Context, wait bool) (func(), error) {
 		select {
 		case <-ctx.Done():
 			f.Close()
-			return nil, fmt.Errorf("snapshot: waiting for the store lock: %w", context.Cause(ctx))
+			what := "the store lock"
+			if name == shellLockName {
+				what = "the running shell command"
+			}
+			return nil, fmt.Errorf("snapshot: waiting for %s: %w", what, context.Cause(ctx))
 		case <-time.After(s.opts.lockPoll):
 		}
 	}
-	unlock := func() {
-		s.flushUsage()
-		f.Close() // closing the descriptor releases the flock
-	}
-	if err := s.recover(ctx); err != nil {
-		s.added.Store(0) // what a failed recovery wrote is recounted
-		os.Remove(s.path("usage"))
-		unlock()
+}
+
+// shellLockName is the flock that whole-workspace captures hold (see
+// lockShell).
+const shellLockName = "shell.lock"
+
+// lockShell takes the shell lock, waiting until ctx is done. A
+// whole-workspace call holds it from Begin to Finish, and every other
+// whole-workspace scan (a background job's start and end, a checkpoint,
+// recovery of a dead whole-workspace call) holds it while it scans: a
+// scan cannot tell a running command's writes from anyone else's, so no
+// scan but the command's own may run while one runs. Always taken before
+// the store lock, never while holding it.
+func (s *Store) lockShell(ctx context.Context) (func(), error) {
+	f, err := s.flock(ctx, shellLockName, true)
+	if err != nil {
 		return nil, err
 	}
-	return unlock, nil
+	return func() { f.Close() }, nil
 }
 
 // syncStore makes every blob written so far durable: an fsync of each

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,8 +102,21 @@ func TestAbortAndLock(t *testing.T) {
 	if _, err := st2.Begin(short, snapshot.CallInfo{}, snapshot.Whole()); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("second Begin: %v, want a deadline error", err)
 	}
+	// A whole-workspace call holds only the shell lock while its command
+	// runs: undo and file-scoped calls go on.
+	if _, err := st.Undo(short, "", false, snapshot.CallInfo{}); !errors.Is(err, snapshot.ErrNotFound) {
+		t.Fatalf("Undo during a shell call: %v, want not found (nothing journaled yet)", err)
+	}
+	fc, err := st2.Begin(short, snapshot.CallInfo{}, snapshot.File("f"))
+	if err != nil {
+		t.Fatalf("file Begin during a shell call: %v", err)
+	}
+	// A file-scoped call holds the store lock until it ends.
 	if _, err := st.Undo(short, "", false, snapshot.CallInfo{}); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Undo during a call: %v, want a deadline error", err)
+		t.Fatalf("Undo during a file call: %v, want a deadline error", err)
+	}
+	if err := fc.Abort(ctx); err != nil {
+		t.Fatal(err)
 	}
 	if err := c.Abort(ctx); err != nil {
 		t.Fatal(err)
@@ -187,5 +202,65 @@ func TestDiff(t *testing.T) {
 	}
 	if err := st.Diff(ctx, "999", &b); !errors.Is(err, snapshot.ErrNotFound) {
 		t.Fatalf("diff of unknown call: %v", err)
+	}
+}
+
+// With WithSerialCalls a whole-workspace call holds the store lock from
+// Begin to Finish: file-scoped calls and undo wait for it, as before
+// concurrent calls.
+func TestSerialCalls(t *testing.T) {
+	ctx := context.Background()
+	for _, serial := range []bool{false, true} {
+		t.Run(fmt.Sprint("serial=", serial), func(t *testing.T) {
+			base := t.TempDir()
+			ws := filepath.Join(base, "ws")
+			if err := os.Mkdir(ws, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			st, err := snapshot.Open(ctx, filepath.Join(base, "state"), ws, snapshot.WithSerialCalls(serial))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := st.Begin(ctx, snapshot.CallInfo{Tool: "Bash"}, snapshot.Whole())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(ws, "shell.txt"), []byte("shell"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+			defer cancel()
+			fc, err := st.Begin(short, snapshot.CallInfo{Tool: "Write"}, snapshot.File("w.txt"))
+			if serial {
+				if !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("file Begin during a serial shell call: %v, want a deadline error", err)
+				}
+			} else {
+				if err != nil {
+					t.Fatalf("file Begin during a shell call: %v", err)
+				}
+				if err := os.WriteFile(filepath.Join(ws, "w.txt"), []byte("write"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				fe, err := fc.Finish(ctx)
+				if err != nil || len(fe.Changes) != 1 || fe.Changes[0].Path != "w.txt" {
+					t.Fatalf("file call: %+v, %v; want w.txt alone", fe.Changes, err)
+				}
+			}
+			// Two shell commands serialize either way.
+			if _, err := st.Begin(short, snapshot.CallInfo{}, snapshot.Whole()); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("second shell Begin: %v, want a deadline error", err)
+			}
+			e, err := c.Finish(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := changedPaths(e); !slices.Equal(got, []string{"shell.txt"}) {
+				t.Fatalf("shell entry %v, want [shell.txt]", got)
+			}
+			if c.ID() != e.ID {
+				t.Fatalf("ID() %s after Finish, entry %s", c.ID(), e.ID)
+			}
+		})
 	}
 }

@@ -187,9 +187,10 @@ type Entry struct {
 	// Detached); Began is when it began (Time is when it was journaled).
 	Detached bool      `json:"detached,omitempty"`
 	Began    time.Time `json:"began,omitzero"`
-	// Overlapped lists paths the detached call's command may also have
-	// changed but that entries journaled while it ran changed too: they
-	// belong to those entries and are not in Changes.
+	// Overlapped lists paths the command of a whole-workspace call (a
+	// shell command or a background job) changed before, or between,
+	// entries journaled while it ran that changed them too: those changes
+	// are in no entry (see the package documentation, "Attribution").
 	Overlapped []string `json:"overlapped,omitempty"`
 	// Changes are sorted by path.
 	Changes []Change `json:"changes"`

@@ -385,9 +385,17 @@ func (s *Store) applyAndCommit(ctx context.Context, rec *pendingRec, interrupted
 // journals an entry (Kind "checkpoint") holding the manifest, so that
 // Rollback(entry.ID) later restores the state of this moment for every path
 // changed since. Its changes are what changed outside any call since the
-// previous scan (none for the first scan); undo skips checkpoints.
+// previous scan (none for the first scan); undo skips checkpoints. It
+// waits for a running whole-workspace call to finish (the shell lock).
 func (s *Store) Checkpoint(ctx context.Context, message string, info CallInfo) (Entry, error) {
-	unlock, err := s.lock(ctx)
+	// Its scan cannot tell a running shell command's writes from a
+	// person's: it waits for the command to end.
+	unshell, err := s.lockShell(ctx)
+	if err != nil {
+		return Entry{}, err
+	}
+	defer unshell()
+	unlock, err := s.lockShelled(ctx)
 	if err != nil {
 		return Entry{}, err
 	}

@@ -92,8 +92,9 @@ func (j *JobSnapshots) FinishJob(ctx context.Context, id string, st *JobStatus) 
 	if snap == nil {
 		return
 	}
-	// The finish waits for the store lock, which a long foreground call
-	// may hold: bounded, so that BashOutput does not hang on it.
+	// The finish waits for a running foreground shell command (its
+	// scan must not take that command's changes for the job's): bounded,
+	// so that BashOutput does not hang on it.
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), j.wait())
 	defer cancel()
 	e, err := snap.Finish(fctx)

@@ -14,7 +14,12 @@ func newCheckpointCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "checkpoint [-m MESSAGE]",
 		Short: "Snapshot the whole workspace now, to `rollback --to` later",
-		Args:  cobra.NoArgs,
+		Long: `checkpoint records the whole workspace as it is now, so that
+rollback --to can bring it back, and journals what changed outside any call
+since the last scan as its changes. It waits for a running shell command
+(an agent's Bash, agentbox exec) to end: its scan could not tell that
+command's writes from yours.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, st, err := openConfigSnapshots(cmd.Context(), a)
 			if err != nil {

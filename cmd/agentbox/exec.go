@@ -45,7 +45,12 @@ status (128+N when killed by signal N; 137 on timeout).
 A single argument is a shell command line (run with bash -c, or sh -c
 when the image has no bash); several arguments are run as that exact argv.
 The command's stdin is closed. It starts in the current directory when that
-lies inside the workspace, else in the workspace root.`,
+lies inside the workspace, else in the workspace root.
+
+What it changes in the workspace is journaled as one call (agentbox
+history, undo). Two shell commands on one workspace (exec, an agent's Bash)
+run one after the other; file edits, undo and rollback do not wait for a
+running one (snapshot.serial_calls: true makes them wait).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := a.Config()

@@ -51,10 +51,13 @@ type historyEntry struct {
 	Tool    string          `json:"tool"`
 	Summary string          `json:"summary"`
 	Changes []historyChange `json:"changes"`
+	// Overlapped: paths a shell command changed before (or between) calls
+	// journaled while it ran that changed them too (see snapshot.Entry).
+	Overlapped []string `json:"overlapped,omitempty"`
 }
 
 func toHistory(e snapshot.Entry) historyEntry {
-	h := historyEntry{ID: e.ID, Time: e.Time, Session: e.Session, Tool: e.Tool, Summary: e.Summary, Changes: []historyChange{}}
+	h := historyEntry{ID: e.ID, Time: e.Time, Session: e.Session, Tool: e.Tool, Summary: e.Summary, Changes: []historyChange{}, Overlapped: e.Overlapped}
 	for _, c := range e.Changes {
 		h.Changes = append(h.Changes, historyChange{Path: c.Path, Op: c.Op})
 	}

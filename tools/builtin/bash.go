@@ -260,7 +260,7 @@ var killShellDescription = tools.Description{
 var KillShell = tools.New("KillShell", runKillShell,
 	tools.WithKind(tools.KindExecute), tools.WithDescription(killShellDescription),
 	// The job's own detached snapshot captures its changes; a snapshot
-	// around the kill would hold the store lock the job's needs.
+	// around the kill would hold the shell lock the job's needs.
 	tools.WithScope(func(*KillShellParams) tools.Scope { return tools.Scope{Kind: tools.ScopeNone} }))
 
 func runKillShell(ctx context.Context, env *tools.Env, p *KillShellParams) (tools.Result, error) {
