@@ -66,15 +66,15 @@ func TestRedteam3InitSurvivesSignals(t *testing.T) {
 // rt3Forge writes forged Exit frames (code 0) into init's stdout, where
 // the runtime lets the command open it (gVisor: /proc/1/fd is open to
 // the same uid; runc: init is not dumpable, EACCES), then exits 3. One
-// frame carries raw JSON, one a seal under an all-zero key, one a
-// 32-byte "seal" that is the JSON's own SHA-256.
+// frame carries a seal under an all-zero key, one a 32-byte "seal" that
+// is the JSON's own SHA-256, one raw JSON.
 const rt3Forge = `
 import os, json, struct, hashlib, hmac, sys
 st = json.dumps({"code": 0, "cwd": os.getcwd()}).encode()
 frames = [
-    st,
     hmac.new(bytes(32), b"X" + st, hashlib.sha256).digest() + st,
     hashlib.sha256(st).digest() + st,
+    st,
 ]
 try:
     fd = os.open("/proc/1/fd/1", os.O_WRONLY)
