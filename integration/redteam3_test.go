@@ -336,6 +336,9 @@ print("swaps", n)
 	var escaped []string
 	for _, root := range []string{state, ws} {
 		filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() && d.Name() == "pins" {
+				return filepath.SkipDir // the workspace itself, pinned for a container starting
+			}
 			if err == nil && strings.HasPrefix(d.Name(), "rt3-") {
 				rel, _ := filepath.Rel(ws, p)
 				if !strings.HasPrefix(rel, "d/sub/") && !strings.HasPrefix(rel, "d.real/sub/") {
@@ -347,5 +350,47 @@ print("swaps", n)
 	}
 	if len(escaped) > 0 {
 		t.Fatalf("writes landed outside the directory they named: %v", escaped)
+	}
+}
+
+// TestRedteam3StopOrKillInitNeverSucceeds: under gVisor the command can
+// send SIGSTOP and SIGKILL to init. Its call must then fail (no status,
+// or the timeout) and never come back as the "exit 0" it printed; under
+// runc the kernel does not deliver them and the command's own status
+// comes back.
+func TestRedteam3StopOrKillInitNeverSucceeds(t *testing.T) {
+	r, _ := newRunner(t, "", nil)
+	for _, sig := range []string{"STOP", "KILL"} {
+		res, err := runIn(t, r, sandbox.Spec{Shell: "kill -" + sig + " 1; sleep 0.5; echo exit-0; exit 0", Timeout: 8 * time.Second})
+		switch {
+		case err == nil && runtimeName == "runsc":
+			t.Errorf("kill -%s 1 under gVisor: the call reports success (code %d, stdout %q)", sig, res.ExitCode, res.Stdout)
+		case err != nil && runtimeName != "runsc":
+			t.Errorf("kill -%s 1 reached init under runc: %v", sig, err)
+		case err == nil && res.ExitCode != 0:
+			t.Errorf("kill -%s 1: code %d", sig, res.ExitCode)
+		}
+		t.Logf("kill -%s 1: code %d err %v", sig, res.ExitCode, err)
+	}
+}
+
+// TestRedteam3MemoryLimitHolds: under gVisor init enforces the memory
+// limit from the Sentry's accounting (AnonPages). Memory that might be
+// counted elsewhere (shared anonymous mappings, private ones) must still
+// end the command, never let it finish past the limit.
+func TestRedteam3MemoryLimitHolds(t *testing.T) {
+	r, _ := newRunnerOpts(t, newWorkspace(t), func(c *config.Config) { c.Sandbox.Image = images.Host; c.Sandbox.MemoryMB = 128 })
+	for _, kind := range []string{"MAP_SHARED", "MAP_PRIVATE"} {
+		res, err := rt3Script(t, r, `
+import mmap, sys
+n = 400 << 20
+m = mmap.mmap(-1, n, flags=mmap.`+kind+`)
+for i in range(0, n, 4096): m[i] = 1
+print("survived")
+`)
+		if err == nil && res.ExitCode == 0 && strings.Contains(string(res.Stdout), "survived") {
+			t.Errorf("%s: 400 MiB touched under a 128 MiB limit and the command finished", kind)
+		}
+		t.Logf("%s: code %d oom %v err %v", kind, res.ExitCode, res.OOMKilled, err)
 	}
 }
