@@ -103,7 +103,11 @@ func TestRedteam3ForgedExitRefused(t *testing.T) {
 		t.Fatalf("a forged exit status was accepted: the command exited 3, the executor reports 0 (stdout %q)", res.Stdout)
 	case err == nil && res.ExitCode != 3:
 		t.Fatalf("exit code %d, want 3 or a refused run", res.ExitCode)
-	case err != nil && !errors.Is(err, sandbox.ErrUnavailable) && !strings.Contains(err.Error(), "frame"):
+	case err != nil && errors.Is(err, sandbox.ErrUnavailable):
+		// The tools tell the model "the sandbox is unavailable, so
+		// nothing was run": a lie the command would have told.
+		t.Fatalf("a refused frame is reported as an unavailable sandbox (nothing run): %v", err)
+	case err != nil && !errors.Is(err, initproc.ErrUnsealed) && !errors.Is(err, initproc.ErrFrame) && !strings.Contains(err.Error(), "without reporting a status"):
 		t.Fatalf("run failed for another reason than a refused frame: %v", err)
 	case err != nil && !strings.Contains(err.Error(), initproc.ErrUnsealed.Error()):
 		t.Logf("refused as a garbled stream: %v", err)
