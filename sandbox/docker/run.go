@@ -170,7 +170,11 @@ func (r *Runner) runOnce(ctx context.Context, x exchange, frame []byte, stream b
 		case initproc.Exit:
 			s, err := initproc.OpenExit(x.key, p)
 			if err != nil {
-				return sandbox.Result{}, nil, false, fmt.Errorf("container %s: %w: %w", shortID(w.id), sandbox.ErrUnavailable, err)
+				// Not ErrUnavailable ("nothing was run"): init took the
+				// request, so the command ran, and wrote this frame
+				// itself (gVisor lets it reach init's stdout). Its
+				// status is unknown; its changes are the call's.
+				return sandbox.Result{}, nil, false, fmt.Errorf("container %s: the command ran but its exit status is unknown (a frame on init's stream is not init's): %w", shortID(w.id), err)
 			}
 			st = &s
 		case initproc.Fatal:

@@ -52,10 +52,16 @@ func Main(in io.Reader, out io.Writer, diag io.Writer, expect []ExpectedMount) i
 		}
 	}
 	// As PID 1, init only dies of signals it handles: catch (not ignore,
-	// which the command would inherit) the ones the command could send it.
+	// which the command would inherit) every signal the command could
+	// send it. All of them, not only the terminating ones: the Go
+	// runtime has a handler for every signal, and for SIGSEGV, SIGBUS,
+	// SIGFPE, SIGILL, SIGTRAP, SIGABRT, SIGSYS and SIGSTKFLT sent with
+	// kill it crashes the program, so a command could end init (and its
+	// own call) with `kill -SEGV 1`. Under gVisor SIGKILL and SIGSTOP
+	// still reach init (see the README's limits).
 	if os.Getpid() == 1 {
 		sigs := make(chan os.Signal, 8)
-		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGALRM)
+		signal.Notify(sigs)
 		go func() {
 			for range sigs {
 			}
