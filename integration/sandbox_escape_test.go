@@ -25,6 +25,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 
 	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/images"
 	"github.com/agentbox/agentbox/sandbox"
 	"github.com/agentbox/agentbox/sandbox/docker"
 	"github.com/agentbox/agentbox/sandbox/initproc"
@@ -624,4 +625,23 @@ echo "init survived"`, 30*time.Second)
 		}
 	}
 	e.intact(t)
+}
+
+// TestSandboxHardeningThreads: the seccomp profile lets ordinary programs
+// start threads under every runtime. Docker's default profile answers
+// clone3 with ENOSYS so glibc falls back to clone; gVisor's --oci-seccomp
+// turns that errno into EPERM, and glibc then cannot start a thread at
+// all, so the gVisor profile leaves clone3 to the Sentry.
+func TestSandboxHardeningThreads(t *testing.T) {
+	ws := newWorkspace(t)
+	r, _ := newRunnerOpts(t, ws, func(c *config.Config) { c.Sandbox.Image = images.Host })
+	res, err := runIn(t, r, sandbox.Spec{Argv: []string{"python3", "-c", `import threading
+out = []
+ts = [threading.Thread(target=out.append, args=(i,)) for i in range(4)]
+[t.start() for t in ts]; [t.join() for t in ts]
+print("threads", len(out))`}, Timeout: time.Minute})
+	must(t, err)
+	if out := string(res.Stdout); !strings.Contains(out, "threads 4") {
+		t.Fatalf("exit %d, stdout %q, stderr %q: want threads 4", res.ExitCode, out, res.Stderr)
+	}
 }

@@ -238,7 +238,7 @@ func New(ctx context.Context, cli *client.Client, cfg *config.Config, log *slog.
 		}
 		gvisor = gvisorRuntime(rt, info.Runtimes[rt].Path)
 	}
-	secOpt, err := seccompFor(ver, cfg.WorkspaceStateDir())
+	secOpt, err := seccompFor(ver, cfg.WorkspaceStateDir(), gvisor)
 	if err != nil {
 		return nil, err
 	}

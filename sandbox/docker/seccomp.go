@@ -153,22 +153,50 @@ func seccompProfile() *seccomp.Seccomp {
 // inline; reading a file is a feature of the CLI. Docker checks it at
 // start, not at create. Podman's compatible API reads the value as a file
 // path instead: seccompFor hands Podman a file.
-var seccompOpt = sync.OnceValue(func() string {
-	b, err := json.Marshal(seccompProfile())
+var seccompOpt = sync.OnceValue(func() string { return encodeSeccomp(seccompProfile()) })
+
+// seccompOptGVisor is the option for containers under gVisor (see
+// gvisorProfile).
+var seccompOptGVisor = sync.OnceValue(func() string { return encodeSeccomp(gvisorProfile(seccompProfile())) })
+
+// gvisorProfile adapts p to gVisor's --oci-seccomp, which ignores a rule's
+// errnoRet and answers EPERM. Docker's default profile denies clone3 with
+// ENOSYS so that glibc falls back to clone (whose flags seccomp can read);
+// answered EPERM instead, glibc cannot start a thread at all (Python's
+// threading fails). Under gVisor that rule is replaced by one allowing
+// clone3: it is served by the Sentry, which is the boundary there (a
+// namespace made inside it is the Sentry's, never the host's), and the
+// Sentry answers ENOSYS itself where it lacks it. openat2 keeps its rule
+// (init and glibc fall back to openat on EPERM there; see initproc).
+func gvisorProfile(p *seccomp.Seccomp) *seccomp.Seccomp {
+	for _, s := range p.Syscalls {
+		if s.Action == specs.ActErrno && slices.Equal(s.Names, []string{"clone3"}) {
+			s.Action, s.ErrnoRet, s.Excludes = specs.ActAllow, nil, nil
+			s.Comment = "agentbox: under gVisor the Sentry serves clone3 (its --oci-seccomp would turn ENOSYS into EPERM)"
+		}
+	}
+	return p
+}
+
+func encodeSeccomp(p *seccomp.Seccomp) string {
+	b, err := json.Marshal(p)
 	if err != nil {
 		// Plain data (strings, numbers, pointers to them): unreachable,
 		// and every unit test would show it.
 		panic(fmt.Sprintf("encoding the seccomp profile: %v", err))
 	}
 	return "seccomp=" + string(b)
-})
+}
 
 // seccompFor is the security option for the engine that answered v:
 // the inline profile for Docker; for Podman, whose compatible API reads
 // the value as a file path, the same profile written atomically to
 // dir/seccomp.json (dir is the workspace's state dir, outside the
 // workspace).
-func seccompFor(v types.Version, dir string) (string, error) {
+func seccompFor(v types.Version, dir string, gvisor bool) (string, error) {
+	if gvisor && !isPodman(v) {
+		return seccompOptGVisor(), nil
+	}
 	if !isPodman(v) {
 		return seccompOpt(), nil
 	}

@@ -157,14 +157,14 @@ func TestContainerSpecSeccomp(t *testing.T) {
 func TestSeccompForEngine(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
 	docker := types.Version{Version: "20.10.24", Components: []types.ComponentVersion{{Name: "Engine"}}}
-	if opt, err := seccompFor(docker, dir); err != nil || opt != seccompOpt() {
+	if opt, err := seccompFor(docker, dir, false); err != nil || opt != seccompOpt() {
 		t.Errorf("docker: option %.60q, %v; want the inline profile", opt, err)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("docker: state dir touched (%v)", err)
 	}
 	podman := types.Version{Version: "5.4.0", Components: []types.ComponentVersion{{Name: "Podman Engine"}}}
-	opt, err := seccompFor(podman, dir)
+	opt, err := seccompFor(podman, dir, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,37 @@ func TestSeccompForEngine(t *testing.T) {
 		t.Errorf("podman: profile file differs from the inline profile (%v)", err)
 	}
 	// Written again (a second runner) it stays whole.
-	if opt2, err := seccompFor(podman, dir); err != nil || opt2 != opt {
+	if opt2, err := seccompFor(podman, dir, false); err != nil || opt2 != opt {
 		t.Errorf("podman again: %q, %v", opt2, err)
+	}
+}
+
+// TestGVisorProfile: the gVisor profile is the profile with Docker's
+// clone3 ENOSYS rule turned into an allow (gVisor would answer it EPERM
+// and glibc could not start threads), and nothing else changed.
+func TestGVisorProfile(t *testing.T) {
+	full, gv := seccompProfile(), gvisorProfile(seccompProfile())
+	if len(gv.Syscalls) != len(full.Syscalls) {
+		t.Fatalf("gVisor profile has %d rules, want %d", len(gv.Syscalls), len(full.Syscalls))
+	}
+	changed := 0
+	for i, s := range gv.Syscalls {
+		if reflect.DeepEqual(s, full.Syscalls[i]) {
+			continue
+		}
+		changed++
+		if !slices.Equal(s.Names, []string{"clone3"}) || s.Action != specs.ActAllow || full.Syscalls[i].Action != specs.ActErrno {
+			t.Errorf("rule %d changed: %+v -> %+v", i, full.Syscalls[i].LinuxSyscall, s.LinuxSyscall)
+		}
+	}
+	if changed != 1 {
+		t.Fatalf("%d rules changed, want exactly the clone3 one", changed)
+	}
+	if seccompOptGVisor() == seccompOpt() {
+		t.Fatal("the gVisor option is the default one")
+	}
+	opt, err := seccompFor(types.Version{}, t.TempDir(), true)
+	if err != nil || opt != seccompOptGVisor() {
+		t.Fatalf("seccompFor(docker, gvisor) = %.40q, %v", opt, err)
 	}
 }
