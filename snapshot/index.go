@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"sort"
 	"time"
@@ -20,12 +21,19 @@ type ientry struct {
 	ino   uint64
 	ctime int64
 	racy  bool // mtime within the second of the scan that recorded it
+	// nlink is the link count the scan saw (in memory only: the change
+	// capture follows hard links with it; 0 when read from disk).
+	nlink uint32
 }
 
 // index is a manifest of the whole tree: path → entry. Paths are
 // workspace-relative, slash-separated, never "" or ".".
 type index struct {
 	entries map[string]*ientry
+	// from is the index this one was cloned from (nil for a scan's result
+	// or one read from disk): the change capture trusts a clone of an index
+	// it produced (see capture.trusted).
+	from *index
 }
 
 func newIndex() *index { return &index{entries: map[string]*ientry{}} }
@@ -40,11 +48,7 @@ func (ix *index) paths() []string {
 }
 
 func (ix *index) clone() *index {
-	c := &index{entries: make(map[string]*ientry, len(ix.entries))}
-	for p, e := range ix.entries {
-		c.entries[p] = e
-	}
-	return c
+	return &index{entries: maps.Clone(ix.entries), from: ix}
 }
 
 // indexMagic heads the manifest encoding. Version 3 added owners and the

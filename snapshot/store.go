@@ -40,6 +40,8 @@ type Store struct {
 	// was last updated (see limits.go).
 	bud   atomic.Pointer[budget]
 	added atomic.Int64
+
+	cap *capture // change capture (incremental.go)
 }
 
 type options struct {
@@ -56,6 +58,10 @@ type options struct {
 	minFree   int64
 	autoGC    int64
 	freeSpace func(dir string) (int64, error)
+	// Change capture (incremental.go).
+	capture    string
+	checkEvery int
+	checkAfter time.Duration
 }
 
 // Option configures Open.
@@ -89,7 +95,8 @@ func withHook(fn func(point string)) Option { return func(o *options) { o.hooks 
 // Open opens (creating if needed) the store of workspace under stateDir
 // (the per-workspace state directory, outside the workspace).
 func Open(ctx context.Context, stateDir, workspace string, opts ...Option) (*Store, error) {
-	o := options{now: time.Now, workers: runtime.GOMAXPROCS(0), lockPoll: 5 * time.Millisecond, freeSpace: statfsFree}
+	o := options{now: time.Now, workers: runtime.GOMAXPROCS(0), lockPoll: 5 * time.Millisecond, freeSpace: statfsFree,
+		capture: CaptureScan, checkEvery: 100, checkAfter: 10 * time.Minute}
 	for _, fn := range opts {
 		fn(&o)
 	}
@@ -139,6 +146,7 @@ func Open(ctx context.Context, stateDir, workspace string, opts ...Option) (*Sto
 	if unlock != nil {
 		unlock()
 	}
+	s.startCapture()
 	return s, nil
 }
 
@@ -148,8 +156,12 @@ func (s *Store) Workspace() string { return s.workspace }
 // Dir returns the store's directory.
 func (s *Store) Dir() string { return s.dir }
 
-// Close releases resources held by the store.
-func (s *Store) Close() error { return nil }
+// Close releases resources held by the store (the change capture's
+// watcher). The store must not be used afterwards.
+func (s *Store) Close() error {
+	s.stopCapture()
+	return nil
+}
 
 func (s *Store) path(parts ...string) string {
 	return filepath.Join(append([]string{s.dir}, parts...)...)
