@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -202,7 +203,9 @@ func (s *Store) scan(ctx context.Context, old *index) (*index, error) {
 			return nil, err
 		}
 		c.stats.Checks++
-		if diff := indexDiffPaths(res, full, 20); len(diff) > 0 {
+		diff := indexDiffPaths(res, full, 20)
+		s.noteCheck(diff)
+		if len(diff) > 0 {
 			c.stats.Mismatches++
 			s.opts.log.Warn("snapshot: change capture missed changes; using the full scan", "paths", diff)
 			c.setBase(full)
@@ -330,6 +333,9 @@ func (s *Store) incrementalScan(ctx context.Context, old, base *index, dirty map
 		return work[i] < work[j]
 	})
 
+	if debugCapture {
+		println("DEBUG work", fmt.Sprint(work))
+	}
 	res := &index{entries: maps.Clone(base.entries)}
 	delta := &scanDelta{}
 	changed := old != base
@@ -366,83 +372,116 @@ func (s *Store) incrementalScan(ctx context.Context, old, base *index, dirty map
 			unix.Close(dirfd)
 		}
 	}()
-	for i := 0; i < len(work); i++ {
-		p := work[i]
-		if err := ctx.Err(); err != nil {
-			return nil, nil, fmt.Errorf("snapshot: scan: %w", context.Cause(ctx))
-		}
-		if under(p, walked) || s.excludedPath(p, excl) {
-			continue
-		}
-		parent, name := splitRel(p)
-		if parent != "" {
-			if pe := res.entries[parent]; pe == nil || pe.Type != TypeDir {
-				remove(p)
+	fromWalk := map[string]bool{}
+	for i := 0; ; {
+		for ; i < len(work); i++ {
+			p := work[i]
+			if err := ctx.Err(); err != nil {
+				return nil, nil, fmt.Errorf("snapshot: scan: %w", context.Cause(ctx))
+			}
+			if under(p, walked) || s.excludedPath(p, excl) {
 				continue
 			}
-		}
-		if dirfd < 0 || dirOpen != parent {
-			if dirfd >= 0 {
-				unix.Close(dirfd)
-				dirfd = -1
-			}
-			fd, err := openDirAt(rootfd, parent)
-			if err != nil {
-				if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) {
+			parent, name := splitRel(p)
+			if parent != "" {
+				if pe := res.entries[parent]; pe == nil || pe.Type != TypeDir {
 					remove(p)
 					continue
 				}
-				return nil, nil, fmt.Errorf("snapshot: cannot read directory %s: %w", quotePath(dirLabel(parent)), err)
 			}
-			dirfd, dirOpen = fd, parent
-		}
-		var st unix.Stat_t
-		if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			if errors.Is(err, unix.ENOENT) {
+			if dirfd < 0 || dirOpen != parent {
+				if dirfd >= 0 {
+					unix.Close(dirfd)
+					dirfd = -1
+				}
+				fd, err := openDirAt(rootfd, parent)
+				if err != nil {
+					if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) {
+						remove(p)
+						continue
+					}
+					return nil, nil, fmt.Errorf("snapshot: cannot read directory %s: %w", quotePath(dirLabel(parent)), err)
+				}
+				dirfd, dirOpen = fd, parent
+			}
+			var st unix.Stat_t
+			if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				if errors.Is(err, unix.ENOENT) {
+					remove(p)
+					continue
+				}
+				return nil, nil, fmt.Errorf("snapshot: stat %s: %w", quotePath(p), err)
+			}
+			e := entryFromStat(&st)
+			vanished, err := sc.fill(dirfd, name, p, e)
+			if err != nil {
+				return nil, nil, err
+			}
+			if vanished {
 				remove(p)
 				continue
 			}
-			return nil, nil, fmt.Errorf("snapshot: stat %s: %w", quotePath(p), err)
+			nlink := e.nlink
+			if o := old.entries[p]; entryEqual(o, e) {
+				e = o
+			}
+			prev := res.entries[p]
+			if prev != e {
+				res.entries[p] = e
+				delta.set = append(delta.set, pathEntry{path: p, e: e, prev: prev})
+			}
+			if old.entries[p] != e {
+				changed = true
+			}
+			wasDir := prev != nil && prev.Type == TypeDir
+			// A directory is walked whole when it is new at this path, or when
+			// the watcher saw it created or moved here (its inode number may
+			// be a reused one).
+			if e.Type == TypeDir && (!wasDir || prev.ino != e.ino || dirty[p]) {
+				walkRoots = append(walkRoots, p)
+				walked[p] = true
+			}
+			if wasDir && (e.Type != TypeDir || walked[p]) {
+				dropped[p] = true
+			}
+			// Another name of the same file changed with it (its ctime at
+			// least): look at every name the inode map knows.
+			if debugCapture {
+				println("DEBUG p", p, nlink, fmt.Sprint(s.cap.pathsOf(e.ino)))
+			}
+			if e.Type == TypeFile && nlink > 1 {
+				for _, q := range s.cap.pathsOf(e.ino) {
+					if !queued[q] {
+						queued[q] = true
+						work = append(work, q)
+					}
+				}
+			}
 		}
-		e := entryFromStat(&st)
-		vanished, err := sc.fill(dirfd, name, p, e)
+		if len(walkRoots) == 0 {
+			break
+		}
+		// New directories, walked whole; a file found there may be another
+		// name of a file elsewhere (a hard link moved in with it).
+		found, _, err := s.walk(ctx, rootfd, old, racyAt, walkRoots, 16)
 		if err != nil {
 			return nil, nil, err
 		}
-		if vanished {
-			remove(p)
-			continue
-		}
-		nlink := e.nlink
-		if o := old.entries[p]; entryEqual(o, e) {
-			e = o
-		}
-		prev := res.entries[p]
-		if prev != e {
+		walkRoots = nil
+		for p, e := range found {
+			prev := res.entries[p]
 			res.entries[p] = e
+			fromWalk[p] = true
 			delta.set = append(delta.set, pathEntry{path: p, e: e, prev: prev})
-		}
-		if old.entries[p] != e {
-			changed = true
-		}
-		wasDir := prev != nil && prev.Type == TypeDir
-		// A directory is walked whole when it is new at this path, or when
-		// the watcher saw it created or moved here (its inode number may
-		// be a reused one).
-		if e.Type == TypeDir && (!wasDir || prev.ino != e.ino || dirty[p]) {
-			walkRoots = append(walkRoots, p)
-			walked[p] = true
-		}
-		if wasDir && (e.Type != TypeDir || walked[p]) {
-			dropped[p] = true
-		}
-		// Another name of the same file changed with it (its ctime at
-		// least): look at every name the inode map knows.
-		if e.Type == TypeFile && nlink > 1 {
-			for _, q := range s.cap.pathsOf(e.ino) {
-				if !queued[q] {
-					queued[q] = true
-					work = append(work, q)
+			if old.entries[p] != e {
+				changed = true
+			}
+			if e.Type == TypeFile && e.nlink > 1 {
+				for _, q := range s.cap.pathsOf(e.ino) {
+					if !queued[q] {
+						queued[q] = true
+						work = append(work, q)
+					}
 				}
 			}
 		}
@@ -465,29 +504,27 @@ func (s *Store) incrementalScan(ctx context.Context, old, base *index, dirty map
 			return false
 		}
 		for p, prev := range res.entries {
-			if beneath(p) {
+			if beneath(p) && !fromWalk[p] {
 				delete(res.entries, p)
 				delta.gone = append(delta.gone, pathEntry{path: p, e: prev})
 				changed = true
 			}
 		}
 	}
-	if len(walkRoots) > 0 {
-		found, _, err := s.walk(ctx, rootfd, old, racyAt, walkRoots, 16)
-		if err != nil {
-			return nil, nil, err
-		}
-		for p, e := range found {
-			prev := res.entries[p]
-			res.entries[p] = e
-			delta.set = append(delta.set, pathEntry{path: p, e: e, prev: prev})
-			if old.entries[p] != e {
-				changed = true
-			}
-		}
-	}
 	if !changed && len(res.entries) == len(old.entries) {
 		return old, delta, nil
+	}
+	if old == base {
+		seen := make(map[string]bool, len(delta.set)+len(delta.gone))
+		for _, l := range [][]pathEntry{delta.set, delta.gone} {
+			for _, pe := range l {
+				if !seen[pe.path] {
+					seen[pe.path] = true
+					res.diffPaths = append(res.diffPaths, pe.path)
+				}
+			}
+		}
+		res.diffFrom = old
 	}
 	return res, delta, nil
 }
@@ -538,3 +575,5 @@ func indexDiffPaths(a, b *index, max int) []string {
 	}
 	return out
 }
+
+var debugCapture = os.Getenv("DEBUG_CAPTURE") != ""

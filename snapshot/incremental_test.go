@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -255,7 +256,19 @@ func checkIncremental(t testing.TB, st *Store, clk *stepClock, old *index, what 
 		t.Fatalf("after %s: full scan: %v", what, err)
 	}
 	if !bytes.Equal(inc.encode(), full.encode()) {
-		t.Fatalf("after %s: incremental and full scans differ at %v", what, indexDiffPaths(inc, full, 20))
+		var detail []string
+		for _, p := range indexDiffPaths(inc, full, 5) {
+			detail = append(detail, fmt.Sprintf("%s: incremental %s, full %s, before %s", p, describeEntry(inc.entries[p]), describeEntry(full.entries[p]), describeEntry(old.entries[p])))
+		}
+		t.Fatalf("after %s: incremental and full scans differ:\n%s", what, strings.Join(detail, "\n"))
+	}
+	// The changeset computed from the scan's own record of what it looked
+	// at is the one a comparison of the whole manifests gives.
+	whole := &index{entries: inc.entries}
+	fast, _ := json.Marshal(diffIndex(old, inc))
+	slow, _ := json.Marshal(diffIndex(old, whole))
+	if !bytes.Equal(fast, slow) {
+		t.Fatalf("after %s: changeset %s, want %s", what, fast, slow)
 	}
 	return inc
 }
@@ -486,4 +499,11 @@ func TestCaptureScanModeHasNoWatcher(t *testing.T) {
 func hashBytes(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+func describeEntry(e *ientry) string {
+	if e == nil {
+		return "absent"
+	}
+	return fmt.Sprintf("{%s %o size %d mtime %d ctime %d ino %d racy %v hash %.8s}", e.Type, e.Mode, e.Size, e.MTime.UnixNano(), e.ctime, e.ino, e.racy, e.Hash)
 }

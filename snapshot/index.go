@@ -34,6 +34,11 @@ type index struct {
 	// or one read from disk): the change capture trusts a clone of an index
 	// it produced (see capture.trusted).
 	from *index
+	// diffFrom and diffPaths: an incremental scan's result records the
+	// index it started from and every path it looked at (each once):
+	// no other path differs between the two (diffIndex uses it).
+	diffFrom  *index
+	diffPaths []string
 }
 
 func newIndex() *index { return &index{entries: map[string]*ientry{}} }

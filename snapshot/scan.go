@@ -428,6 +428,21 @@ func (s *Store) statPath(rootfd int, rel string, old *ientry) (*ientry, error) {
 
 // diffIndex returns the changes from a to b, sorted by path.
 func diffIndex(a, b *index) []Change {
+	if a == b {
+		return nil
+	}
+	if b.diffFrom == a && a != nil {
+		// An incremental scan's result: only the paths it looked at can
+		// differ.
+		var out []Change
+		for _, p := range b.diffPaths {
+			if c, ok := classify(p, nodeOf(a.entries[p]), nodeOf(b.entries[p])); ok {
+				out = append(out, c)
+			}
+		}
+		sortChanges(out)
+		return out
+	}
 	var out []Change
 	for _, p := range b.paths() {
 		if c, ok := classify(p, nodeOf(a.entries[p]), nodeOf(b.entries[p])); ok {
