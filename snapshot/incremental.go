@@ -58,9 +58,12 @@ type CaptureStats struct {
 	// Events is how many fanotify events the watcher read (the whole
 	// filesystem's), Inside how many named a workspace path, Resolves
 	// how many handles it had to open.
-	Events   int64 `json:"events"`
-	Inside   int64 `json:"inside"`
-	Resolves int64 `json:"resolves"`
+	// ScanTime is the time spent in scans (full and incremental, checks
+	// included).
+	ScanTime time.Duration `json:"scan_ns"`
+	Events   int64         `json:"events"`
+	Inside   int64         `json:"inside"`
+	Resolves int64         `json:"resolves"`
 }
 
 // capture is a store's change capture: the watcher and the index it can
@@ -158,12 +161,15 @@ func (c *capture) trusted(old *index) bool {
 // again; otherwise the whole tree is walked.
 func (s *Store) scan(ctx context.Context, old *index) (*index, error) {
 	c := s.cap
-	if c == nil || c.w == nil {
+	if c == nil {
 		return s.fullScan(ctx, old)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	start := time.Now()
+	defer func() { c.stats.ScanTime += time.Since(start) }()
 	if c.w == nil {
+		c.stats.Full++
 		return s.fullScan(ctx, old)
 	}
 	dirty, lost := c.w.take()
@@ -353,14 +359,31 @@ func (s *Store) incrementalScan(ctx context.Context, old, base *index, dirty map
 		}
 		return false
 	}
+	// linked queues the other names of a file that has more than one:
+	// a change through one name (even one that is gone now) changed them.
+	linked := func(e *ientry, nlink uint32) {
+		if e.Type != TypeFile || nlink < 2 {
+			return
+		}
+		for _, q := range s.cap.pathsOf(e.ino) {
+			if !queued[q] {
+				queued[q] = true
+				work = append(work, q)
+			}
+		}
+	}
+	drop := func(p string, prev *ientry) {
+		delta.gone = append(delta.gone, pathEntry{path: p, e: prev})
+		changed = true
+		linked(prev, prev.nlink)
+	}
 	remove := func(p string) {
 		prev := res.entries[p]
 		if prev == nil {
 			return
 		}
 		delete(res.entries, p)
-		delta.gone = append(delta.gone, pathEntry{path: p, e: prev})
-		changed = true
+		drop(p, prev)
 		if prev.Type == TypeDir {
 			dropped[p] = true
 		}
@@ -373,6 +396,49 @@ func (s *Store) incrementalScan(ctx context.Context, old, base *index, dirty map
 		}
 	}()
 	fromWalk := map[string]bool{}
+	sweep := func(dropped map[string]bool) {
+		if len(dropped) > 0 {
+			var prefixes []string
+			for d := range dropped {
+				prefixes = append(prefixes, d+"/")
+			}
+			beneath := func(p string) bool {
+				if len(prefixes) > 4 {
+					return under(p, dropped)
+				}
+				for _, pre := range prefixes {
+					if strings.HasPrefix(p, pre) {
+						return true
+					}
+				}
+				return false
+			}
+			for p, prev := range res.entries {
+				if beneath(p) && !fromWalk[p] {
+					delete(res.entries, p)
+					drop(p, prev)
+				}
+			}
+		}
+	}
+	finish := func() (*index, *scanDelta, error) {
+		if !changed && len(res.entries) == len(old.entries) {
+			return old, delta, nil
+		}
+		if old == base {
+			seen := make(map[string]bool, len(delta.set)+len(delta.gone))
+			for _, l := range [][]pathEntry{delta.set, delta.gone} {
+				for _, pe := range l {
+					if !seen[pe.path] {
+						seen[pe.path] = true
+						res.diffPaths = append(res.diffPaths, pe.path)
+					}
+				}
+			}
+			res.diffFrom = old
+		}
+		return res, delta, nil
+	}
 	for i := 0; ; {
 		for ; i < len(work); i++ {
 			p := work[i]
@@ -449,16 +515,12 @@ func (s *Store) incrementalScan(ctx context.Context, old, base *index, dirty map
 			if debugCapture {
 				println("DEBUG p", p, nlink, fmt.Sprint(s.cap.pathsOf(e.ino)))
 			}
-			if e.Type == TypeFile && nlink > 1 {
-				for _, q := range s.cap.pathsOf(e.ino) {
-					if !queued[q] {
-						queued[q] = true
-						work = append(work, q)
-					}
-				}
+			linked(e, nlink)
+			if prev != nil && prev != e {
+				linked(prev, prev.nlink)
 			}
 		}
-		if len(walkRoots) == 0 {
+		if len(walkRoots) == 0 && len(dropped) == 0 {
 			break
 		}
 		// New directories, walked whole; a file found there may be another
@@ -476,57 +538,16 @@ func (s *Store) incrementalScan(ctx context.Context, old, base *index, dirty map
 			if old.entries[p] != e {
 				changed = true
 			}
-			if e.Type == TypeFile && e.nlink > 1 {
-				for _, q := range s.cap.pathsOf(e.ino) {
-					if !queued[q] {
-						queued[q] = true
-						work = append(work, q)
-					}
-				}
-			}
+			linked(e, e.nlink)
+		}
+		// Old contents of directories that went or were replaced.
+		sweep(dropped)
+		dropped = map[string]bool{}
+		if i == len(work) {
+			break
 		}
 	}
-	// Old contents of directories that went or were replaced.
-	if len(dropped) > 0 {
-		var prefixes []string
-		for d := range dropped {
-			prefixes = append(prefixes, d+"/")
-		}
-		beneath := func(p string) bool {
-			if len(prefixes) > 4 {
-				return under(p, dropped)
-			}
-			for _, pre := range prefixes {
-				if strings.HasPrefix(p, pre) {
-					return true
-				}
-			}
-			return false
-		}
-		for p, prev := range res.entries {
-			if beneath(p) && !fromWalk[p] {
-				delete(res.entries, p)
-				delta.gone = append(delta.gone, pathEntry{path: p, e: prev})
-				changed = true
-			}
-		}
-	}
-	if !changed && len(res.entries) == len(old.entries) {
-		return old, delta, nil
-	}
-	if old == base {
-		seen := make(map[string]bool, len(delta.set)+len(delta.gone))
-		for _, l := range [][]pathEntry{delta.set, delta.gone} {
-			for _, pe := range l {
-				if !seen[pe.path] {
-					seen[pe.path] = true
-					res.diffPaths = append(res.diffPaths, pe.path)
-				}
-			}
-		}
-		res.diffFrom = old
-	}
-	return res, delta, nil
+	return finish()
 }
 
 // excludedPath reports whether rel or one of its parents is excluded.
