@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -79,9 +80,20 @@ type capture struct {
 	base    *index
 	revisit map[string]struct{}
 
+	// saved is the index this process wrote last and its hash: an index
+	// read back from disk with that hash is base's content (a checkpoint
+	// hard-links the file, which changes its ctime and makes loadIndex
+	// read it again).
+	saved atomic.Pointer[savedIndex]
+
 	sinceCheck int
 	lastCheck  time.Time
 	stats      CaptureStats
+}
+
+type savedIndex struct {
+	ix   *index
+	hash string
 }
 
 // startCapture starts the store's change capture (opts.capture).
@@ -154,6 +166,18 @@ func (c *capture) trusted(old *index) bool {
 	return false
 }
 
+// sameAsBase reports whether old, read back from disk, is what this
+// process saved of base (the same manifest hash).
+func (s *Store) sameAsBase(old *index) bool {
+	c := s.cap
+	sv := c.saved.Load()
+	if c.base == nil || sv == nil || sv.ix != c.base {
+		return false
+	}
+	h := s.manifestHash(old)
+	return h != "" && h == sv.hash
+}
+
 // scan returns the workspace's manifest, storing blobs of every file
 // whose stat differs from old (nothing differs: old itself). With a
 // watcher that vouches for what changed since it produced old (or the
@@ -176,7 +200,7 @@ func (s *Store) scan(ctx context.Context, old *index) (*index, error) {
 	why := lost
 	switch {
 	case why != "":
-	case !c.trusted(old):
+	case !c.trusted(old) && !s.sameAsBase(old):
 		why = "no index this watcher vouches for"
 	case len(dirty) > len(c.base.entries)/2+1024:
 		why = fmt.Sprintf("%d paths changed", len(dirty))
@@ -196,6 +220,11 @@ func (s *Store) scan(ctx context.Context, old *index) (*index, error) {
 	}
 	base := c.base
 	c.base = nil // until this scan succeeds
+	if old != base && s.sameAsBase(old) {
+		// The same content: old stands for base (its entries are the stat
+		// cache, and it is returned when nothing changed).
+		base = old
+	}
 	res, delta, err := s.incrementalScan(ctx, old, base, dirty, c.revisit)
 	if err != nil {
 		return nil, err
@@ -342,7 +371,15 @@ func (s *Store) incrementalScan(ctx context.Context, old, base *index, dirty map
 	if debugCapture {
 		println("DEBUG work", fmt.Sprint(work))
 	}
-	res := &index{entries: maps.Clone(base.entries)}
+	// res shares base's map until the first change (a copy of a large
+	// manifest is the biggest fixed cost of an incremental scan).
+	res := &index{entries: base.entries}
+	owned := false
+	own := func() {
+		if !owned {
+			res.entries, owned = maps.Clone(base.entries), true
+		}
+	}
 	delta := &scanDelta{}
 	changed := old != base
 	var (
@@ -362,8 +399,8 @@ func (s *Store) incrementalScan(ctx context.Context, old, base *index, dirty map
 	// linked queues the other names of a file that has more than one:
 	// a change through one name (even one that is gone now) changed them.
 	linked := func(e *ientry, nlink uint32) {
-		if e.Type != TypeFile || nlink < 2 {
-			return
+		if e.Type != TypeFile || nlink == 1 {
+			return // (0: read from disk, not known)
 		}
 		for _, q := range s.cap.pathsOf(e.ino) {
 			if !queued[q] {
@@ -382,6 +419,7 @@ func (s *Store) incrementalScan(ctx context.Context, old, base *index, dirty map
 		if prev == nil {
 			return
 		}
+		own()
 		delete(res.entries, p)
 		drop(p, prev)
 		if prev.Type == TypeDir {
@@ -415,6 +453,7 @@ func (s *Store) incrementalScan(ctx context.Context, old, base *index, dirty map
 			}
 			for p, prev := range res.entries {
 				if beneath(p) && !fromWalk[p] {
+					own()
 					delete(res.entries, p)
 					drop(p, prev)
 				}
@@ -425,6 +464,7 @@ func (s *Store) incrementalScan(ctx context.Context, old, base *index, dirty map
 		if !changed && len(res.entries) == len(old.entries) {
 			return old, delta, nil
 		}
+		own() // callers may change what they get (guard does)
 		if old == base {
 			seen := make(map[string]bool, len(delta.set)+len(delta.gone))
 			for _, l := range [][]pathEntry{delta.set, delta.gone} {
@@ -493,6 +533,7 @@ func (s *Store) incrementalScan(ctx context.Context, old, base *index, dirty map
 			}
 			prev := res.entries[p]
 			if prev != e {
+				own()
 				res.entries[p] = e
 				delta.set = append(delta.set, pathEntry{path: p, e: e, prev: prev})
 			}
@@ -532,6 +573,7 @@ func (s *Store) incrementalScan(ctx context.Context, old, base *index, dirty map
 		walkRoots = nil
 		for p, e := range found {
 			prev := res.entries[p]
+			own()
 			res.entries[p] = e
 			fromWalk[p] = true
 			delta.set = append(delta.set, pathEntry{path: p, e: e, prev: prev})

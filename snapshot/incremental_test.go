@@ -482,6 +482,33 @@ func TestCaptureTrust(t *testing.T) {
 	st.cap.w.mu.Unlock()
 	ix = full(ix, true, "after a lost report")
 	full(ix, false, "after the full scan")
+	// A checkpoint hard-links the saved manifest (its ctime changes, so it
+	// is read back from disk): the same content, by hash, is still trusted.
+	if _, err := st.Checkpoint(ctx, "cp", CallInfo{}); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := st.loadIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loaded == st.cap.base {
+		t.Fatal("the manifest was not read back from disk")
+	}
+	os.WriteFile(filepath.Join(ws, "b"), []byte("new"), 0o644)
+	next := full(loaded, false, "the saved manifest read back")
+	if next.entries["b"] == nil {
+		t.Fatal("the change after the checkpoint was not seen")
+	}
+	// Another process's manifest (different content) is not.
+	other := loaded.clone()
+	other.from = nil
+	delete(other.entries, "a")
+	if _, err := st.saveIndex(other); err != nil {
+		t.Fatal(err)
+	}
+	st.cap.saved.Store(nil) // as if another process wrote it
+	again, _ := st.loadIndex()
+	full(again, true, "a manifest another process wrote")
 }
 
 // TestCaptureScanModeHasNoWatcher: change_capture=scan never starts one.

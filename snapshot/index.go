@@ -294,6 +294,9 @@ func (s *Store) writeIndex(ix *index, enc []byte) error {
 	s.mu.Lock()
 	s.idx, s.idxID, s.idxHash = ix, statID(name), hex.EncodeToString(sum[:])
 	s.mu.Unlock()
+	if s.cap != nil {
+		s.cap.saved.Store(&savedIndex{ix: ix, hash: hex.EncodeToString(sum[:])})
+	}
 	return nil
 }
 
