@@ -4,9 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // BenchmarkCaptureCall measures a whole-workspace call that appends to
@@ -77,4 +81,42 @@ func BenchmarkIndexClone(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		ix.clone()
 	}
+}
+
+// TestWatcherCostDuringBuild measures what the watcher costs while a
+// build runs elsewhere on the same disk: the events it reads and the CPU
+// this process uses meanwhile (nothing else runs in it). It runs only
+// with SNAPSHOT_MEASURE_BUILD set to a Go package directory to build:
+//
+//	SNAPSHOT_MEASURE_BUILD=$PWD/cmd/agentbox go test -run TestWatcherCostDuringBuild -v ./snapshot
+func TestWatcherCostDuringBuild(t *testing.T) {
+	pkg := os.Getenv("SNAPSHOT_MEASURE_BUILD")
+	if pkg == "" {
+		t.Skip("set SNAPSHOT_MEASURE_BUILD to a package directory")
+	}
+	st, ws, _ := newWatchedStore(t)
+	os.WriteFile(filepath.Join(ws, "a"), []byte("a"), 0o644)
+	if _, err := st.scan(context.Background(), newIndex()); err != nil {
+		t.Fatal(err)
+	}
+	var before, after unix.Rusage
+	unix.Getrusage(unix.RUSAGE_SELF, &before)
+	cache := t.TempDir()
+	cmd := exec.Command("go", "build", "-a", "-o", filepath.Join(t.TempDir(), "out"), ".")
+	cmd.Dir = pkg
+	cmd.Env = append(os.Environ(), "GOCACHE="+cache)
+	start := time.Now()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	wall := time.Since(start)
+	st.cap.w.take()
+	unix.Getrusage(unix.RUSAGE_SELF, &after)
+	cpu := time.Duration(after.Utime.Nano()+after.Stime.Nano()-before.Utime.Nano()-before.Stime.Nano()) * time.Nanosecond
+	cs := st.CaptureStats()
+	var bu unix.Rusage
+	unix.Getrusage(unix.RUSAGE_CHILDREN, &bu)
+	t.Logf("build %v wall, %v CPU; watcher: %d events (%d in the workspace, %d handles opened), %v CPU (%.1f µs/event), last full: %q",
+		wall.Round(time.Millisecond), (time.Duration(bu.Utime.Nano() + bu.Stime.Nano())).Round(time.Millisecond),
+		cs.Events, cs.Inside, cs.Resolves, cpu.Round(time.Millisecond), float64(cpu.Microseconds())/float64(max(cs.Events, 1)), cs.LastFull)
 }
