@@ -534,3 +534,33 @@ func describeEntry(e *ientry) string {
 	}
 	return fmt.Sprintf("{%s %o size %d mtime %d ctime %d ino %d racy %v hash %.8s}", e.Type, e.Mode, e.Size, e.MTime.UnixNano(), e.ctime, e.ino, e.racy, e.Hash)
 }
+
+// TestCaptureOverflow: when the event queue overflows (here: the reader
+// is held off while 20000 files are made), the next scan is a full one
+// and finds everything.
+func TestCaptureOverflow(t *testing.T) {
+	st, ws, _ := newWatchedStore(t)
+	ctx := context.Background()
+	ix, err := st.scan(ctx, newIndex())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.cap.w.mu.Lock() // the goroutine cannot drain meanwhile
+	for i := 0; i < 20000; i++ {
+		if err := os.WriteFile(filepath.Join(ws, fmt.Sprintf("f%05d", i)), nil, 0o644); err != nil {
+			st.cap.w.mu.Unlock()
+			t.Fatal(err)
+		}
+	}
+	st.cap.w.mu.Unlock()
+	next, err := st.scan(ctx, ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs := st.CaptureStats(); cs.LastFull != "fanotify queue overflow" {
+		t.Fatalf("last full scan: %q, want the overflow", cs.LastFull)
+	}
+	if len(next.entries) != 20000 {
+		t.Fatalf("%d entries, want 20000", len(next.entries))
+	}
+}
