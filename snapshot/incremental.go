@@ -158,12 +158,7 @@ func (c *capture) trusted(old *index) bool {
 	if c.base == nil {
 		return false
 	}
-	for ix, n := old, 0; ix != nil && n < 16; ix, n = ix.from, n+1 {
-		if ix == c.base {
-			return true
-		}
-	}
-	return false
+	return old == c.base || old.from == c.base
 }
 
 // sameAsBase reports whether old, read back from disk, is what this
@@ -475,7 +470,7 @@ func (s *Store) incrementalScan(ctx context.Context, old, base *index, dirty map
 					}
 				}
 			}
-			res.diffFrom = old
+			res.diffFrom = old.ident()
 		}
 		return res, delta, nil
 	}

@@ -12,6 +12,7 @@ import (
 	"maps"
 	"os"
 	"sort"
+	"sync/atomic"
 	"time"
 )
 
@@ -30,15 +31,30 @@ type ientry struct {
 // workspace-relative, slash-separated, never "" or ".".
 type index struct {
 	entries map[string]*ientry
-	// from is the index this one was cloned from (nil for a scan's result
-	// or one read from disk): the change capture trusts a clone of an index
-	// it produced (see capture.trusted).
+	// from is the index this one was cloned from, directly or through
+	// other clones (nil for a scan's result or one read from disk): the
+	// change capture trusts a clone of an index it produced (see
+	// capture.trusted). One level only, so clones never keep a chain of
+	// manifests alive.
 	from *index
+	// id names the index for diffFrom (0 until asked for, see ident).
+	id atomic.Uint64
 	// diffFrom and diffPaths: an incremental scan's result records the
-	// index it started from and every path it looked at (each once):
-	// no other path differs between the two (diffIndex uses it).
-	diffFrom  *index
+	// index it started from (its ident) and every path it looked at (each
+	// once): no other path differs between the two (diffIndex uses it).
+	diffFrom  uint64
 	diffPaths []string
+}
+
+var indexIDs atomic.Uint64
+
+// ident returns the index's id, giving it one the first time.
+func (ix *index) ident() uint64 {
+	if v := ix.id.Load(); v != 0 {
+		return v
+	}
+	ix.id.CompareAndSwap(0, indexIDs.Add(1))
+	return ix.id.Load()
 }
 
 func newIndex() *index { return &index{entries: map[string]*ientry{}} }
@@ -53,7 +69,11 @@ func (ix *index) paths() []string {
 }
 
 func (ix *index) clone() *index {
-	return &index{entries: maps.Clone(ix.entries), from: ix}
+	from := ix.from
+	if from == nil {
+		from = ix
+	}
+	return &index{entries: maps.Clone(ix.entries), from: from}
 }
 
 // indexMagic heads the manifest encoding. Version 3 added owners and the

@@ -431,7 +431,7 @@ func diffIndex(a, b *index) []Change {
 	if a == b {
 		return nil
 	}
-	if b.diffFrom == a && a != nil {
+	if a != nil && b.diffFrom != 0 && b.diffFrom == a.id.Load() {
 		// An incremental scan's result: only the paths it looked at can
 		// differ.
 		var out []Change
