@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -86,9 +87,53 @@ type capture struct {
 	// read it again).
 	saved atomic.Pointer[savedIndex]
 
+	// spare is a copy of base's map made in the background after the
+	// scan that produced base: the next scan that changes something takes
+	// it instead of copying the whole manifest while the caller waits.
+	spare *spareMap
+
 	sinceCheck int
 	lastCheck  time.Time
 	stats      CaptureStats
+}
+
+type spareMap struct {
+	src  *index
+	of   unsafe.Pointer // the map it copies (a caller may swap src's map)
+	m    map[string]*ientry
+	done chan struct{}
+}
+
+// prepareSpare starts copying base's map, unless a copy of it exists.
+func (c *capture) prepareSpare() {
+	b := c.base
+	if b == nil {
+		c.spare = nil
+		return
+	}
+	m := b.entries
+	of := reflect.ValueOf(m).UnsafePointer()
+	if c.spare != nil && c.spare.src == b && c.spare.of == of {
+		return
+	}
+	sp := &spareMap{src: b, of: of, done: make(chan struct{})}
+	c.spare = sp
+	go func() {
+		sp.m = maps.Clone(m)
+		close(sp.done)
+	}()
+}
+
+// takeSpare returns the copy of base's map if one was made (waiting for
+// it to finish), or nil.
+func (c *capture) takeSpare(base *index) map[string]*ientry {
+	sp := c.spare
+	if sp == nil || sp.src != base || sp.of != reflect.ValueOf(base.entries).UnsafePointer() {
+		return nil
+	}
+	c.spare = nil
+	<-sp.done
+	return sp.m
 }
 
 type savedIndex struct {
@@ -211,6 +256,7 @@ func (s *Store) scan(ctx context.Context, old *index) (*index, error) {
 		c.stats.Full++
 		c.stats.LastFull = why
 		c.setBase(res)
+		c.prepareSpare()
 		return res, nil
 	}
 	base := c.base
@@ -239,11 +285,13 @@ func (s *Store) scan(ctx context.Context, old *index) (*index, error) {
 			c.stats.Mismatches++
 			s.opts.log.Warn("snapshot: change capture missed changes; using the full scan", "paths", diff)
 			c.setBase(full)
+			c.prepareSpare()
 			return full, nil
 		}
 		c.sinceCheck, c.lastCheck = 0, now
 	}
 	c.applyDelta(res, delta)
+	c.prepareSpare()
 	return res, nil
 }
 
@@ -363,16 +411,18 @@ func (s *Store) incrementalScan(ctx context.Context, old, base *index, dirty map
 		return work[i] < work[j]
 	})
 
-	if debugCapture {
-		println("DEBUG work", fmt.Sprint(work))
-	}
 	// res shares base's map until the first change (a copy of a large
 	// manifest is the biggest fixed cost of an incremental scan).
 	res := &index{entries: base.entries}
 	owned := false
 	own := func() {
 		if !owned {
-			res.entries, owned = maps.Clone(base.entries), true
+			if m := s.cap.takeSpare(base); m != nil {
+				res.entries = m
+			} else {
+				res.entries = maps.Clone(base.entries)
+			}
+			owned = true
 		}
 	}
 	delta := &scanDelta{}
@@ -548,9 +598,6 @@ func (s *Store) incrementalScan(ctx context.Context, old, base *index, dirty map
 			}
 			// Another name of the same file changed with it (its ctime at
 			// least): look at every name the inode map knows.
-			if debugCapture {
-				println("DEBUG p", p, nlink, fmt.Sprint(s.cap.pathsOf(e.ino)))
-			}
 			linked(e, nlink)
 			if prev != nil && prev != e {
 				linked(prev, prev.nlink)
@@ -633,5 +680,3 @@ func indexDiffPaths(a, b *index, max int) []string {
 	}
 	return out
 }
-
-var debugCapture = os.Getenv("DEBUG_CAPTURE") != ""

@@ -11,6 +11,12 @@ import (
 	"github.com/agentbox/agentbox/snapshot"
 )
 
+// captureBenchPause is the time between two calls: an agent's turn is far
+// longer. The watch store copies its manifest map in the background after
+// a scan; the pause lets it finish, as the command's run and the agent's
+// turn do in real use.
+const captureBenchPause = 100 * time.Millisecond
+
 // captureBenchRow compares, in one run, a mutating call's change capture
 // with the fanotify watcher against full scans.
 type captureBenchRow struct {
@@ -79,21 +85,27 @@ func benchCapture(ctx context.Context, label, tree, stateRoot, target string, re
 		}
 		return st.CaptureStats().ScanTime - before, whole, nil
 	}
-	// One warm-up call each: the watch store's first call starts from the
-	// index its checkpoint produced.
-	for i, st := range []*snapshot.Store{watch, scan} {
+	// One warm-up call each (the scan store's first: its change is the
+	// watch store's to take in its warm-up). Then each store's calls in a
+	// block, so that one store's calls are not the other's "edits between
+	// calls", with a pause between calls as an agent makes (not timed).
+	for i, st := range []*snapshot.Store{scan, watch} {
 		if _, _, err := call(st, -1-i); err != nil {
 			return nil, err
 		}
 	}
 	var wc, ww, sc, sw []time.Duration
 	for i := 0; i < reps; i++ {
-		c, w, err := call(watch, 2*i)
+		time.Sleep(captureBenchPause)
+		c, w, err := call(watch, i)
 		if err != nil {
 			return nil, err
 		}
 		wc, ww = append(wc, c), append(ww, w)
-		c, w, err = call(scan, 2*i+1)
+	}
+	for i := 0; i < reps; i++ {
+		time.Sleep(captureBenchPause)
+		c, w, err := call(scan, reps+i)
 		if err != nil {
 			return nil, err
 		}
@@ -166,7 +178,7 @@ func printCaptureRows(w interface{ Write([]byte) (int, error) }, rows []captureB
 	if len(rows) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\nchange capture: a call appending to one file (medians; watch = fanotify, scan = full scans)\n")
+	fmt.Fprintf(w, "\nchange capture: a call appending to one file, %v between calls (medians; watch = fanotify, scan = full scans)\n", captureBenchPause)
 	fmt.Fprintf(w, "%-32s %12s %12s %8s %8s %s\n", "", "watch", "scan", "ratio", "target", "")
 	for _, r := range rows {
 		tgt, mark := "", ""
