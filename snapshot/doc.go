@@ -101,7 +101,10 @@
 // unreadable or unstored content) are too. The result is the manifest a
 // full scan returns, byte for byte (TestIncrementalMatchesFullScan,
 // FuzzIncrementalScan), and the changeset is computed from the paths
-// looked at only.
+// looked at only. The one cost that grows with the tree, a copy of the
+// manifest map for a scan that changed something, is made in the
+// background after the previous scan (while the command runs or the agent
+// thinks), so a scan takes a ready copy.
 //
 // The barrier: the kernel queues an event inside the writer's system
 // call, and a file written through a shared mapping raises CLOSE_WRITE when
