@@ -52,6 +52,24 @@ type Snapshot struct {
 	// workspace still run one after the other). For comparison
 	// (`agentbox bench load`) and as a fallback.
 	SerialCalls bool `mapstructure:"serial_calls" yaml:"serial_calls"`
+	// ChangeCapture is how a shell command's changes are found. "auto":
+	// where agentbox runs with CAP_SYS_ADMIN (as root), a fanotify watch on
+	// the workspace's filesystem reports which paths changed, and the scans
+	// before and after a call look only at those (their cost follows the
+	// change, not the tree); without the privilege, or whenever the watch
+	// cannot vouch for a scan (queue overflow, another agentbox process
+	// wrote the manifest, a mount inside the workspace), the whole tree is
+	// walked. "scan": always walk the whole tree.
+	ChangeCapture string `mapstructure:"change_capture" yaml:"change_capture"`
+	// CaptureCheckEvery makes every this many incremental captures be
+	// checked against a full scan (a mismatch is logged with the paths,
+	// counted in `agentbox doctor`, and the full result is used); 0 turns
+	// the count off.
+	CaptureCheckEvery int `mapstructure:"capture_check_every" yaml:"capture_check_every"`
+	// CaptureCheckInterval checks the next incremental capture against a
+	// full scan once this long has passed since the last check; 0 turns
+	// the timer off.
+	CaptureCheckInterval time.Duration `mapstructure:"capture_check_interval" yaml:"capture_check_interval"`
 }
 
 func defaultSnapshot() Snapshot {
@@ -62,8 +80,11 @@ func defaultSnapshot() Snapshot {
 		MaxBytes:  4 << 30,
 		// A quarter of max_bytes: one call can never push out most of the
 		// history at once.
-		MaxCallBytes: 1 << 30,
-		MinFreeBytes: 1 << 30,
+		MaxCallBytes:         1 << 30,
+		MinFreeBytes:         1 << 30,
+		ChangeCapture:        "auto",
+		CaptureCheckEvery:    100,
+		CaptureCheckInterval: 10 * time.Minute,
 	}
 }
 
@@ -75,6 +96,14 @@ func (c *Snapshot) validate() error {
 		if _, err := path.Match(p, ""); err != nil {
 			return fmt.Errorf("snapshot.exclude: pattern %q: %v", p, err)
 		}
+	}
+	switch c.ChangeCapture {
+	case "auto", "scan":
+	default:
+		return fmt.Errorf("snapshot.change_capture: %q is not auto or scan", c.ChangeCapture)
+	}
+	if c.CaptureCheckEvery < 0 || c.CaptureCheckInterval < 0 {
+		return fmt.Errorf("snapshot.capture_check_every and capture_check_interval must not be negative")
 	}
 	if c.KeepCalls < 0 || c.MaxAge < 0 || c.MaxBytes < 0 || c.MaxCallBytes < 0 || c.MinFreeBytes < 0 {
 		return fmt.Errorf("snapshot.keep_calls, max_age, max_bytes, max_call_bytes and min_free_bytes must not be negative")

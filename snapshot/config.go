@@ -8,13 +8,15 @@ import (
 
 // OpenConfig opens the store of cfg's workspace with the options of its
 // snapshot section (excludes, compression, per-call cap, free-space
-// floor, automatic gc past max_bytes, serial calls); opts are applied
-// after them.
+// floor, automatic gc past max_bytes, serial calls, change capture);
+// opts are applied after them. Close the store to stop its change
+// capture's watcher.
 func OpenConfig(ctx context.Context, cfg *config.Config, opts ...Option) (*Store, error) {
 	base := []Option{WithExclude(cfg.Snapshot.Exclude...), WithCompression(cfg.Snapshot.Compress),
 		WithMaxCallBytes(callCap(cfg.Snapshot.MaxCallBytes, cfg.Snapshot.MaxBytes)), WithMinFreeBytes(cfg.Snapshot.MinFreeBytes),
 		WithAutoGC(GCPolicy{MaxBytes: cfg.Snapshot.MaxBytes}), WithSerialCalls(cfg.Snapshot.SerialCalls),
-		WithProtection(ProtectConfig(cfg))}
+		WithProtection(ProtectConfig(cfg)),
+		WithChangeCapture(cfg.Snapshot.ChangeCapture), WithCaptureCheck(cfg.Snapshot.CaptureCheckEvery, cfg.Snapshot.CaptureCheckInterval)}
 	return Open(ctx, cfg.WorkspaceStateDir(), cfg.Workspace, append(base, opts...)...)
 }
 

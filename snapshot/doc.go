@@ -3,8 +3,9 @@
 // workspace back to just before any call.
 //
 // It owns a content-addressed blob store, manifests of the workspace tree,
-// a stat cache that makes re-scans incremental, and a journal with one
-// entry per mutating call. It knows nothing of containers or tools: callers
+// a stat cache that makes re-scans incremental, change capture from the
+// kernel's reports (so a scan costs what changed, not the tree), and a
+// journal with one entry per mutating call. It knows nothing of containers or tools: callers
 // bracket whatever they run with Begin and Finish.
 //
 // # Using it
@@ -147,6 +148,67 @@
 //     passes its size limit (WithAutoGC), from a running size, without
 //     walking the store on every call. See limits.go.
 //
+// # Change capture
+//
+// A whole-workspace call scans before and after it runs; the difference is
+// its changeset. With WithChangeCapture(CaptureAuto) (config
+// snapshot.change_capture: auto, the default of OpenConfig) and
+// CAP_SYS_ADMIN, the store starts a watcher when it opens: a fanotify
+// group with FAN_REPORT_DFID_NAME|FAN_REPORT_FID and a FAN_MARK_FILESYSTEM
+// mark on the workspace's filesystem (watch_linux.go). Every event names a
+// directory by file handle plus an entry name; the handle is resolved with
+// open_by_handle_at (cached per directory until any directory is renamed
+// or removed) and events outside the workspace are dropped (the mark
+// covers the whole disk, the store's own state dir included). A scan then
+// re-examines only the paths reported since the previous scan
+// (incremental.go): lstat, and a read only when the stat changed, as the
+// full scan does; a directory new at its path (created, moved in, or a
+// different inode) is walked whole; a path that is gone is dropped with
+// everything beneath it; other names of a hard-linked file are looked at
+// with it; entries a full scan would look at anyway (racy mtimes,
+// unreadable or unstored content) are too. The result is the manifest a
+// full scan returns, byte for byte (TestIncrementalMatchesFullScan,
+// FuzzIncrementalScan), and the changeset is computed from the paths
+// looked at only. The one cost that grows with the tree, a copy of the
+// manifest map for a scan that changed something, is made in the
+// background after the previous scan (while the command runs or the agent
+// thinks), so a scan takes a ready copy.
+//
+// The barrier: the kernel queues an event inside the writer's system
+// call, and a file written through a shared mapping raises CLOSE_WRITE when
+// the last reference goes (at the latest when the process exits). So once
+// a command's processes have exited, reading the fanotify descriptor until
+// EAGAIN, which every scan does first, collects everything the command did
+// (TestCaptureBarrier). Changes made between calls (a person's edits) are
+// reported too and are taken by the next pre-scan as its starting point,
+// exactly as a full pre-scan takes them.
+//
+// The watcher vouches for nothing it did not see. A scan is incremental
+// only from an index this store produced while its watcher ran (or a clone
+// of one, as file-scoped calls and restores make), with no queue overflow,
+// no unresolvable handle, the workspace still at its path and no mount
+// beneath it since; anything else (an index another process wrote, the
+// first scan after opening, more changed paths than half the tree) is a
+// full scan, which becomes the new base. Every 100 incremental scans or 10
+// minutes (WithCaptureCheck) one is checked against a full scan; a
+// mismatch is logged with the paths, counted (CaptureStats, and the
+// store's capture.json for `agentbox doctor`) and the full result is used.
+//
+// Why fanotify: a recursive inotify watch needs a watch per directory
+// (max_user_watches is 192536 here, 128 instances per user) and races with
+// directories created before their watch is added; a per-call overlayfs
+// whose upper layer is the changeset cannot work on a live workspace (a
+// lower layer must not change while mounted, yet file-scoped calls and the
+// person's edits change it concurrently; copy-up costs a full copy of
+// every file touched; hard links lose their identity across layers).
+// fanotify's mount marks cannot report directory-entry events and miss
+// writes made through a container's bind mount; the filesystem mark sees
+// both. Limits: it needs CAP_SYS_ADMIN (without it every scan is full);
+// it watches one filesystem, so a mount beneath the workspace turns it
+// off; the watcher reads every event of the disk (a cached map lookup for
+// most; see the README for its cost during a build elsewhere); removing
+// or renaming a directory costs one pass over the in-memory manifest.
+//
 // # Journal
 //
 // The journal holds one entry per call, undo, rollback and checkpoint.
@@ -164,4 +226,5 @@
 // are left alone.
 //
 // A *Store is safe for concurrent use; a *Call belongs to one goroutine.
+// Close a store opened with change capture to stop its watcher.
 package snapshot

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 
@@ -131,6 +132,11 @@ func (s *Store) guard(ctx context.Context, id string, changes []Change, keep Kee
 		defer closeFD(rootfd)
 	}
 	var failed []Change
+	if post != nil && len(reverted) > 0 {
+		// A fresh map: a scan's result is never written in place (the
+		// change capture copies it in the background, see capture.spare).
+		post.entries = maps.Clone(post.entries)
+	}
 	for _, r := range reverted {
 		after, known := written[r.Path]
 		if !known && ferr == nil {

@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"sort"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,12 +22,39 @@ type ientry struct {
 	ino   uint64
 	ctime int64
 	racy  bool // mtime within the second of the scan that recorded it
+	// nlink is the link count the scan saw (in memory only: the change
+	// capture follows hard links with it; 0 when read from disk).
+	nlink uint32
 }
 
 // index is a manifest of the whole tree: path → entry. Paths are
 // workspace-relative, slash-separated, never "" or ".".
 type index struct {
 	entries map[string]*ientry
+	// from is the index this one was cloned from, directly or through
+	// other clones (nil for a scan's result or one read from disk): the
+	// change capture trusts a clone of an index it produced (see
+	// capture.trusted). One level only, so clones never keep a chain of
+	// manifests alive.
+	from *index
+	// id names the index for diffFrom (0 until asked for, see ident).
+	id atomic.Uint64
+	// diffFrom and diffPaths: an incremental scan's result records the
+	// index it started from (its ident) and every path it looked at (each
+	// once): no other path differs between the two (diffIndex uses it).
+	diffFrom  uint64
+	diffPaths []string
+}
+
+var indexIDs atomic.Uint64
+
+// ident returns the index's id, giving it one the first time.
+func (ix *index) ident() uint64 {
+	if v := ix.id.Load(); v != 0 {
+		return v
+	}
+	ix.id.CompareAndSwap(0, indexIDs.Add(1))
+	return ix.id.Load()
 }
 
 func newIndex() *index { return &index{entries: map[string]*ientry{}} }
@@ -40,11 +69,11 @@ func (ix *index) paths() []string {
 }
 
 func (ix *index) clone() *index {
-	c := &index{entries: make(map[string]*ientry, len(ix.entries))}
-	for p, e := range ix.entries {
-		c.entries[p] = e
+	from := ix.from
+	if from == nil {
+		from = ix
 	}
-	return c
+	return &index{entries: maps.Clone(ix.entries), from: from}
 }
 
 // indexMagic heads the manifest encoding. Version 3 added owners and the
@@ -285,6 +314,9 @@ func (s *Store) writeIndex(ix *index, enc []byte) error {
 	s.mu.Lock()
 	s.idx, s.idxID, s.idxHash = ix, statID(name), hex.EncodeToString(sum[:])
 	s.mu.Unlock()
+	if s.cap != nil {
+		s.cap.saved.Store(&savedIndex{ix: ix, hash: hex.EncodeToString(sum[:])})
+	}
 	return nil
 }
 

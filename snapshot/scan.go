@@ -103,7 +103,7 @@ func joinRel(dir, name string) string {
 
 // entryFromStat fills the node fields that stat gives.
 func entryFromStat(st *unix.Stat_t) *ientry {
-	e := &ientry{ino: st.Ino, ctime: st.Ctim.Nano()}
+	e := &ientry{ino: st.Ino, ctime: st.Ctim.Nano(), nlink: uint32(st.Nlink)}
 	e.Mode = st.Mode & 0o7777
 	e.Owner = ownerOf(st.Uid, st.Gid)
 	e.MTime = time.Unix(st.Mtim.Sec, st.Mtim.Nsec).UTC()
@@ -238,35 +238,46 @@ func entryEqual(a, b *ientry) bool {
 		sameOwner(a.Owner, b.Owner) && a.ino == b.ino && a.ctime == b.ctime && a.racy == b.racy
 }
 
-// scan walks the whole workspace and returns its manifest, storing blobs
-// of every file whose stat differs from old. When nothing at all differs it
-// returns old itself, so callers can skip rewriting it.
-func (s *Store) scan(ctx context.Context, old *index) (*index, error) {
+// fullScan walks the whole workspace and returns its manifest, storing
+// blobs of every file whose stat differs from old. When nothing at all
+// differs it returns old itself, so callers can skip rewriting it.
+func (s *Store) fullScan(ctx context.Context, old *index) (*index, error) {
 	rootfd, err := s.openRoot()
 	if err != nil {
 		return nil, err
 	}
 	defer unix.Close(rootfd)
-	start := s.opts.now()
-	racyAt := start.Truncate(time.Second).UnixNano()
+	racyAt := s.opts.now().Truncate(time.Second).UnixNano()
+	entries, changed, err := s.walk(ctx, rootfd, old, racyAt, []string{""}, len(old.entries)+16)
+	if err != nil {
+		return nil, err
+	}
+	if !changed && len(entries) == len(old.entries) {
+		return old, nil
+	}
+	return &index{entries: entries}, nil
+}
 
+// walk records everything beneath the directories roots (not the roots
+// themselves), with the stat cache of old, on s.opts.workers goroutines.
+// changed reports whether any entry recorded differs from old's.
+func (s *Store) walk(ctx context.Context, rootfd int, old *index, racyAt int64, roots []string, size int) (map[string]*ientry, bool, error) {
 	var (
 		mu      sync.Mutex
 		cond    = sync.NewCond(&mu)
-		queue   = []string{""}
+		queue   = append([]string(nil), roots...)
 		active  int
 		firstEr error
-		result  = newIndex()
+		result  = make(map[string]*ientry, size)
 		changed atomic.Bool
 	)
-	result.entries = make(map[string]*ientry, len(old.entries)+16)
 	worker := func() {
 		sc := &scanner{s: s, rootfd: rootfd, old: old, racyAt: racyAt, buf: make([]byte, 64<<10), changed: &changed}
 		local := map[string]*ientry{}
 		defer func() {
 			mu.Lock()
 			for p, e := range local {
-				result.entries[p] = e
+				result[p] = e
 			}
 			mu.Unlock()
 		}()
@@ -297,19 +308,21 @@ func (s *Store) scan(ctx context.Context, old *index) (*index, error) {
 			mu.Unlock()
 		}
 	}
+	workers := s.opts.workers
+	if len(roots) == 1 && roots[0] != "" && workers > 1 {
+		// One subtree, usually small: start with one worker's worth.
+		workers = min(workers, 2)
+	}
 	var wg sync.WaitGroup
-	for i := 0; i < s.opts.workers; i++ {
+	for i := 0; i < workers; i++ {
 		wg.Add(1)
 		go func() { defer wg.Done(); worker() }()
 	}
 	wg.Wait()
 	if firstEr != nil {
-		return nil, firstEr
+		return nil, false, firstEr
 	}
-	if !changed.Load() && len(result.entries) == len(old.entries) {
-		return old, nil
-	}
-	return result, nil
+	return result, changed.Load(), nil
 }
 
 // scanDir records the children of dir into out and returns its
@@ -415,6 +428,21 @@ func (s *Store) statPath(rootfd int, rel string, old *ientry) (*ientry, error) {
 
 // diffIndex returns the changes from a to b, sorted by path.
 func diffIndex(a, b *index) []Change {
+	if a == b {
+		return nil
+	}
+	if a != nil && b.diffFrom != 0 && b.diffFrom == a.id.Load() {
+		// An incremental scan's result: only the paths it looked at can
+		// differ.
+		var out []Change
+		for _, p := range b.diffPaths {
+			if c, ok := classify(p, nodeOf(a.entries[p]), nodeOf(b.entries[p])); ok {
+				out = append(out, c)
+			}
+		}
+		sortChanges(out)
+		return out
+	}
 	var out []Change
 	for _, p := range b.paths() {
 		if c, ok := classify(p, nodeOf(a.entries[p]), nodeOf(b.entries[p])); ok {

@@ -45,6 +45,8 @@ type Store struct {
 	// was last updated (see limits.go).
 	bud   atomic.Pointer[budget]
 	added atomic.Int64
+
+	cap *capture // change capture (incremental.go)
 }
 
 type options struct {
@@ -63,6 +65,10 @@ type options struct {
 	minFree   int64
 	autoGC    int64
 	freeSpace func(dir string) (int64, error)
+	// Change capture (incremental.go).
+	capture    string
+	checkEvery int
+	checkAfter time.Duration
 }
 
 // Option configures Open.
@@ -107,7 +113,8 @@ func withCallHook(fn func(point, id string)) Option { return func(o *options) { 
 // Open opens (creating if needed) the store of workspace under stateDir
 // (the per-workspace state directory, outside the workspace).
 func Open(ctx context.Context, stateDir, workspace string, opts ...Option) (*Store, error) {
-	o := options{now: time.Now, workers: runtime.GOMAXPROCS(0), lockPoll: 5 * time.Millisecond, freeSpace: statfsFree}
+	o := options{now: time.Now, workers: runtime.GOMAXPROCS(0), lockPoll: 5 * time.Millisecond, freeSpace: statfsFree,
+		capture: CaptureScan, checkEvery: 100, checkAfter: 10 * time.Minute}
 	for _, fn := range opts {
 		fn(&o)
 	}
@@ -158,6 +165,7 @@ func Open(ctx context.Context, stateDir, workspace string, opts ...Option) (*Sto
 		unlock()
 	}
 	s.bg.Wait() // calls recovery completed are retired too
+	s.startCapture()
 	return s, nil
 }
 
@@ -168,9 +176,11 @@ func (s *Store) Workspace() string { return s.workspace }
 func (s *Store) Dir() string { return s.dir }
 
 // Close waits for the store's background work (retirePending) and
-// releases what the store holds.
+// releases what the store holds (the change capture's watcher). The store
+// must not be used afterwards.
 func (s *Store) Close() error {
 	s.bg.Wait()
+	s.stopCapture()
 	return nil
 }
 

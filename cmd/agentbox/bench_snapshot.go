@@ -34,6 +34,7 @@ func newBenchSnapshotCmd(a *app) *cobra.Command {
 	var src string
 	var reps int
 	var keep bool
+	var big int
 	cmd := &cobra.Command{
 		Use:   "snapshot",
 		Short: "Snapshot store against a shadow git repository on a copy of the Go source tree",
@@ -43,7 +44,13 @@ the same run, agentbox's snapshot store against a shadow git repository
 git commit), no-change snapshot, one-file-change snapshot, a whole
 journaled call (scan before and after), whole-tree restore after deleting
 everything (rollback vs git checkout -- .), and store size against the tree
-size. Times are medians; ratios are ours / git.`,
+size. Times are medians; ratios are ours / git.
+
+Then change capture: a journaled call that appends to one file, on a copy
+of the tree and on a generated tree of --big files, with the fanotify
+watcher (snapshot.change_capture auto; needs root) against full scans, in
+the same run: the time in the two scans (target 10 ms) and the whole
+Begin+Finish (which also saves the manifest and commits the entry).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -61,8 +68,12 @@ size. Times are medians; ratios are ours / git.`,
 			if err != nil {
 				return err
 			}
+			capRows, err := benchCaptureTrees(ctx, src, big, reps, a.stderr())
+			if err != nil {
+				return err
+			}
 			if a.jsonOut {
-				return writeJSON(a.stdout(), map[string]any{"tree": info, "results": rows})
+				return writeJSON(a.stdout(), map[string]any{"tree": info, "results": rows, "capture": capRows})
 			}
 			w := a.stdout()
 			fmt.Fprintf(w, "tree: %s (%d files, %d dirs, %d symlinks, %.1f MB); %d CPUs; medians of %d\n",
@@ -82,12 +93,14 @@ size. Times are medians; ratios are ours / git.`,
 				}
 				fmt.Fprintf(w, "%-26s %10.2f%-2s %10.2f%-2s %8.3f %8s %s\n", r.Name, r.Ours, r.Unit, r.Git, r.Unit, r.Ratio, tgt, mark)
 			}
+			printCaptureRows(w, capRows)
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&src, "src", "", "tree to copy (default: $(go env GOROOT)/src)")
 	cmd.Flags().IntVar(&reps, "n", 5, "repetitions of the repeated measurements")
 	cmd.Flags().BoolVar(&keep, "keep", false, "keep the temporary copies")
+	cmd.Flags().IntVar(&big, "big", 200000, "files in the generated tree of the change-capture rows (0: skip it)")
 	return cmd
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/sandbox"
 	"github.com/agentbox/agentbox/sandbox/engine"
+	"github.com/agentbox/agentbox/snapshot"
 	mcpserver "github.com/agentbox/agentbox/tools/mcp"
 	"github.com/agentbox/agentbox/tools/termtext"
 )
@@ -105,6 +106,7 @@ func runDoctor(ctx context.Context, a *app) []check {
 	out = append(out, check{Name: "config", Status: statusOK, Detail: cfgDetail + "; workspace " + cfg.Workspace})
 	out = append(out, checkStateDir(cfg)...)
 	out = append(out, checkWorkspace(cfg))
+	out = append(out, checkCapture(cfg))
 	out = append(out, checkToolchains(cfg)...)
 	out = append(out, checkMCP(cfg))
 	cli, info, err := engine.Connect(ctx, cfg)
@@ -199,6 +201,29 @@ func checkStateDir(cfg *config.Config) []check {
 		perm.Fix = "use a state dir you own"
 	}
 	return []check{c, perm}
+}
+
+// checkCapture reports how shell commands' changes are found, and whether
+// a periodic full-scan check ever disagreed with the kernel's reports.
+func checkCapture(cfg *config.Config) check {
+	c := check{Name: "change capture", Status: statusOK}
+	st, err := snapshot.CaptureReport(cfg)
+	if err != nil {
+		c.Status, c.Detail = statusWarn, err.Error()
+		return c
+	}
+	if st.Mode == "watch" {
+		c.Detail = "fanotify: scans look only at what changed"
+	} else {
+		c.Detail = "full scans of the workspace before and after each command (" + st.Reason + ")"
+	}
+	c.Detail += fmt.Sprintf("; %d full-scan checks, %d mismatches", st.Checks, st.Mismatches)
+	if st.Mismatches > 0 {
+		c.Status = statusWarn
+		c.Detail += "; " + st.LastFull
+		c.Fix = "report it; set snapshot.change_capture: scan to walk the whole tree every time"
+	}
+	return c
 }
 
 func checkWorkspace(cfg *config.Config) check {

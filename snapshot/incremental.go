@@ -1,0 +1,682 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Change capture modes (WithChangeCapture).
+const (
+	// CaptureAuto follows the kernel's change reports where agentbox has
+	// the privilege (fanotify needs CAP_SYS_ADMIN) and scans everything
+	// otherwise.
+	CaptureAuto = "auto"
+	// CaptureScan scans the whole workspace before and after every call.
+	CaptureScan = "scan"
+)
+
+// WithChangeCapture selects how scans find what changed: CaptureScan (the
+// default for Open) walks the whole tree every time; CaptureAuto starts a
+// watcher (see capture) and re-examines only what the kernel reported,
+// falling back to the full walk whenever the watcher cannot vouch for a
+// scan.
+func WithChangeCapture(mode string) Option { return func(o *options) { o.capture = mode } }
+
+// WithCaptureCheck sets how often an incremental capture is checked
+// against a full scan: every n incremental scans or after d, whichever
+// comes first (0 disables that trigger; both 0: never). The defaults are
+// 100 and 10 minutes.
+func WithCaptureCheck(n int, d time.Duration) Option {
+	return func(o *options) { o.checkEvery, o.checkAfter = n, d }
+}
+
+// CaptureStats counts how scans were made since the store was opened. It
+// is what `agentbox doctor` reports about change capture.
+type CaptureStats struct {
+	// Mode is the mode in effect: "watch" (a watcher runs), or "scan"
+	// with Reason saying why not when auto was asked for.
+	Mode   string `json:"mode"`
+	Reason string `json:"reason,omitempty"`
+	// Full and Incremental count scans of each kind; Checks counts the
+	// full scans that verified an incremental one and Mismatches those
+	// that disagreed (the full result was used). LastFull says why the
+	// last full scan was needed.
+	Full        int64  `json:"full"`
+	Incremental int64  `json:"incremental"`
+	Checks      int64  `json:"checks"`
+	Mismatches  int64  `json:"mismatches"`
+	LastFull    string `json:"last_full,omitempty"`
+	// Events is how many fanotify events the watcher read (the whole
+	// filesystem's), Inside how many named a workspace path, Resolves
+	// how many handles it had to open.
+	// ScanTime is the time spent in scans (full and incremental, checks
+	// included).
+	ScanTime time.Duration `json:"scan_ns"`
+	Events   int64         `json:"events"`
+	Inside   int64         `json:"inside"`
+	Resolves int64         `json:"resolves"`
+}
+
+// capture is a store's change capture: the watcher and the index it can
+// vouch for.
+type capture struct {
+	mu     sync.Mutex // held for a whole scan
+	w      *watcher   // nil: full scans only
+	reason string     // why there is no watcher
+	// base is the last index this capture produced while its watcher ran
+	// with nothing lost since; revisit lists its entries that a full scan
+	// would look at again whatever the events say (racy mtimes, unreadable
+	// or unstored content).
+	base    *index
+	revisit map[string]struct{}
+
+	// saved is the index this process wrote last and its hash: an index
+	// read back from disk with that hash is base's content (a checkpoint
+	// hard-links the file, which changes its ctime and makes loadIndex
+	// read it again).
+	saved atomic.Pointer[savedIndex]
+
+	// spare is a copy of base's map made in the background after the
+	// scan that produced base: the next scan that changes something takes
+	// it instead of copying the whole manifest while the caller waits.
+	spare *spareMap
+
+	sinceCheck int
+	lastCheck  time.Time
+	stats      CaptureStats
+}
+
+type spareMap struct {
+	src  *index
+	of   unsafe.Pointer // the map it copies (a caller may swap src's map)
+	m    map[string]*ientry
+	done chan struct{}
+}
+
+// prepareSpare starts copying base's map, unless a copy of it exists.
+func (c *capture) prepareSpare() {
+	b := c.base
+	if b == nil {
+		c.spare = nil
+		return
+	}
+	m := b.entries
+	of := reflect.ValueOf(m).UnsafePointer()
+	if c.spare != nil && c.spare.src == b && c.spare.of == of {
+		return
+	}
+	sp := &spareMap{src: b, of: of, done: make(chan struct{})}
+	c.spare = sp
+	go func() {
+		sp.m = maps.Clone(m)
+		close(sp.done)
+	}()
+}
+
+// takeSpare returns the copy of base's map if one was made (waiting for
+// it to finish), or nil.
+func (c *capture) takeSpare(base *index) map[string]*ientry {
+	sp := c.spare
+	if sp == nil || sp.src != base || sp.of != reflect.ValueOf(base.entries).UnsafePointer() {
+		return nil
+	}
+	c.spare = nil
+	<-sp.done
+	return sp.m
+}
+
+type savedIndex struct {
+	ix   *index
+	hash string
+}
+
+// startCapture starts the store's change capture (opts.capture).
+func (s *Store) startCapture() {
+	c := &capture{}
+	s.cap = c
+	if s.opts.capture != CaptureAuto {
+		c.reason = "change_capture is scan"
+		return
+	}
+	if unix.Geteuid() != 0 {
+		// fanotify_init says EPERM without CAP_SYS_ADMIN; not worth the log.
+		c.reason = "fanotify needs CAP_SYS_ADMIN"
+	}
+	w, err := startWatcher(s.workspace)
+	if err != nil {
+		if c.reason == "" {
+			c.reason = err.Error()
+		}
+		s.opts.log.Info("snapshot: change capture falls back to full scans", "err", err)
+		return
+	}
+	c.w, c.reason = w, ""
+}
+
+// stopCapture stops the watcher.
+func (s *Store) stopCapture() {
+	c := s.cap
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.w != nil {
+		c.w.close()
+		c.w, c.base, c.reason = nil, nil, "store closed"
+	}
+}
+
+// CaptureStats returns the change capture's counters.
+func (s *Store) CaptureStats() CaptureStats {
+	c := s.cap
+	if c == nil {
+		return CaptureStats{Mode: "scan"}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.stats
+	st.Mode, st.Reason = "scan", c.reason
+	if c.w != nil {
+		st.Mode = "watch"
+		st.Events, st.Inside, st.Resolves = c.w.counters()
+	}
+	return st
+}
+
+// trusted reports whether old is base or a clone of it made in this
+// process (a file-scoped call's or a restore's update: every path such a
+// clone changed was changed on disk after base was scanned, so the
+// watcher reported it).
+func (c *capture) trusted(old *index) bool {
+	if c.base == nil {
+		return false
+	}
+	return old == c.base || old.from == c.base
+}
+
+// sameAsBase reports whether old, read back from disk, is what this
+// process saved of base (the same manifest hash).
+func (s *Store) sameAsBase(old *index) bool {
+	c := s.cap
+	sv := c.saved.Load()
+	if c.base == nil || sv == nil || sv.ix != c.base {
+		return false
+	}
+	h := s.manifestHash(old)
+	return h != "" && h == sv.hash
+}
+
+// scan returns the workspace's manifest, storing blobs of every file
+// whose stat differs from old (nothing differs: old itself). With a
+// watcher that vouches for what changed since it produced old (or the
+// index old was cloned from), only the paths it reported are looked at
+// again; otherwise the whole tree is walked.
+func (s *Store) scan(ctx context.Context, old *index) (*index, error) {
+	c := s.cap
+	if c == nil {
+		return s.fullScan(ctx, old)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	start := time.Now()
+	defer func() { c.stats.ScanTime += time.Since(start) }()
+	if c.w == nil {
+		c.stats.Full++
+		return s.fullScan(ctx, old)
+	}
+	dirty, lost := c.w.take()
+	why := lost
+	switch {
+	case why != "":
+	case !c.trusted(old) && !s.sameAsBase(old):
+		why = "no index this watcher vouches for"
+	case len(dirty) > len(c.base.entries)/2+1024:
+		why = fmt.Sprintf("%d paths changed", len(dirty))
+	default:
+		why = captureCheckMounts(s.workspace)
+	}
+	if why != "" {
+		c.base = nil
+		res, err := s.fullScan(ctx, old)
+		if err != nil {
+			return nil, err
+		}
+		c.stats.Full++
+		c.stats.LastFull = why
+		c.setBase(res)
+		c.prepareSpare()
+		return res, nil
+	}
+	base := c.base
+	c.base = nil // until this scan succeeds
+	if old != base && s.sameAsBase(old) {
+		// The same content: old stands for base (its entries are the stat
+		// cache, and it is returned when nothing changed).
+		base = old
+	}
+	res, delta, err := s.incrementalScan(ctx, old, base, dirty, c.revisit)
+	if err != nil {
+		return nil, err
+	}
+	c.stats.Incremental++
+	c.sinceCheck++
+	now := s.opts.now()
+	if (s.opts.checkEvery > 0 && c.sinceCheck >= s.opts.checkEvery) || (s.opts.checkAfter > 0 && now.Sub(c.lastCheck) >= s.opts.checkAfter) {
+		full, err := s.fullScan(ctx, old)
+		if err != nil {
+			return nil, err
+		}
+		c.stats.Checks++
+		diff := indexDiffPaths(res, full, 20)
+		s.noteCheck(diff)
+		if len(diff) > 0 {
+			c.stats.Mismatches++
+			s.opts.log.Warn("snapshot: change capture missed changes; using the full scan", "paths", diff)
+			c.setBase(full)
+			c.prepareSpare()
+			return full, nil
+		}
+		c.sinceCheck, c.lastCheck = 0, now
+	}
+	c.applyDelta(res, delta)
+	c.prepareSpare()
+	return res, nil
+}
+
+// setBase makes a full scan's result the base: the revisit set and the
+// watcher's inode map are rebuilt from it.
+func (c *capture) setBase(ix *index) {
+	c.base = ix
+	c.revisit = map[string]struct{}{}
+	inodes := make(map[uint64][]string, len(ix.entries))
+	for p, e := range ix.entries {
+		if needsRevisit(e) {
+			c.revisit[p] = struct{}{}
+		}
+		if e.Type == TypeFile {
+			inodes[e.ino] = append(inodes[e.ino], p)
+		}
+	}
+	c.w.setInodes(inodes)
+	c.sinceCheck = 0
+	c.lastCheck = time.Now()
+}
+
+// applyDelta makes an incremental result the base, updating the revisit
+// set and the inode map by what the scan looked at.
+func (c *capture) applyDelta(ix *index, d *scanDelta) {
+	c.base = ix
+	for _, ch := range d.gone {
+		delete(c.revisit, ch.path)
+	}
+	for _, ch := range d.set {
+		if needsRevisit(ch.e) {
+			c.revisit[ch.path] = struct{}{}
+		} else {
+			delete(c.revisit, ch.path)
+		}
+	}
+	c.w.updateInodes(func(m map[uint64][]string) {
+		drop := func(ino uint64, p string) {
+			ps := m[ino]
+			for i, q := range ps {
+				if q == p {
+					ps = append(ps[:i:i], ps[i+1:]...)
+					break
+				}
+			}
+			if len(ps) == 0 {
+				delete(m, ino)
+			} else {
+				m[ino] = ps
+			}
+		}
+		for _, ch := range d.gone {
+			if ch.e != nil && ch.e.Type == TypeFile {
+				drop(ch.e.ino, ch.path)
+			}
+		}
+		for _, ch := range d.set {
+			if ch.prev != nil && ch.prev.Type == TypeFile {
+				drop(ch.prev.ino, ch.path)
+			}
+			if ch.e.Type == TypeFile {
+				m[ch.e.ino] = append(m[ch.e.ino], ch.path)
+			}
+		}
+	})
+}
+
+func needsRevisit(e *ientry) bool { return e.racy || e.Unreadable || e.Unstored }
+
+// scanDelta is what an incremental scan changed in its base.
+type scanDelta struct {
+	set  []pathEntry // recorded (prev: base's entry, if any)
+	gone []pathEntry // dropped (e: base's entry)
+}
+
+type pathEntry struct {
+	path    string
+	e, prev *ientry
+}
+
+// incrementalScan computes the manifest a full scan would return, from
+// base (an index the watcher vouches for) and the paths reported since it
+// was made: each is looked at again (lstat, and a read when its stat
+// changed); a directory that is new at its path is walked whole; a path
+// that is gone is dropped with everything beneath it. Entries base
+// records as racy, unreadable or unstored are looked at again too, as a
+// full scan would. old is the index the caller has (base or a clone of
+// it): its entries are the stat cache, and it is returned when nothing
+// differs from it.
+func (s *Store) incrementalScan(ctx context.Context, old, base *index, dirty map[string]bool, revisit map[string]struct{}) (*index, *scanDelta, error) {
+	rootfd, err := s.openRoot()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer unix.Close(rootfd)
+	racyAt := s.opts.now().Truncate(time.Second).UnixNano()
+	sc := &scanner{s: s, rootfd: rootfd, old: old, racyAt: racyAt, buf: make([]byte, 64<<10)}
+
+	work := make([]string, 0, len(dirty)+len(revisit))
+	queued := make(map[string]bool, len(dirty)+len(revisit))
+	for p := range dirty {
+		work = append(work, p)
+		queued[p] = true
+	}
+	for p := range revisit {
+		if !queued[p] {
+			work = append(work, p)
+			queued[p] = true
+		}
+	}
+	// Parents before children: a child's fate depends on its parent's.
+	sort.Slice(work, func(i, j int) bool {
+		di, dj := strings.Count(work[i], "/"), strings.Count(work[j], "/")
+		if di != dj {
+			return di < dj
+		}
+		return work[i] < work[j]
+	})
+
+	// res shares base's map until the first change (a copy of a large
+	// manifest is the biggest fixed cost of an incremental scan).
+	res := &index{entries: base.entries}
+	owned := false
+	own := func() {
+		if !owned {
+			if m := s.cap.takeSpare(base); m != nil {
+				res.entries = m
+			} else {
+				res.entries = maps.Clone(base.entries)
+			}
+			owned = true
+		}
+	}
+	delta := &scanDelta{}
+	changed := old != base
+	var (
+		walkRoots []string            // new directories, walked at the end
+		walked    = map[string]bool{} // the same, as a set
+		dropped   = map[string]bool{} // directories whose old contents go
+		excl      = map[string]bool{} // memo of excludedPath
+	)
+	under := func(p string, set map[string]bool) bool {
+		for d, _ := splitRel(p); d != ""; d, _ = splitRel(d) {
+			if set[d] {
+				return true
+			}
+		}
+		return false
+	}
+	// linked queues the other names of a file that has more than one:
+	// a change through one name (even one that is gone now) changed them.
+	linked := func(e *ientry, nlink uint32) {
+		if e.Type != TypeFile || nlink == 1 {
+			return // (0: read from disk, not known)
+		}
+		for _, q := range s.cap.pathsOf(e.ino) {
+			if !queued[q] {
+				queued[q] = true
+				work = append(work, q)
+			}
+		}
+	}
+	drop := func(p string, prev *ientry) {
+		delta.gone = append(delta.gone, pathEntry{path: p, e: prev})
+		changed = true
+		linked(prev, prev.nlink)
+	}
+	remove := func(p string) {
+		prev := res.entries[p]
+		if prev == nil {
+			return
+		}
+		own()
+		delete(res.entries, p)
+		drop(p, prev)
+		if prev.Type == TypeDir {
+			dropped[p] = true
+		}
+	}
+	var dirfd = -1
+	var dirOpen string
+	defer func() {
+		if dirfd >= 0 {
+			unix.Close(dirfd)
+		}
+	}()
+	fromWalk := map[string]bool{}
+	sweep := func(dropped map[string]bool) {
+		if len(dropped) > 0 {
+			var prefixes []string
+			for d := range dropped {
+				prefixes = append(prefixes, d+"/")
+			}
+			beneath := func(p string) bool {
+				if len(prefixes) > 4 {
+					return under(p, dropped)
+				}
+				for _, pre := range prefixes {
+					if strings.HasPrefix(p, pre) {
+						return true
+					}
+				}
+				return false
+			}
+			for p, prev := range res.entries {
+				if beneath(p) && !fromWalk[p] {
+					own()
+					delete(res.entries, p)
+					drop(p, prev)
+				}
+			}
+		}
+	}
+	finish := func() (*index, *scanDelta, error) {
+		if !changed && len(res.entries) == len(old.entries) {
+			return old, delta, nil
+		}
+		own() // callers may change what they get (guard does)
+		if old == base {
+			seen := make(map[string]bool, len(delta.set)+len(delta.gone))
+			for _, l := range [][]pathEntry{delta.set, delta.gone} {
+				for _, pe := range l {
+					if !seen[pe.path] {
+						seen[pe.path] = true
+						res.diffPaths = append(res.diffPaths, pe.path)
+					}
+				}
+			}
+			res.diffFrom = old.ident()
+		}
+		return res, delta, nil
+	}
+	for i := 0; ; {
+		for ; i < len(work); i++ {
+			p := work[i]
+			if err := ctx.Err(); err != nil {
+				return nil, nil, fmt.Errorf("snapshot: scan: %w", context.Cause(ctx))
+			}
+			if under(p, walked) || s.excludedPath(p, excl) {
+				continue
+			}
+			parent, name := splitRel(p)
+			if parent != "" {
+				if pe := res.entries[parent]; pe == nil || pe.Type != TypeDir {
+					remove(p)
+					continue
+				}
+			}
+			if dirfd < 0 || dirOpen != parent {
+				if dirfd >= 0 {
+					unix.Close(dirfd)
+					dirfd = -1
+				}
+				fd, err := openDirAt(rootfd, parent)
+				if err != nil {
+					if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) {
+						remove(p)
+						continue
+					}
+					return nil, nil, fmt.Errorf("snapshot: cannot read directory %s: %w", quotePath(dirLabel(parent)), err)
+				}
+				dirfd, dirOpen = fd, parent
+			}
+			var st unix.Stat_t
+			if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				if errors.Is(err, unix.ENOENT) {
+					remove(p)
+					continue
+				}
+				return nil, nil, fmt.Errorf("snapshot: stat %s: %w", quotePath(p), err)
+			}
+			e := entryFromStat(&st)
+			vanished, err := sc.fill(dirfd, name, p, e)
+			if err != nil {
+				return nil, nil, err
+			}
+			if vanished {
+				remove(p)
+				continue
+			}
+			nlink := e.nlink
+			if o := old.entries[p]; entryEqual(o, e) {
+				e = o
+			}
+			prev := res.entries[p]
+			if prev != e {
+				own()
+				res.entries[p] = e
+				delta.set = append(delta.set, pathEntry{path: p, e: e, prev: prev})
+			}
+			if old.entries[p] != e {
+				changed = true
+			}
+			wasDir := prev != nil && prev.Type == TypeDir
+			// A directory is walked whole when it is new at this path, or when
+			// the watcher saw it created or moved here (its inode number may
+			// be a reused one).
+			if e.Type == TypeDir && (!wasDir || prev.ino != e.ino || dirty[p]) {
+				walkRoots = append(walkRoots, p)
+				walked[p] = true
+			}
+			if wasDir && (e.Type != TypeDir || walked[p]) {
+				dropped[p] = true
+			}
+			// Another name of the same file changed with it (its ctime at
+			// least): look at every name the inode map knows.
+			linked(e, nlink)
+			if prev != nil && prev != e {
+				linked(prev, prev.nlink)
+			}
+		}
+		if len(walkRoots) == 0 && len(dropped) == 0 {
+			break
+		}
+		// New directories, walked whole; a file found there may be another
+		// name of a file elsewhere (a hard link moved in with it).
+		found, _, err := s.walk(ctx, rootfd, old, racyAt, walkRoots, 16)
+		if err != nil {
+			return nil, nil, err
+		}
+		walkRoots = nil
+		for p, e := range found {
+			prev := res.entries[p]
+			own()
+			res.entries[p] = e
+			fromWalk[p] = true
+			delta.set = append(delta.set, pathEntry{path: p, e: e, prev: prev})
+			if old.entries[p] != e {
+				changed = true
+			}
+			linked(e, e.nlink)
+		}
+		// Old contents of directories that went or were replaced.
+		sweep(dropped)
+		dropped = map[string]bool{}
+		if i == len(work) {
+			break
+		}
+	}
+	return finish()
+}
+
+// excludedPath reports whether rel or one of its parents is excluded.
+func (s *Store) excludedPath(rel string, memo map[string]bool) bool {
+	if len(s.opts.exclude) == 0 {
+		return false
+	}
+	for p := rel; p != ""; p, _ = splitRel(p) {
+		v, ok := memo[p]
+		if !ok {
+			v = s.excluded(p)
+			memo[p] = v
+		}
+		if v {
+			return true
+		}
+	}
+	return false
+}
+
+// pathsOf returns the paths the inode map knows for ino.
+func (c *capture) pathsOf(ino uint64) []string {
+	if c.w == nil {
+		return nil
+	}
+	return c.w.pathsOf(ino)
+}
+
+// indexDiffPaths lists up to max paths whose entries differ between a
+// and b (stat fields included).
+func indexDiffPaths(a, b *index, max int) []string {
+	var out []string
+	for p, e := range a.entries {
+		if f := b.entries[p]; f != e && !entryEqual(e, f) {
+			out = append(out, p)
+		}
+	}
+	for p := range b.entries {
+		if _, ok := a.entries[p]; !ok {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	if len(out) > max {
+		out = out[:max]
+	}
+	return out
+}
