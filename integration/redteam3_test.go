@@ -220,15 +220,10 @@ for d in ("/tmp", os.getcwd()):
 // workspace; the executor is killed. Init is what kills the command when
 // the executor's stream ends: a stopped init cannot, and the command
 // would go on writing into the workspace after its call, journaled by
-// nobody, until the next agentbox process reaps the container.
-//
-// KNOWN HOLE under gVisor (Debian's 2022 runsc delivers SIGKILL and
-// SIGSTOP to PID 1 from inside its namespace): skipped there unless
-// AGENTBOX_REDTEAM_KNOWN_HOLES=1. See the third red-team report.
+// nobody, until the next agentbox process reaps the container. Under
+// gVisor (which delivers SIGSTOP to PID 1 from inside) the executor's
+// reaper process (sandbox/docker/reaper.go) kills it instead.
 func TestRedteam3StoppedInitDiesWithExecutor(t *testing.T) {
-	if runtimeName == "runsc" && os.Getenv("AGENTBOX_REDTEAM_KNOWN_HOLES") == "" {
-		t.Skip("known hole under gVisor: the command can SIGSTOP init and outlive its executor (set AGENTBOX_REDTEAM_KNOWN_HOLES=1 to run)")
-	}
 	ws := newWorkspace(t)
 	state := t.TempDir()
 	tick := filepath.Join(ws, "tick")

@@ -19,7 +19,9 @@
 //
 // Containers carry labels naming the executor (id, host, pid and the pid's
 // start time) and the workspace. Open removes labeled containers whose
-// executor is gone; Close removes the Runner's own.
+// executor is gone; Close removes the Runner's own. Under gVisor a Runner
+// also starts a reaper process (reaper.go) that removes its containers as
+// soon as it dies without Close.
 //
 // A *Runner is safe for concurrent use.
 package docker
@@ -83,6 +85,7 @@ type Runner struct {
 	runtime    string      // OCI runtime (config sandbox.runtime; "" = engine default)
 	gvisor     bool        // runtime is runsc: mount identities are checked host-side (gofer.go)
 	tc         *Toolchains // caches and identity (caches.go)
+	reaper     *reaper     // under gVisor: removes the containers if this process dies (reaper.go)
 	toolEnv    []string    // tc.Env()
 
 	ctx    context.Context // cancelled by Close
@@ -272,6 +275,14 @@ func New(ctx context.Context, cli *client.Client, cfg *config.Config, log *slog.
 	if err := r.Reap(ctx); err != nil {
 		log.Warn("removing containers of dead executors", "err", err)
 	}
+	if gvisor {
+		// A command can stop init under gVisor; then only a process
+		// outside the container kills it when this one dies.
+		if r.reaper, err = startReaper(cli.DaemonHost(), r.id); err != nil {
+			wsFD.Close()
+			return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+		}
+	}
 	r.ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	n := cfg.Sandbox.PoolSize
 	for i := range r.pools {
@@ -445,6 +456,9 @@ func (r *Runner) Close(ctx context.Context) error {
 		if e := r.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}); e != nil && !cerrdefs.IsNotFound(e) {
 			err = errors.Join(err, e)
 		}
+	}
+	if r.reaper != nil {
+		r.reaper.stop(ctx, err == nil)
 	}
 	if r.ownClient {
 		err = errors.Join(err, r.cli.Close())
