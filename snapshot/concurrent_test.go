@@ -149,11 +149,18 @@ func TestConcurrentAttribution(t *testing.T) {
 		}
 	}
 	for seed := 1; seed <= seeds; seed++ {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { concurrentRun(t, uint64(seed)) })
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { concurrentRun(t, uint64(seed), false) })
+	}
+	// The same interleavings with fanotify change capture (root only: CI
+	// runs as root), every incremental scan checked against a full one.
+	if os.Geteuid() == 0 {
+		for seed := 1; seed <= seeds; seed++ {
+			t.Run(fmt.Sprintf("watch-%d", seed), func(t *testing.T) { concurrentRun(t, uint64(seed), true) })
+		}
 	}
 }
 
-func concurrentRun(t *testing.T, seed uint64) {
+func concurrentRun(t *testing.T, seed uint64, watch bool) {
 	ctx := context.Background()
 	ws, state := t.TempDir(), t.TempDir()
 	if err := os.Mkdir(filepath.Join(ws, "d"), 0o755); err != nil {
@@ -167,9 +174,24 @@ func concurrentRun(t *testing.T, seed uint64) {
 		}
 	}
 	initial := cloneMap(m.state)
-	st, err := snapshot.Open(ctx, state, ws, snapshot.WithCallHook(m.hook), snapshot.WithWorkers(2))
+	opts := []snapshot.Option{snapshot.WithCallHook(m.hook), snapshot.WithWorkers(2)}
+	if watch {
+		opts = append(opts, snapshot.WithChangeCapture(snapshot.CaptureAuto), snapshot.WithCaptureCheck(1, 0))
+	}
+	st, err := snapshot.Open(ctx, state, ws, opts...)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if watch {
+		if cs := st.CaptureStats(); cs.Mode != "watch" {
+			t.Fatalf("the watcher did not start: %s", cs.Reason)
+		}
+		defer func() {
+			cs := st.CaptureStats()
+			if cs.Incremental == 0 || cs.Mismatches != 0 {
+				t.Errorf("change capture: %d incremental scans, %d checks, %d mismatches (want >0 incremental, 0 mismatches)", cs.Incremental, cs.Checks, cs.Mismatches)
+			}
+		}()
 	}
 	if _, err := st.Checkpoint(ctx, "baseline", snapshot.CallInfo{}); err != nil {
 		t.Fatal(err)
