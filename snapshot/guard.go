@@ -258,3 +258,76 @@ func (s *Store) anyDetachedLive() bool {
 	}
 	return false
 }
+
+// guardTakeover reverts changes to the protected paths among rels that
+// a running command made and that another call (a file-scoped call, an
+// undo, a rollback) is about to take over. Such a change is in no
+// command's changeset any more once that call's entry holds the path
+// (see Detached on overlap), so the command's guard would never judge it,
+// while the taking call's entry would hold it as the state an undo
+// returns to: an approved Write of .envrc, undone, would bring back what
+// the command planted before it. So, while a whole-workspace command or a
+// background job is open, a protected path whose state on disk differs
+// from the manifest (the state the last scan or entry left) is set back
+// to the manifest's state first, as the command's guard would have done
+// (nobody is asked: the command's own approval is not known here). It
+// reports whether it changed anything. Under the store lock.
+func (s *Store) guardTakeover(ctx context.Context, id string, rels []string) bool {
+	if s.opts.protect == nil || len(rels) == 0 || !s.hasIndex() {
+		return false
+	}
+	protect := s.opts.protect()
+	var cand []string
+	for _, p := range rels {
+		if _, ok := protect(p); ok {
+			cand = append(cand, p)
+		}
+	}
+	if len(cand) == 0 || !s.anyDetachedLive() {
+		return false
+	}
+	ix, err := s.loadIndex()
+	if err != nil {
+		return false
+	}
+	rootfd, err := s.openRoot()
+	if err != nil {
+		return false
+	}
+	defer closeFD(rootfd)
+	var drift []Change
+	for _, p := range cand {
+		cur, err := s.statPath(rootfd, p, ix.entries[p])
+		if err != nil {
+			continue
+		}
+		if ch, ok := classify(p, nodeOf(ix.entries[p]), nodeOf(cur)); ok {
+			drift = append(drift, ch)
+		}
+	}
+	if len(drift) == 0 {
+		return false
+	}
+	sort.Slice(drift, func(i, j int) bool { return drift[i].Path < drift[j].Path })
+	_, reverted, err := s.guard(ctx, id+"-takeover", drift, nil, nil)
+	if len(reverted) > 0 {
+		paths := make([]string, 0, len(reverted))
+		for _, r := range reverted {
+			paths = append(paths, r.Path)
+		}
+		s.opts.log.Warn("snapshot: reverted changes a running command made to protected paths before another call took them over", "paths", paths)
+	}
+	if err != nil {
+		s.opts.log.Error("snapshot: could not revert changes a running command made to protected paths", "err", err)
+	}
+	return len(reverted) > 0 || err != nil
+}
+
+// planPaths lists the paths of a plan.
+func planPaths(plan []diskChange) []string {
+	out := make([]string, 0, len(plan))
+	for _, d := range plan {
+		out = append(out, string(d.Path))
+	}
+	return out
+}

