@@ -93,6 +93,13 @@ func (s *Store) guard(ctx context.Context, id string, changes []Change, keep Kee
 		if kept[h.Path] {
 			continue
 		}
+		if (h.Old == nil || h.Op == OpTypeChanged) && foreignBeneath(h.Path, changes, post) {
+			// A directory the call created or replaced holds what
+			// other entries journaled (a Write while the command ran):
+			// removing it would revert their changes too. It stays;
+			// the call's own changes beneath it are judged one by one.
+			continue
+		}
 		revert[h.Path] = h.Reason
 		if h.Old == nil || h.Op == OpTypeChanged {
 			roots = append(roots, h.Path+"/")
@@ -174,6 +181,24 @@ func (s *Store) guard(ctx context.Context, id string, changes []Change, keep Kee
 }
 
 func closeFD(fd int) { _ = unix.Close(fd) }
+
+// foreignBeneath reports whether post (the manifest after the call; nil:
+// unknown) holds a path beneath dir that is not among the call's changes.
+func foreignBeneath(dir string, changes []Change, post *index) bool {
+	if post == nil {
+		return false
+	}
+	own := make(map[string]bool, len(changes))
+	for _, ch := range changes {
+		own[ch.Path] = true
+	}
+	for p := range post.entries {
+		if strings.HasPrefix(p, dir+"/") && !own[p] {
+			return true
+		}
+	}
+	return false
+}
 
 // errRevert describes changes to protected paths that could not be reverted.
 func errRevert(failed []Change) error {

