@@ -24,6 +24,18 @@ import (
 // The window in which such a change exists on disk is the rest of the
 // command's run plus the post-scan: it ends before the call returns.
 // Recovery after a crash applies the same rule, without asking.
+//
+// With concurrent calls (see the package doc) a running command's change
+// to a path another entry then takes over is in no changeset of the
+// command's: before a file-scoped call, an undo or a rollback takes a
+// protected path that differs from the manifest while a whole-workspace
+// command or a background job is open, that change is reverted first
+// (guardTakeover), so no entry starts from a state nobody judged. A
+// directory a call created or replaced is not removed when it holds
+// paths other entries journaled; the call's own changes beneath it are
+// judged one by one. The Keep function sees each change's new content
+// (Protected.New): an approval given for what a tool wrote is checked
+// against it (tools' keepFor).
 
 // ProtectFunc reports whether a workspace-relative path is protected and
 // why (a sentence for people). It must be safe for concurrent use.
