@@ -250,6 +250,9 @@ func (s *Store) begin(ctx context.Context, info CallInfo, rel string) (*Call, er
 		if err != nil {
 			return fail(err)
 		}
+		if err := s.takeoverStale(c.before); err != nil {
+			return fail(err)
+		}
 	}
 	c.rec.Phase = phaseRunning
 	// Pre-images and the manifest durable before the record that says the

@@ -316,7 +316,7 @@ func (s *Store) guardTakeover(ctx context.Context, id string, rels []string) boo
 	protect := s.opts.protect()
 	var cand []string
 	for _, p := range rels {
-		if _, ok := protect(p); ok {
+		if _, ok := protect(p); ok && !s.excludedPath(p) {
 			cand = append(cand, p)
 		}
 	}
@@ -358,6 +358,63 @@ func (s *Store) guardTakeover(ctx context.Context, id string, rels []string) boo
 		s.opts.log.Error("snapshot: could not revert changes a running command made to protected paths", "err", err)
 	}
 	return len(reverted) > 0 || err != nil
+}
+
+// takeoverStale is the check after the pre-image of a call that took
+// over paths (guardTakeover): the protected ones among states (path →
+// its state as the call recorded it) that still differ from the manifest
+// while a command is open, i.e. that the command changed again between
+// the revert and the pre-image. Such a call fails rather than start from
+// a state nobody judged. Under the store lock.
+func (s *Store) takeoverStale(states map[string]*Node) error {
+	if s.opts.protect == nil || len(states) == 0 || !s.hasIndex() {
+		return nil
+	}
+	protect := s.opts.protect()
+	var cand []string
+	for p := range states {
+		if _, ok := protect(p); ok && !s.excludedPath(p) {
+			cand = append(cand, p)
+		}
+	}
+	if len(cand) == 0 || !s.anyDetachedLive() {
+		return nil
+	}
+	ix, err := s.loadIndex()
+	if err != nil {
+		return err
+	}
+	var stale []string
+	for _, p := range cand {
+		if !sameContent(nodeOf(ix.entries[p]), states[p]) {
+			stale = append(stale, quotePath(p))
+		}
+	}
+	if len(stale) == 0 {
+		return nil
+	}
+	sort.Strings(stale)
+	return fmt.Errorf("snapshot: a running command keeps changing the protected %s; try again once it has ended", strings.Join(stale, ", "))
+}
+
+// excludedPath reports whether rel or a directory above it is excluded
+// from scans (WithExclude): the manifest knows nothing of it.
+func (s *Store) excludedPath(rel string) bool {
+	for p := rel; p != ""; p, _ = splitRel(p) {
+		if s.excluded(p) {
+			return true
+		}
+	}
+	return false
+}
+
+// planStates is the state on disk each path of a plan was found in.
+func planStates(plan []diskChange) map[string]*Node {
+	out := make(map[string]*Node, len(plan))
+	for _, d := range plan {
+		out[string(d.Path)] = fromDiskNode(d.Old)
+	}
+	return out
 }
 
 // planPaths lists the paths of a plan.

@@ -32,6 +32,9 @@ func (s *Store) Undo(ctx context.Context, id string, force bool, info CallInfo) 
 		if target, plan, conflicts, err = s.planUndo(ctx, id); err != nil {
 			return Entry{}, err
 		}
+		if err := s.takeoverStale(planStates(plan)); err != nil {
+			return Entry{}, err
+		}
 	}
 	if len(conflicts) > 0 && !force {
 		return Entry{}, &ConflictError{ID: target.ID, Conflicts: conflicts}
@@ -223,6 +226,9 @@ func (s *Store) Rollback(ctx context.Context, toID string, info CallInfo) (Entry
 	}
 	if s.guardTakeover(ctx, "rollback-"+to.ID, planPaths(plan)) {
 		if to, plan, err = s.planRollback(ctx, toID); err != nil {
+			return Entry{}, err
+		}
+		if err := s.takeoverStale(planStates(plan)); err != nil {
 			return Entry{}, err
 		}
 	}
