@@ -108,7 +108,9 @@ func keepFor(c *Call, ap Approver) func(ctx context.Context, changes []Protected
 			if approved[ch.Path] {
 				// Approved for what the tool wrote, not for what a
 				// running command may have put there since.
-				if want, ok := c.protectedWrites.get(ch.Path); !ok || ch.Hash == want {
+				// A call whose writes are tracked (the pipeline's) that
+				// wrote nothing there did not make this change.
+				if want, ok := c.protectedWrites.get(ch.Path); ok && ch.Hash == want || !ok && c.protectedWrites == nil {
 					keep = append(keep, ch.Path)
 					continue
 				}
