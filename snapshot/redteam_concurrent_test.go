@@ -543,3 +543,45 @@ func TestRedteamTakeoverSkipsExcluded(t *testing.T) {
 		t.Fatalf("after undo: %q", got)
 	}
 }
+
+// No false alarm: while a shell command runs (and leaves .envrc alone),
+// approved Writes and undos of .envrc take turns; the takeover check
+// must see each one's result as judged, never revert it.
+func TestRedteamTakeoverNoFalseRevert(t *testing.T) {
+	ctx := context.Background()
+	ws := t.TempDir()
+	write(t, ws, ".envrc", "v0\n")
+	st := openProtected(t, ws)
+	sh, err := st.Begin(ctx, snapshot.CallInfo{Tool: "Bash"}, snapshot.Whole())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w1 := fileWrite(t, st, ws, ".envrc", "v1\n")
+	u1, err := st.Undo(ctx, w1.ID, false, snapshot.CallInfo{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := read(ws, ".envrc"); got != "v0\n" {
+		t.Fatalf("after undo: %q", got)
+	}
+	w2 := fileWrite(t, st, ws, ".envrc", "v2\n")
+	if len(w2.Changes) != 1 || w2.Changes[0].Old == nil || w2.Changes[0].Old.Hash != hashOf("v0\n") {
+		t.Fatalf("second write %+v, want from v0 (the undo's result)", w2.Changes)
+	}
+	if _, err := st.Undo(ctx, w2.ID, false, snapshot.CallInfo{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Undo(ctx, u1.ID, false, snapshot.CallInfo{}); err != nil { // redo w1
+		t.Fatal(err)
+	}
+	se, err := sh.Finish(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := read(ws, ".envrc"); got != "v1\n" {
+		t.Fatalf(".envrc = %q, want v1 (redone)", got)
+	}
+	if len(se.Changes) != 0 || len(se.Reverted) != 0 || len(se.Overlapped) != 0 {
+		t.Fatalf("shell entry %v reverted %v overlapped %v: the command changed nothing", paths(se.Changes), se.Reverted, se.Overlapped)
+	}
+}
