@@ -224,6 +224,11 @@ func (s *Store) begin(ctx context.Context, info CallInfo, rel string) (*Call, er
 		}
 		defer unix.Close(rootfd)
 		c.before = map[string]*Node{}
+		var chain []string
+		for p := rel; p != ""; p, _ = splitRel(p) {
+			chain = append(chain, p)
+		}
+		s.guardTakeover(ctx, id, chain)
 		// The target, and every missing parent the tool may create.
 		s.hookCall("file-pre", id)
 		err = func() error {
@@ -243,6 +248,9 @@ func (s *Store) begin(ctx context.Context, info CallInfo, rel string) (*Call, er
 		}()
 		s.hookCall("file-pre-done", id)
 		if err != nil {
+			return fail(err)
+		}
+		if err := s.takeoverStale(c.before); err != nil {
 			return fail(err)
 		}
 	}

@@ -79,6 +79,11 @@
 //     were journaled gets a new ID when it is committed (Call.ID reports
 //     it after Finish), so that it sorts after them.
 //
+// A protected path (WithProtection) that a running command changed is
+// set back to its last journaled state before a file-scoped call, undo or
+// rollback takes it over (see Protected): it never becomes the state an
+// entry starts from, so undo cannot bring back what no guard judged.
+//
 // Changes a person makes while a shell command runs are taken for the
 // command's, as before. Containment is untouched: the rule only decides
 // which entry a change is recorded in; every change is captured.

@@ -25,6 +25,18 @@ import (
 // The window in which such a change exists on disk is the rest of the
 // command's run plus the post-scan: it ends before the call returns.
 // Recovery after a crash applies the same rule, without asking.
+//
+// With concurrent calls (see the package doc) a running command's change
+// to a path another entry then takes over is in no changeset of the
+// command's: before a file-scoped call, an undo or a rollback takes a
+// protected path that differs from the manifest while a whole-workspace
+// command or a background job is open, that change is reverted first
+// (guardTakeover), so no entry starts from a state nobody judged. A
+// directory a call created or replaced is not removed when it holds
+// paths other entries journaled; the call's own changes beneath it are
+// judged one by one. The Keep function sees each change's new content
+// (Protected.New): an approval given for what a tool wrote is checked
+// against it (tools' keepFor).
 
 // ProtectFunc reports whether a workspace-relative path is protected and
 // why (a sentence for people). It must be safe for concurrent use.
@@ -92,6 +104,13 @@ func (s *Store) guard(ctx context.Context, id string, changes []Change, keep Kee
 	var roots []string // created or replaced: everything beneath goes too
 	for _, h := range hits {
 		if kept[h.Path] {
+			continue
+		}
+		if (h.Old == nil || h.Op == OpTypeChanged) && foreignBeneath(h.Path, changes, post) {
+			// A directory the call created or replaced holds what
+			// other entries journaled (a Write while the command ran):
+			// removing it would revert their changes too. It stays;
+			// the call's own changes beneath it are judged one by one.
 			continue
 		}
 		revert[h.Path] = h.Reason
@@ -181,6 +200,24 @@ func (s *Store) guard(ctx context.Context, id string, changes []Change, keep Kee
 
 func closeFD(fd int) { _ = unix.Close(fd) }
 
+// foreignBeneath reports whether post (the manifest after the call; nil:
+// unknown) holds a path beneath dir that is not among the call's changes.
+func foreignBeneath(dir string, changes []Change, post *index) bool {
+	if post == nil {
+		return false
+	}
+	own := make(map[string]bool, len(changes))
+	for _, ch := range changes {
+		own[ch.Path] = true
+	}
+	for p := range post.entries {
+		if strings.HasPrefix(p, dir+"/") && !own[p] {
+			return true
+		}
+	}
+	return false
+}
+
 // errRevert describes changes to protected paths that could not be reverted.
 func errRevert(failed []Change) error {
 	paths := make([]string, 0, len(failed))
@@ -263,4 +300,134 @@ func (s *Store) anyDetachedLive() bool {
 		}
 	}
 	return false
+}
+
+// guardTakeover reverts changes to the protected paths among rels that
+// a running command made and that another call (a file-scoped call, an
+// undo, a rollback) is about to take over. Such a change is in no
+// command's changeset any more once that call's entry holds the path
+// (see Detached on overlap), so the command's guard would never judge it,
+// while the taking call's entry would hold it as the state an undo
+// returns to: an approved Write of .envrc, undone, would bring back what
+// the command planted before it. So, while a whole-workspace command or a
+// background job is open, a protected path whose state on disk differs
+// from the manifest (the state the last scan or entry left) is set back
+// to the manifest's state first, as the command's guard would have done
+// (nobody is asked: the command's own approval is not known here). It
+// reports whether it changed anything. Under the store lock.
+func (s *Store) guardTakeover(ctx context.Context, id string, rels []string) bool {
+	if s.opts.protect == nil || len(rels) == 0 || !s.hasIndex() {
+		return false
+	}
+	protect := s.opts.protect()
+	var cand []string
+	for _, p := range rels {
+		if _, ok := protect(p); ok && !s.excludedPath(p) {
+			cand = append(cand, p)
+		}
+	}
+	if len(cand) == 0 || !s.anyDetachedLive() {
+		return false
+	}
+	ix, err := s.loadIndex()
+	if err != nil {
+		return false
+	}
+	rootfd, err := s.openRoot()
+	if err != nil {
+		return false
+	}
+	defer closeFD(rootfd)
+	var drift []Change
+	for _, p := range cand {
+		cur, err := s.statPath(rootfd, p, ix.entries[p])
+		if err != nil {
+			continue
+		}
+		if ch, ok := classify(p, nodeOf(ix.entries[p]), nodeOf(cur)); ok {
+			drift = append(drift, ch)
+		}
+	}
+	if len(drift) == 0 {
+		return false
+	}
+	sort.Slice(drift, func(i, j int) bool { return drift[i].Path < drift[j].Path })
+	_, reverted, err := s.guard(ctx, id+"-takeover", drift, nil, nil)
+	if len(reverted) > 0 {
+		paths := make([]string, 0, len(reverted))
+		for _, r := range reverted {
+			paths = append(paths, r.Path)
+		}
+		s.opts.log.Warn("snapshot: reverted changes a running command made to protected paths before another call took them over", "paths", paths)
+	}
+	if err != nil {
+		s.opts.log.Error("snapshot: could not revert changes a running command made to protected paths", "err", err)
+	}
+	return len(reverted) > 0 || err != nil
+}
+
+// takeoverStale is the check after the pre-image of a call that took
+// over paths (guardTakeover): the protected ones among states (path →
+// its state as the call recorded it) that still differ from the manifest
+// while a command is open, i.e. that the command changed again between
+// the revert and the pre-image. Such a call fails rather than start from
+// a state nobody judged. Under the store lock.
+func (s *Store) takeoverStale(states map[string]*Node) error {
+	if s.opts.protect == nil || len(states) == 0 || !s.hasIndex() {
+		return nil
+	}
+	protect := s.opts.protect()
+	var cand []string
+	for p := range states {
+		if _, ok := protect(p); ok && !s.excludedPath(p) {
+			cand = append(cand, p)
+		}
+	}
+	if len(cand) == 0 || !s.anyDetachedLive() {
+		return nil
+	}
+	ix, err := s.loadIndex()
+	if err != nil {
+		return err
+	}
+	var stale []string
+	for _, p := range cand {
+		if !sameContent(nodeOf(ix.entries[p]), states[p]) {
+			stale = append(stale, quotePath(p))
+		}
+	}
+	if len(stale) == 0 {
+		return nil
+	}
+	sort.Strings(stale)
+	return fmt.Errorf("snapshot: a running command keeps changing the protected %s; try again once it has ended", strings.Join(stale, ", "))
+}
+
+// excludedPath reports whether rel or a directory above it is excluded
+// from scans (WithExclude): the manifest knows nothing of it.
+func (s *Store) excludedPath(rel string) bool {
+	for p := rel; p != ""; p, _ = splitRel(p) {
+		if s.excluded(p) {
+			return true
+		}
+	}
+	return false
+}
+
+// planStates is the state on disk each path of a plan was found in.
+func planStates(plan []diskChange) map[string]*Node {
+	out := make(map[string]*Node, len(plan))
+	for _, d := range plan {
+		out[string(d.Path)] = fromDiskNode(d.Old)
+	}
+	return out
+}
+
+// planPaths lists the paths of a plan.
+func planPaths(plan []diskChange) []string {
+	out := make([]string, 0, len(plan))
+	for _, d := range plan {
+		out = append(out, string(d.Path))
+	}
+	return out
 }

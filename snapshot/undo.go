@@ -28,6 +28,14 @@ func (s *Store) Undo(ctx context.Context, id string, force bool, info CallInfo) 
 	if err != nil {
 		return Entry{}, err
 	}
+	if s.guardTakeover(ctx, "undo-"+target.ID, planPaths(plan)) {
+		if target, plan, conflicts, err = s.planUndo(ctx, id); err != nil {
+			return Entry{}, err
+		}
+		if err := s.takeoverStale(planStates(plan)); err != nil {
+			return Entry{}, err
+		}
+	}
 	if len(conflicts) > 0 && !force {
 		return Entry{}, &ConflictError{ID: target.ID, Conflicts: conflicts}
 	}
@@ -215,6 +223,14 @@ func (s *Store) Rollback(ctx context.Context, toID string, info CallInfo) (Entry
 	to, plan, err := s.planRollback(ctx, toID)
 	if err != nil {
 		return Entry{}, err
+	}
+	if s.guardTakeover(ctx, "rollback-"+to.ID, planPaths(plan)) {
+		if to, plan, err = s.planRollback(ctx, toID); err != nil {
+			return Entry{}, err
+		}
+		if err := s.takeoverStale(planStates(plan)); err != nil {
+			return Entry{}, err
+		}
 	}
 	id2, err := s.nextID()
 	if err != nil {

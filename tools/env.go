@@ -2,11 +2,14 @@ package tools
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -54,6 +57,8 @@ type Env struct {
 	// call was approved to change (Call.ProtectedApproved): WriteFile
 	// lets the sandbox write them (read-only mounts still refuse).
 	ProtectedApproved []string
+	// wrote records what WriteFile wrote to approved protected paths.
+	wrote *writtenSet
 	// Hidden reports whether a deny rule covers path for this tool (for
 	// example Read(./secrets/**) for Grep). Tools that walk directories
 	// (Glob, Grep, LS) must skip such paths; the pipeline only checks the
@@ -238,10 +243,45 @@ func (e *Env) WriteFile(ctx context.Context, path string, data []byte, mode fs.F
 		return Errorf(ErrInternal, "this call was judged read-only, so it cannot write %s", path)
 	}
 	rel = filepath.ToSlash(rel)
+	approved := slices.Contains(e.ProtectedApproved, rel)
+	if approved && e.wrote != nil {
+		// Before the write: what is on disk after the call is kept only
+		// if it is this (keepFor), never what a running command put
+		// there between this write and the snapshot's look.
+		e.wrote.set(rel, data)
+	}
 	return e.Sandbox.WriteFile(ctx, WriteRequest{
 		Path: filepath.Clean(path), Rel: rel, Data: data, Mode: mode.Perm(),
-		ApprovedProtected: slices.Contains(e.ProtectedApproved, rel),
+		ApprovedProtected: approved,
 	})
+}
+
+// writtenSet maps workspace-relative paths to the hex SHA-256 of the
+// content last written there. Safe for concurrent use.
+type writtenSet struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (w *writtenSet) set(rel string, data []byte) {
+	sum := sha256.Sum256(data)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.m == nil {
+		w.m = map[string]string{}
+	}
+	w.m[rel] = hex.EncodeToString(sum[:])
+}
+
+// get returns the hash written to rel; a nil set knows nothing.
+func (w *writtenSet) get(rel string) (string, bool) {
+	if w == nil {
+		return "", false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	h, ok := w.m[rel]
+	return h, ok
 }
 
 // TrimDetail cuts a program's error output to a length fit for a

@@ -67,6 +67,9 @@ type Call struct {
 	// that a person or an explicit allow rule approved (ProtectStage):
 	// their changes are kept after the call.
 	ProtectedApproved []string
+	// protectedWrites records what the call's tool wrote to approved
+	// protected paths (Env.WriteFile): only that content is kept.
+	protectedWrites *writtenSet
 }
 
 // Decision is how the permission stages decided.
@@ -106,6 +109,10 @@ type ProtectedChange struct {
 	Path   string `json:"path"`
 	Op     string `json:"op"`
 	Reason string `json:"reason"`
+	// Hash is the hex SHA-256 of the path's new content when it is a
+	// regular file (else empty): the Keep function keeps an approved
+	// file tool's change only if it is what the tool wrote.
+	Hash string `json:"-"`
 }
 
 // Change is one changed path (relative to the workspace).
@@ -327,6 +334,12 @@ func (p *Pipeline) newEnv(c *Call) *Env {
 		Hidden:       p.hidden(c),
 
 		ProtectedApproved: c.ProtectedApproved,
+	}
+	if len(c.ProtectedApproved) > 0 {
+		if c.protectedWrites == nil {
+			c.protectedWrites = &writtenSet{}
+		}
+		env.wrote = c.protectedWrites
 	}
 	if p.opts.Jobs != nil {
 		env.Jobs = callJobs{p.opts.Jobs, c}

@@ -91,7 +91,8 @@ func ruleFor(workspace, p string) string {
 
 // keepFor is the snapshot Keep function of a call: changes to the
 // workspace-relative paths the call was approved for (ProtectStage) are
-// kept; for anything else a
+// kept, when the path holds what the call's tool wrote there (if it
+// wrote through Env.WriteFile); for anything else a
 // person is asked whether to keep the change; without an answer (or with
 // the non-interactive approver) everything is reverted.
 func keepFor(c *Call, ap Approver) func(ctx context.Context, changes []ProtectedChange) []string {
@@ -105,8 +106,15 @@ func keepFor(c *Call, ap Approver) func(ctx context.Context, changes []Protected
 		var ask []ProtectedChange
 		for _, ch := range changes {
 			if approved[ch.Path] {
-				keep = append(keep, ch.Path)
-				continue
+				// Approved for what the tool wrote, not for what a
+				// running command may have put there since.
+				// A call whose writes are tracked (the pipeline's) that
+				// wrote nothing there did not make this change.
+				if want, ok := c.protectedWrites.get(ch.Path); ok && ch.Hash == want || !ok && c.protectedWrites == nil {
+					keep = append(keep, ch.Path)
+					continue
+				}
+				ch.Reason += " (its content is not what this call wrote: something else changed it meanwhile)"
 			}
 			ask = append(ask, ch)
 		}

@@ -2,6 +2,8 @@ package tools
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -86,5 +88,34 @@ func TestKeepFor(t *testing.T) {
 	}
 	if got := keepFor(c, DenyApprover{})(context.Background(), changes); len(got) != 1 || got[0] != ".envrc" {
 		t.Fatalf("with nobody to ask kept %v", got)
+	}
+}
+
+// An approval covers what the call's tool wrote: a change to the approved
+// path with other content, or one the tool never wrote (a running
+// command's), is asked about like any other.
+func TestKeepForChecksWrittenContent(t *testing.T) {
+	c := &Call{ID: "c1", Session: NewSession("s", "/ws"), Tool: testTools(t)[3], ProtectedApproved: []string{".envrc", ".npmrc"}}
+	// As the pipeline's Env of an approved call does (newEnv, WriteFile).
+	c.protectedWrites = &writtenSet{}
+	c.protectedWrites.set(".envrc", []byte("approved\n"))
+	sum := sha256.Sum256([]byte("approved\n"))
+	good := hex.EncodeToString(sum[:])
+	for _, tc := range []struct {
+		name string
+		ch   ProtectedChange
+		kept bool
+	}{
+		{"what the tool wrote", ProtectedChange{Path: ".envrc", Op: "modified", Hash: good}, true},
+		{"overwritten since", ProtectedChange{Path: ".envrc", Op: "modified", Hash: strings.Repeat("0", 64)}, false},
+		{"deleted since", ProtectedChange{Path: ".envrc", Op: "deleted"}, false},
+		{"approved but never written", ProtectedChange{Path: ".npmrc", Op: "added", Hash: good}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := keepFor(c, DenyApprover{})(context.Background(), []ProtectedChange{tc.ch})
+			if kept := len(got) == 1; kept != tc.kept {
+				t.Fatalf("kept %v, want kept %v", got, tc.kept)
+			}
+		})
 	}
 }

@@ -307,7 +307,11 @@ func keepFunc(keep func(context.Context, []tools.ProtectedChange) []string) snap
 	return func(ctx context.Context, ps []snapshot.Protected) []string {
 		in := make([]tools.ProtectedChange, 0, len(ps))
 		for _, p := range ps {
-			in = append(in, tools.ProtectedChange{Path: p.Path, Op: string(p.Op), Reason: p.Reason})
+			pc := tools.ProtectedChange{Path: p.Path, Op: string(p.Op), Reason: p.Reason}
+			if p.New != nil && p.New.Type == snapshot.TypeFile {
+				pc.Hash = p.New.Hash
+			}
+			in = append(in, pc)
 		}
 		return keep(ctx, in)
 	}
