@@ -322,7 +322,7 @@ func (s *Store) guardTakeover(ctx context.Context, id string, rels []string) boo
 	protect := s.opts.protect()
 	var cand []string
 	for _, p := range rels {
-		if _, ok := protect(p); ok && !s.excludedPath(p) {
+		if _, ok := protect(p); ok && !s.excludedPath(p, map[string]bool{}) {
 			cand = append(cand, p)
 		}
 	}
@@ -379,7 +379,7 @@ func (s *Store) takeoverStale(states map[string]*Node) error {
 	protect := s.opts.protect()
 	var cand []string
 	for p := range states {
-		if _, ok := protect(p); ok && !s.excludedPath(p) {
+		if _, ok := protect(p); ok && !s.excludedPath(p, map[string]bool{}) {
 			cand = append(cand, p)
 		}
 	}
@@ -401,17 +401,6 @@ func (s *Store) takeoverStale(states map[string]*Node) error {
 	}
 	sort.Strings(stale)
 	return fmt.Errorf("snapshot: a running command keeps changing the protected %s; try again once it has ended", strings.Join(stale, ", "))
-}
-
-// excludedPath reports whether rel or a directory above it is excluded
-// from scans (WithExclude): the manifest knows nothing of it.
-func (s *Store) excludedPath(rel string) bool {
-	for p := rel; p != ""; p, _ = splitRel(p) {
-		if s.excluded(p) {
-			return true
-		}
-	}
-	return false
 }
 
 // planStates is the state on disk each path of a plan was found in.

@@ -634,7 +634,9 @@ func (s *Store) incrementalScan(ctx context.Context, old, base *index, dirty map
 	return finish()
 }
 
-// excludedPath reports whether rel or one of its parents is excluded.
+// excludedPath reports whether rel or one of its parents is excluded from
+// scans (WithExclude): the manifest knows nothing of it. memo caches the
+// answer per directory across calls.
 func (s *Store) excludedPath(rel string, memo map[string]bool) bool {
 	if len(s.opts.exclude) == 0 {
 		return false
