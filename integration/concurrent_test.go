@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/images"
 	"github.com/agentbox/agentbox/sandbox/docker"
 	"github.com/agentbox/agentbox/snapshot"
@@ -26,37 +27,11 @@ import (
 // deadline fails the test cleanly. Then each journal entry holds only its
 // own call's change, and undoing one never reverts the other.
 func TestNoSessionWaitsOnAnothersShell(t *testing.T) {
-	ensureHostImage(t)
-	ws := newWorkspace(t)
-	cfg := testConfig(t, ws)
-	cfg.Sandbox.Image = images.Host
-	cfg.Sandbox.PoolSize = 2
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	runner, err := docker.New(ctx, cli, cfg, nil)
-	if err != nil {
-		t.Fatalf("docker.New: %v", err)
-	}
-	defer runner.Close(context.Background())
-	sys, err := workspace.Open(ctx, cfg, workspace.Options{
-		Register: builtin.Register,
-		Runner:   runner,
-		Approver: tools.ApproverFunc(func(ctx context.Context, r tools.ApprovalRequest) (tools.Approval, error) {
-			return tools.Approval{Allow: true, By: "test"}, nil
-		}),
+	ws, cfg, sys, sessA, sessB := hostSessions(t, ctx, func(ctx context.Context, r tools.ApprovalRequest) (tools.Approval, error) {
+		return tools.Approval{Allow: true, By: "test"}, nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sys.Close(context.Background())
-	sessA, err := sys.Sessions.Load("a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sessB, err := sys.Sessions.Load("b")
-	if err != nil {
-		t.Fatal(err)
-	}
 	call := func(ctx context.Context, s *tools.Session, tool, input string) tools.Response {
 		return sys.Pipeline.Run(ctx, tools.Request{Session: s, Tool: tool, Input: json.RawMessage(input)})
 	}
@@ -170,4 +145,33 @@ func TestNoSessionWaitsOnAnothersShell(t *testing.T) {
 			t.Fatalf("after undo of the Write: %s = %q, want %q", rel, got, want)
 		}
 	}
+}
+
+// hostSessions opens a tools workspace on a fresh workspace with the host
+// image, a real runner and approver, and two sessions "a" and "b"; all is
+// closed at the end of the test.
+func hostSessions(t *testing.T, ctx context.Context, approver tools.ApproverFunc) (ws string, cfg *config.Config, sys *workspace.Tools, sessA, sessB *tools.Session) {
+	t.Helper()
+	ensureHostImage(t)
+	ws = newWorkspace(t)
+	cfg = testConfig(t, ws)
+	cfg.Sandbox.Image = images.Host
+	cfg.Sandbox.PoolSize = 2
+	runner, err := docker.New(ctx, cli, cfg, nil)
+	if err != nil {
+		t.Fatalf("docker.New: %v", err)
+	}
+	t.Cleanup(func() { runner.Close(context.Background()) })
+	sys, err = workspace.Open(ctx, cfg, workspace.Options{Register: builtin.Register, Runner: runner, Approver: approver})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sys.Close(context.Background()) })
+	if sessA, err = sys.Sessions.Load("a"); err != nil {
+		t.Fatal(err)
+	}
+	if sessB, err = sys.Sessions.Load("b"); err != nil {
+		t.Fatal(err)
+	}
+	return ws, cfg, sys, sessA, sessB
 }

@@ -11,12 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentbox/agentbox/images"
-	"github.com/agentbox/agentbox/sandbox/docker"
 	"github.com/agentbox/agentbox/snapshot"
 	"github.com/agentbox/agentbox/tools"
-	"github.com/agentbox/agentbox/tools/builtin"
-	"github.com/agentbox/agentbox/tools/workspace"
 )
 
 // Red-team tests, fourth round: protected paths with concurrent calls.
@@ -29,39 +25,13 @@ import (
 // command's .envrc (which the command's own entry then no longer holds,
 // so its guard never judged it), the undo would bring the plant back.
 func TestRedteam4UndoLaundersShellPlant(t *testing.T) {
-	ensureHostImage(t)
-	ws := newWorkspace(t)
-	cfg := testConfig(t, ws)
-	cfg.Sandbox.Image = images.Host
-	cfg.Sandbox.PoolSize = 2
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	runner, err := docker.New(ctx, cli, cfg, nil)
-	if err != nil {
-		t.Fatalf("docker.New: %v", err)
-	}
-	defer runner.Close(context.Background())
-	sys, err := workspace.Open(ctx, cfg, workspace.Options{
-		Register: builtin.Register,
-		Runner:   runner,
-		Approver: tools.ApproverFunc(func(ctx context.Context, r tools.ApprovalRequest) (tools.Approval, error) {
-			// Calls are approved; keeping a protected change after the
-			// fact never is.
-			return tools.Approval{Allow: !strings.HasPrefix(r.Summary, "keep this call's changes"), By: "test"}, nil
-		}),
+	ws, cfg, sys, sessA, sessB := hostSessions(t, ctx, func(ctx context.Context, r tools.ApprovalRequest) (tools.Approval, error) {
+		// Calls are approved; keeping a protected change after the
+		// fact never is.
+		return tools.Approval{Allow: !strings.HasPrefix(r.Summary, "keep this call's changes"), By: "test"}, nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sys.Close(context.Background())
-	sessA, err := sys.Sessions.Load("a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sessB, err := sys.Sessions.Load("b")
-	if err != nil {
-		t.Fatal(err)
-	}
 	call := func(ctx context.Context, s *tools.Session, tool, input string) tools.Response {
 		return sys.Pipeline.Run(ctx, tools.Request{Session: s, Tool: tool, Input: json.RawMessage(input)})
 	}

@@ -86,6 +86,11 @@ type capture struct {
 	// hard-links the file, which changes its ctime and makes loadIndex
 	// read it again).
 	saved atomic.Pointer[savedIndex]
+	// baseHash is the manifest hash of base when base is the index read
+	// from disk and a full scan found it unchanged (so nothing of this
+	// process saved it): that file read back again, e.g. after a detached
+	// call hard-linked it (its ctime changes), is base's content.
+	baseHash string
 
 	// spare is a copy of base's map made in the background after the
 	// scan that produced base: the next scan that changes something takes
@@ -210,6 +215,9 @@ func (c *capture) trusted(old *index) bool {
 // process saved of base (the same manifest hash).
 func (s *Store) sameAsBase(old *index) bool {
 	c := s.cap
+	if c.base != nil && c.baseHash != "" && s.manifestHash(old) == c.baseHash {
+		return true
+	}
 	sv := c.saved.Load()
 	if c.base == nil || sv == nil || sv.ix != c.base {
 		return false
@@ -256,6 +264,7 @@ func (s *Store) scan(ctx context.Context, old *index) (*index, error) {
 		c.stats.Full++
 		c.stats.LastFull = why
 		c.setBase(res)
+		c.baseHash = s.manifestHash(res) // "" unless res is the index read from disk
 		c.prepareSpare()
 		return res, nil
 	}
@@ -291,6 +300,7 @@ func (s *Store) scan(ctx context.Context, old *index) (*index, error) {
 		c.sinceCheck, c.lastCheck = 0, now
 	}
 	c.applyDelta(res, delta)
+	c.baseHash = s.manifestHash(res) // "" unless nothing changed since the index read from disk
 	c.prepareSpare()
 	return res, nil
 }
@@ -298,7 +308,7 @@ func (s *Store) scan(ctx context.Context, old *index) (*index, error) {
 // setBase makes a full scan's result the base: the revisit set and the
 // watcher's inode map are rebuilt from it.
 func (c *capture) setBase(ix *index) {
-	c.base = ix
+	c.base, c.baseHash = ix, ""
 	c.revisit = map[string]struct{}{}
 	inodes := make(map[uint64][]string, len(ix.entries))
 	for p, e := range ix.entries {
@@ -317,7 +327,7 @@ func (c *capture) setBase(ix *index) {
 // applyDelta makes an incremental result the base, updating the revisit
 // set and the inode map by what the scan looked at.
 func (c *capture) applyDelta(ix *index, d *scanDelta) {
-	c.base = ix
+	c.base, c.baseHash = ix, ""
 	for _, ch := range d.gone {
 		delete(c.revisit, ch.path)
 	}

@@ -564,3 +564,54 @@ func TestCaptureOverflow(t *testing.T) {
 		t.Fatalf("%d entries, want 20000", len(next.entries))
 	}
 }
+
+// TestCaptureTrustsUnchangedDiskIndex: a process whose first (full) scan
+// finds the manifest another process saved unchanged vouches for it, so a
+// shell call's post-scan is incremental even though beginning it
+// hard-linked the manifest (which makes loadIndex read it again): a
+// one-shot `agentbox exec` pays one full scan, not two.
+func TestCaptureTrustsUnchangedDiskIndex(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("fanotify change capture needs root (CAP_SYS_ADMIN)")
+	}
+	ctx := context.Background()
+	ws, state := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(ws, "a"), []byte("one"), 0o644)
+	opts := []Option{WithChangeCapture(CaptureAuto), WithCaptureCheck(0, 0)}
+	first, err := Open(ctx, state, ws, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := first.Begin(ctx, CallInfo{Tool: "Bash"}, Whole())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Finish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+
+	st, err := Open(ctx, state, ws, opts...) // another process
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if st.CaptureStats().Mode != "watch" {
+		t.Fatalf("the watcher did not start: %s", st.CaptureStats().Reason)
+	}
+	c, err = st.Begin(ctx, CallInfo{Tool: "Bash"}, Whole())
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(ws, "b"), []byte("two"), 0o644)
+	e, err := c.Finish(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(e.Changes) != 1 || e.Changes[0].Path != "b" {
+		t.Fatalf("changes %+v, want b added", e.Changes)
+	}
+	if cs := st.CaptureStats(); cs.Full != 1 || cs.Incremental != 1 {
+		t.Fatalf("scans: %d full, %d incremental; want 1 and 1 (%s)", cs.Full, cs.Incremental, cs.LastFull)
+	}
+}
