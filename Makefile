@@ -70,7 +70,7 @@ bin/staticcheck:
 ## bench: benchmarks against peers on this machine, printed as ratios
 bench: build
 	@command -v bwrap >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && { apt-get install -y -q bubblewrap >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q bubblewrap >/dev/null; }; } ; } || echo "bench: bubblewrap not installed (apt-get install bubblewrap): no bwrap row"
-	$(BIN) engine start >/dev/null
+	AGENTBOX_SANDBOX_RUNTIME=runsc $(BIN) engine start >/dev/null  # registers gVisor too: bench sandbox adds the agentbox-pool-runsc row
 	$(BIN) bench sandbox
 	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 ./classifier/  # classifier: cmds/cpu-s = classifications per second per core; x-parse-only = ratio to the mvdan/sh parser alone
 	$(GO) test -run '^$$' -bench 'BatchReads|PipelineOverhead' -benchtime 50x ./tools/  # tools: x_serial/batch = speed-up of a parallel batch of 10 Reads; x_direct = pipeline cost over calling the tool directly

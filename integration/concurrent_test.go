@@ -29,46 +29,12 @@ import (
 func TestNoSessionWaitsOnAnothersShell(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	ws, cfg, sys, sessA, sessB := hostSessions(t, ctx, func(ctx context.Context, r tools.ApprovalRequest) (tools.Approval, error) {
+	h := newTwoSessions(t, ctx, func(ctx context.Context, r tools.ApprovalRequest) (tools.Approval, error) {
 		return tools.Approval{Allow: true, By: "test"}, nil
 	})
-	call := func(ctx context.Context, s *tools.Session, tool, input string) tools.Response {
-		return sys.Pipeline.Run(ctx, tools.Request{Session: s, Tool: tool, Input: json.RawMessage(input)})
-	}
-	must := func(what string, r tools.Response) {
-		t.Helper()
-		if r.Err != nil {
-			t.Fatalf("%s: %s: %s\n%s", what, r.Err.Kind, r.Err.Message, r.Content)
-		}
-	}
+	cfg, call, must, sessB := h.cfg, h.call, h.must, h.b
 	must("Write other.txt", call(ctx, sessB, "Write", `{"file_path":"other.txt","content":"one\n"}`))
-
-	shell := make(chan tools.Response, 1)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		shell <- call(ctx, sessA, "Bash", `{"command":"touch started; while [ ! -e gate ]; do sleep 0.05; done; echo shell > from_shell.txt"}`)
-	}()
-	defer func() {
-		// Never leave the command waiting, whatever failed.
-		os.WriteFile(filepath.Join(ws, "gate"), nil, 0o644)
-		<-done
-	}()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		if _, err := os.Lstat(filepath.Join(ws, "started")); err == nil {
-			break
-		}
-		select {
-		case r := <-shell:
-			t.Fatalf("the shell command ended before its gate opened: %+v", r)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the shell command never started")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	h.startGated(ctx, "touch started; while [ ! -e gate ]; do sleep 0.05; done; echo shell > from_shell.txt")
 
 	bctx, bcancel := context.WithTimeout(ctx, 60*time.Second)
 	defer bcancel()
@@ -77,13 +43,7 @@ func TestNoSessionWaitsOnAnothersShell(t *testing.T) {
 	must("Edit while the shell runs", call(bctx, sessB, "Edit", `{"file_path":"other.txt","old_string":"one","new_string":"two"}`))
 	must("Write gate while the shell runs", call(bctx, sessB, "Write", `{"file_path":"gate","content":"open\n"}`))
 	t.Logf("Read, Edit and Write while another session's command ran: %v", time.Since(start))
-	var a tools.Response
-	select {
-	case a = <-shell:
-	case <-time.After(90 * time.Second):
-		t.Fatal("the shell command did not end after its gate opened")
-	}
-	must("Bash", a)
+	must("Bash", h.shellResult())
 
 	st, err := snapshot.OpenConfig(ctx, cfg)
 	if err != nil {
@@ -120,13 +80,7 @@ func TestNoSessionWaitsOnAnothersShell(t *testing.T) {
 	if got := changed(edit); got != "other.txt" {
 		t.Fatalf("Edit entry %s: %q, want other.txt", edit.ID, got)
 	}
-	read := func(rel string) string {
-		b, err := os.ReadFile(filepath.Join(ws, rel))
-		if err != nil {
-			return "<absent>"
-		}
-		return string(b)
-	}
+	read := h.read
 	// Undo of the shell call takes its files away and leaves B's.
 	if _, err := st.Undo(ctx, bash.ID, false, snapshot.CallInfo{Session: "cli"}); err != nil {
 		t.Fatalf("undo %s: %v", bash.ID, err)
@@ -147,31 +101,101 @@ func TestNoSessionWaitsOnAnothersShell(t *testing.T) {
 	}
 }
 
-// hostSessions opens a tools workspace on a fresh workspace with the host
-// image, a real runner and approver, and two sessions "a" and "b"; all is
-// closed at the end of the test.
-func hostSessions(t *testing.T, ctx context.Context, approver tools.ApproverFunc) (ws string, cfg *config.Config, sys *workspace.Tools, sessA, sessB *tools.Session) {
+// twoSessions is a tools workspace on a fresh workspace with the host
+// image, a real runner and the given approver, and sessions "a" and "b".
+type twoSessions struct {
+	t      *testing.T
+	ws     string
+	cfg    *config.Config
+	sys    *workspace.Tools
+	a, b   *tools.Session
+	shell  chan tools.Response
+	closed chan struct{}
+}
+
+func newTwoSessions(t *testing.T, ctx context.Context, approver tools.ApproverFunc) *twoSessions {
 	t.Helper()
 	ensureHostImage(t)
-	ws = newWorkspace(t)
-	cfg = testConfig(t, ws)
-	cfg.Sandbox.Image = images.Host
-	cfg.Sandbox.PoolSize = 2
-	runner, err := docker.New(ctx, cli, cfg, nil)
+	h := &twoSessions{t: t, ws: newWorkspace(t)}
+	h.cfg = testConfig(t, h.ws)
+	h.cfg.Sandbox.Image = images.Host
+	h.cfg.Sandbox.PoolSize = 2
+	runner, err := docker.New(ctx, cli, h.cfg, nil)
 	if err != nil {
 		t.Fatalf("docker.New: %v", err)
 	}
 	t.Cleanup(func() { runner.Close(context.Background()) })
-	sys, err = workspace.Open(ctx, cfg, workspace.Options{Register: builtin.Register, Runner: runner, Approver: approver})
+	h.sys, err = workspace.Open(ctx, h.cfg, workspace.Options{Register: builtin.Register, Runner: runner, Approver: approver})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { sys.Close(context.Background()) })
-	if sessA, err = sys.Sessions.Load("a"); err != nil {
+	t.Cleanup(func() { h.sys.Close(context.Background()) })
+	if h.a, err = h.sys.Sessions.Load("a"); err != nil {
 		t.Fatal(err)
 	}
-	if sessB, err = sys.Sessions.Load("b"); err != nil {
+	if h.b, err = h.sys.Sessions.Load("b"); err != nil {
 		t.Fatal(err)
 	}
-	return ws, cfg, sys, sessA, sessB
+	return h
+}
+
+func (h *twoSessions) call(ctx context.Context, s *tools.Session, tool, input string) tools.Response {
+	return h.sys.Pipeline.Run(ctx, tools.Request{Session: s, Tool: tool, Input: json.RawMessage(input)})
+}
+
+func (h *twoSessions) must(what string, r tools.Response) {
+	h.t.Helper()
+	if r.Err != nil {
+		h.t.Fatalf("%s: %s: %s\n%s", what, r.Err.Kind, r.Err.Message, r.Content)
+	}
+}
+
+// read is a workspace file's content, or "<absent>".
+func (h *twoSessions) read(rel string) string {
+	b, err := os.ReadFile(filepath.Join(h.ws, rel))
+	if err != nil {
+		return "<absent>"
+	}
+	return string(b)
+}
+
+// startGated runs script as session a's Bash command; script must touch
+// "started" and then wait for "gate". It returns once "started" exists;
+// the gate is opened at the end of the test whatever failed.
+func (h *twoSessions) startGated(ctx context.Context, script string) {
+	h.t.Helper()
+	h.shell, h.closed = make(chan tools.Response, 1), make(chan struct{})
+	in, _ := json.Marshal(map[string]string{"command": script})
+	go func() {
+		defer close(h.closed)
+		h.shell <- h.call(ctx, h.a, "Bash", string(in))
+	}()
+	h.t.Cleanup(func() {
+		os.WriteFile(filepath.Join(h.ws, "gate"), nil, 0o644)
+		<-h.closed
+	})
+	deadline := time.Now().Add(2 * time.Minute)
+	for h.read("started") == "<absent>" {
+		select {
+		case r := <-h.shell:
+			h.t.Fatalf("the shell command ended before its gate opened: %+v", r)
+		default:
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatal("the shell command never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// shellResult waits for the gated command's result.
+func (h *twoSessions) shellResult() tools.Response {
+	h.t.Helper()
+	select {
+	case r := <-h.shell:
+		return r
+	case <-time.After(90 * time.Second):
+		h.t.Fatal("the shell command did not end after its gate opened")
+	}
+	return tools.Response{}
 }
