@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -176,12 +177,17 @@ func concurrentRun(t *testing.T, seed uint64, watch bool) {
 	initial := cloneMap(m.state)
 	opts := []snapshot.Option{snapshot.WithCallHook(m.hook), snapshot.WithWorkers(2)}
 	if watch {
-		opts = append(opts, snapshot.WithChangeCapture(snapshot.CaptureAuto), snapshot.WithCaptureCheck(1, 0))
+		// A mismatch is logged with its paths (to stderr: the store may
+		// log after the test ends).
+		log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("test", t.Name())
+		opts = append(opts, snapshot.WithChangeCapture(snapshot.CaptureAuto), snapshot.WithCaptureCheck(1, 0), snapshot.WithLogger(log))
 	}
 	st, err := snapshot.Open(ctx, state, ws, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Closed: each open watcher holds a fanotify group (128 per user).
+	defer st.Close()
 	if watch {
 		if cs := st.CaptureStats(); cs.Mode != "watch" {
 			t.Fatalf("the watcher did not start: %s", cs.Reason)

@@ -195,9 +195,12 @@
 // beneath it since; anything else (an index another process wrote, the
 // first scan after opening, more changed paths than half the tree) is a
 // full scan, which becomes the new base. Every 100 incremental scans or 10
-// minutes (WithCaptureCheck) one is checked against a full scan; a
-// mismatch is logged with the paths, counted (CaptureStats, and the
-// store's capture.json for `agentbox doctor`) and the full result is used.
+// minutes (WithCaptureCheck) one is checked against a full scan, which
+// judges racy mtimes by the incremental scan's moment (else a second
+// boundary passing between the two would flag a racy file as a
+// difference); a mismatch is logged with the paths, counted (CaptureStats,
+// and the store's capture.json for `agentbox doctor`) and the full result
+// is used.
 //
 // Why fanotify: a recursive inotify watch needs a watch per directory
 // (max_user_watches is 192536 here, 128 instances per user) and races with

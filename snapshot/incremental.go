@@ -275,7 +275,12 @@ func (s *Store) scan(ctx context.Context, old *index) (*index, error) {
 		// cache, and it is returned when nothing changed).
 		base = old
 	}
-	res, delta, err := s.incrementalScan(ctx, old, base, dirty, c.revisit)
+	// One moment for the racy-mtime test of this scan and of its check:
+	// a second boundary passing between them would make the check call
+	// a file not racy that the incremental scan rightly called racy (a
+	// mismatch without a missed change).
+	racyAt := s.opts.now().Truncate(time.Second).UnixNano()
+	res, delta, err := s.incrementalScan(ctx, old, base, dirty, c.revisit, racyAt)
 	if err != nil {
 		return nil, err
 	}
@@ -283,7 +288,7 @@ func (s *Store) scan(ctx context.Context, old *index) (*index, error) {
 	c.sinceCheck++
 	now := s.opts.now()
 	if (s.opts.checkEvery > 0 && c.sinceCheck >= s.opts.checkEvery) || (s.opts.checkAfter > 0 && now.Sub(c.lastCheck) >= s.opts.checkAfter) {
-		full, err := s.fullScan(ctx, old)
+		full, err := s.fullScanAt(ctx, old, racyAt)
 		if err != nil {
 			return nil, err
 		}
@@ -390,14 +395,13 @@ type pathEntry struct {
 // records as racy, unreadable or unstored are looked at again too, as a
 // full scan would. old is the index the caller has (base or a clone of
 // it): its entries are the stat cache, and it is returned when nothing
-// differs from it.
-func (s *Store) incrementalScan(ctx context.Context, old, base *index, dirty map[string]bool, revisit map[string]struct{}) (*index, *scanDelta, error) {
+// differs from it. Mtimes at or after racyAt (unix ns) are racy.
+func (s *Store) incrementalScan(ctx context.Context, old, base *index, dirty map[string]bool, revisit map[string]struct{}, racyAt int64) (*index, *scanDelta, error) {
 	rootfd, err := s.openRoot()
 	if err != nil {
 		return nil, nil, err
 	}
 	defer unix.Close(rootfd)
-	racyAt := s.opts.now().Truncate(time.Second).UnixNano()
 	sc := &scanner{s: s, rootfd: rootfd, old: old, racyAt: racyAt, buf: make([]byte, 64<<10)}
 
 	work := make([]string, 0, len(dirty)+len(revisit))

@@ -615,3 +615,57 @@ func TestCaptureTrustsUnchangedDiskIndex(t *testing.T) {
 		t.Fatalf("scans: %d full, %d incremental; want 1 and 1 (%s)", cs.Full, cs.Incremental, cs.LastFull)
 	}
 }
+
+// tickClock is a clock that moves one second at every reading.
+type tickClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *tickClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.t
+	c.t = c.t.Add(time.Second)
+	return t
+}
+
+func (c *tickClock) peek() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+// TestCaptureCheckSameMoment: the full scan that checks an incremental one
+// judges racy mtimes by the same moment. A second boundary passing between
+// the two scans made a file the incremental scan had rightly called racy
+// (changed in the second it began) not racy for the check: a mismatch
+// counted, though no change was missed.
+func TestCaptureCheckSameMoment(t *testing.T) {
+	clk := &tickClock{t: time.Now().Truncate(time.Second)}
+	st, ws, _ := newWatchedStore(t, WithCaptureCheck(1, 0), WithClock(clk.now))
+	ctx := context.Background()
+	a := filepath.Join(ws, "a")
+	if err := os.WriteFile(a, []byte("one"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ix, err := st.scan(ctx, newIndex())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Changed in the second the next scan begins: racy for it.
+	if err := os.WriteFile(a, []byte("two"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	at := clk.peek()
+	if err := os.Chtimes(a, at, at); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.scan(ctx, ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := st.CaptureStats()
+	if cs.Incremental != 1 || cs.Checks != 1 || cs.Mismatches != 0 {
+		t.Fatalf("incremental %d checks %d mismatches %d (%s), want 1, 1 and 0", cs.Incremental, cs.Checks, cs.Mismatches, cs.LastFull)
+	}
+	if e := got.entries["a"]; e == nil || !e.racy || e.Size != 3 {
+		t.Fatalf("a: %+v, want a racy entry of size 3", e)
+	}
+}

@@ -242,12 +242,17 @@ func entryEqual(a, b *ientry) bool {
 // blobs of every file whose stat differs from old. When nothing at all
 // differs it returns old itself, so callers can skip rewriting it.
 func (s *Store) fullScan(ctx context.Context, old *index) (*index, error) {
+	return s.fullScanAt(ctx, old, s.opts.now().Truncate(time.Second).UnixNano())
+}
+
+// fullScanAt is fullScan with mtimes at or after racyAt (unix ns) racy
+// (an earlier moment than now only makes more entries racy).
+func (s *Store) fullScanAt(ctx context.Context, old *index, racyAt int64) (*index, error) {
 	rootfd, err := s.openRoot()
 	if err != nil {
 		return nil, err
 	}
 	defer unix.Close(rootfd)
-	racyAt := s.opts.now().Truncate(time.Second).UnixNano()
 	entries, changed, err := s.walk(ctx, rootfd, old, racyAt, []string{""}, len(old.entries)+16)
 	if err != nil {
 		return nil, err
