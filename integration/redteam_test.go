@@ -82,19 +82,6 @@ func (e rtEnv) read(name string) string {
 	return string(b)
 }
 
-// tool runs one tool call through the pipeline and fails the test unless
-// it succeeded.
-func (e rtEnv) tool(t *testing.T, name string, input any) string {
-	t.Helper()
-	b, err := json.Marshal(input)
-	must(t, err)
-	out, code := e.run(t, "tool", name, string(b), "--json")
-	if code != 0 || !strings.Contains(out, `"ok":true`) {
-		t.Fatalf("%s %s: exit %d: %s", name, b, code, out)
-	}
-	return out
-}
-
 // lastID is the journal id of the newest entry.
 func (e rtEnv) lastID(t *testing.T) string {
 	t.Helper()
@@ -122,9 +109,6 @@ func (e rtEnv) gitRepo(t *testing.T) {
 }
 
 const benignGitConfig = "[core]\n\trepositoryformatversion = 0\n"
-
-// evilGitConfig makes any host `git status` run a program.
-const evilGitConfig = "[core]\n\tfsmonitor = touch /tmp/agentbox-redteam-pwned\n"
 
 // TestRedteamUndoForceWritesThroughSymlink: `agentbox undo --force` of a
 // call that changed d/NAME, after a later call turned d into a symlink

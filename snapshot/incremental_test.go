@@ -61,7 +61,6 @@ type mutator struct {
 	ws, out string // workspace; a directory outside it on the same disk
 	r       *rand.Rand
 	n       int
-	log     []string
 }
 
 func (m *mutator) all(root string, dirs bool) []string {

@@ -188,16 +188,6 @@ func (w *watcher) pathsOf(ino uint64) []string {
 	return append([]string(nil), w.inodes[ino]...)
 }
 
-// markDirty marks a path as if an event had named it (tests use it to
-// inject events; the capture for paths it must look at again).
-func (w *watcher) markDirty(rel string) {
-	w.mu.Lock()
-	if _, ok := w.dirty[rel]; !ok {
-		w.dirty[rel] = false
-	}
-	w.mu.Unlock()
-}
-
 // drainLocked reads events until the queue is empty.
 func (w *watcher) drainLocked() {
 	for w.fd >= 0 {

@@ -339,7 +339,7 @@ func benchWrites(ctx context.Context, progress io.Writer, cfg config.Config, n i
 			raw, _ := json.Marshal(map[string]any{"file_path": file})
 			r := sys.Pipeline.Run(ctx, tools.Request{Session: tools.NewSession("bench-read", ws), Tool: "Read", Input: raw})
 			if r.Err != nil {
-				return fmt.Errorf("Read: %s: %s", r.Err.Kind, r.Err.Message)
+				return fmt.Errorf("read: %s: %s", r.Err.Kind, r.Err.Message)
 			}
 			return nil
 		}},
