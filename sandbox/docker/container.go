@@ -92,6 +92,10 @@ func (r *Runner) containerSpec(mounts []mount.Mount, expect []initproc.ExpectedM
 	return cfg, host
 }
 
+// createTimeout bounds a container create, which runs to its end even
+// when the start is canceled (see start).
+const createTimeout = time.Minute
+
 // seq numbers container names within this executor.
 var seq atomic.Uint64
 
@@ -134,7 +138,17 @@ func (r *Runner) start(ctx context.Context, ro bool) (w *warm, err error) {
 		}
 	}
 	cfg, host := r.containerSpec(dockerMounts(srcs), expect)
-	created, err := r.cli.ContainerCreate(ctx, cfg, host, nil, nil, name)
+	// The create is never abandoned half-way when ctx ends: the engine
+	// finishes it anyway, leaving a container whose id nobody learns
+	// (Podman even recreates the bind sources we unpin meanwhile, as
+	// empty directories). It is waited for and removed instead.
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+	created, err := r.cli.ContainerCreate(cctx, cfg, host, nil, nil, name)
+	ccancel()
+	if err == nil && ctx.Err() != nil {
+		r.remove(created.ID)
+		err = context.Cause(ctx)
+	}
 	if err != nil {
 		r.log.Warn("creating a container", "read_only", ro, "err", err)
 		return nil, fmt.Errorf("%w: creating container: %v", sandbox.ErrUnavailable, err)

@@ -23,6 +23,10 @@ import (
 // open is not waited for beyond it.
 const drainGrace = 150 * time.Millisecond
 
+// stdinGrace bounds how long the status waits for stdin the command left
+// unread to finish arriving (see run).
+const stdinGrace = 10 * time.Second
+
 // backstopGrace is added to the request's timeout before init kills the
 // command itself (the executor normally kills the container first).
 const backstopGrace = 2 * time.Second
@@ -238,10 +242,15 @@ func run(req Req, fw *frameWriter, bash bool, in io.Reader) Status {
 	// nobody waits any more (killed, crashed): stop the command now. The
 	// command's stdin comes first, as Data frames; a stream cut inside
 	// them is the same end.
+	fed := make(chan struct{})
 	go func() {
-		if stdinW != nil && feedStdin(stdinW, &dataReader{r: in}) != nil {
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			return
+		if stdinW != nil {
+			err := feedStdin(stdinW, &dataReader{r: in})
+			close(fed)
+			if err != nil {
+				_ = syscall.Kill(-pgid, syscall.SIGKILL)
+				return
+			}
 		}
 		var b [1]byte
 		_, _ = in.Read(b[:])
@@ -266,6 +275,16 @@ func run(req Req, fw *frameWriter, bash bool, in io.Reader) Status {
 	errR.SetReadDeadline(deadline)
 	wg.Wait()
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	if stdinW != nil {
+		// Stdin the command did not read is still arriving: the status
+		// waits until all of it has (bounded). An engine that sees the
+		// container end while the executor still sends may cut the
+		// stream before the status gets through (Podman does).
+		select {
+		case <-fed:
+		case <-time.After(stdinGrace):
+		}
+	}
 
 	st := Status{Cwd: req.Workdir}
 	if cwdR != nil {
