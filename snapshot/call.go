@@ -385,7 +385,18 @@ func (s *Store) finishCall(ctx context.Context, rec *pendingRec, pre *index, int
 	if e.Changes, e.Reverted, gerr = s.guard(ctx, rec.ID, e.Changes, keep, post); gerr != nil {
 		e.RevertError = gerr.Error()
 	}
-	if err := s.commitCallEntry(e); err != nil {
+	// A live file-scoped call commits without waiting for the disk
+	// (commitLazyEntry); a whole-workspace call, or one recovery
+	// completes, commits durably at once.
+	lazy := !rec.Whole && !interrupted
+	var lc lazyCommit
+	if lazy {
+		var err error
+		if lc.entry, lc.deps, err = s.commitLazyEntry(e); err != nil {
+			return Entry{}, err
+		}
+		lc.id = rec.ID
+	} else if err := s.commitCallEntry(e); err != nil {
 		return Entry{}, err
 	}
 	if post != nil && post != pre {
@@ -394,7 +405,13 @@ func (s *Store) finishCall(ctx context.Context, rec *pendingRec, pre *index, int
 		}
 	}
 	s.hook("finish-indexed")
-	s.retirePending(rec.ID)
+	if lazy {
+		// The manifest just saved goes with the entry's flush.
+		lc.deps = append(lc.deps, s.takeUnsynced()...)
+		s.flushLater(lc)
+	} else {
+		s.retirePending(rec.ID)
+	}
 	return e, nil
 }
 
@@ -454,7 +471,7 @@ func (s *Store) recover(ctx context.Context, shellHeld bool) error {
 	if err != nil {
 		return err
 	}
-	journalSynced := false
+	journalSynced, lazySynced := false, false
 	// Completing a whole-workspace call scans the workspace: not while a
 	// shell command runs (its writes would be taken for the dead call's).
 	// Unless the caller holds it, the shell lock is tried, never waited
@@ -518,6 +535,25 @@ func (s *Store) recover(ctx context.Context, shellHeld bool) error {
 				}
 			}
 			continue
+		}
+		if rec.Phase == phaseRunning && s.entryExists(id) {
+			if _, err := s.readEntry(id); err != nil {
+				// Committed lazily (commitLazyEntry) and cut by a power
+				// loss before the flush: completed again from the record.
+				s.opts.log.Warn("snapshot: discarding an entry that was never made durable; completing its call again", "call", id, "err", err)
+				if err := s.removeEntry(id); err != nil {
+					return err
+				}
+			} else if !lazySynced {
+				// It may have been committed lazily by a process still
+				// flushing it, or one that died before: what it depends
+				// on is made durable before its record goes.
+				s.dirty.Store(true)
+				if err := s.syncStore(); err != nil {
+					return fmt.Errorf("snapshot: recovery: %w", err)
+				}
+				lazySynced = true
+			}
 		}
 		if s.entryExists(id) || rec.Phase != phaseRunning {
 			// Already committed, or nothing had been changed yet. A

@@ -216,8 +216,39 @@ func (s *Store) commitEntry(e Entry) error {
 // recovery completes the call again from the record (the same ID).
 func (s *Store) commitCallEntry(e Entry) error { return s.writeEntry(e) }
 
-// writeEntry writes and renames entry e, its blobs durable first.
-func (s *Store) writeEntry(e Entry) error {
+// commitLazyEntry commits a file-scoped call's entry without waiting for
+// the disk: the entry is written and renamed into place, and returns the
+// entry's file name and the files it depends on (the blobs and manifest
+// written since the last sync), which the flusher (flushLater) makes
+// durable after the call returned, before it retires the call's pending
+// record. The pending record and the pre-images were durable before the
+// call ran (begin), so a power loss before the flush loses nothing: the
+// record is still there, recovery finds the entry missing or unreadable
+// and completes the call again from the record and the disk (the same
+// ID), as for any interrupted call. Every later lock of the store waits
+// for the flush first (lockWait), so no later call, undo or rollback can
+// be durable while this entry is not.
+func (s *Store) commitLazyEntry(e Entry) (name string, deps []string, err error) {
+	if s.dirty.Load() {
+		// Blobs of unknown origin may be unsynced: the slow, whole path.
+		if err := s.syncStore(); err != nil {
+			return "", nil, err
+		}
+	}
+	name, data, err := s.encodeEntry(e)
+	if err != nil {
+		return "", nil, err
+	}
+	deps = s.takeUnsynced()
+	if err := writeFileRename(name, data, 0o600, false); err != nil {
+		s.returnUnsynced(deps)
+		return "", nil, fmt.Errorf("snapshot: journal %s: %w", e.ID, err)
+	}
+	return name, deps, nil
+}
+
+// encodeEntry is e's journal file name and content.
+func (s *Store) encodeEntry(e Entry) (string, []byte, error) {
 	sortChanges(e.Changes)
 	if e.Changes == nil {
 		e.Changes = []Change{}
@@ -230,10 +261,8 @@ func (s *Store) writeEntry(e Entry) error {
 	}
 	data, err := json.Marshal(d)
 	if err != nil {
-		return fmt.Errorf("snapshot: %w", err)
+		return "", nil, fmt.Errorf("snapshot: %w", err)
 	}
-	s.hook("before-sync")
-	s.hook("before-commit")
 	name := s.path("journal", e.ID+".json")
 	if len(data) > bigEntry {
 		// Entries of calls that touched thousands of paths shrink ~10×.
@@ -243,6 +272,17 @@ func (s *Store) writeEntry(e Entry) error {
 		zw.Close()
 		data, name = b.Bytes(), name+zSuffix
 	}
+	return name, data, nil
+}
+
+// writeEntry writes and renames entry e, its blobs durable first.
+func (s *Store) writeEntry(e Entry) error {
+	name, data, err := s.encodeEntry(e)
+	if err != nil {
+		return err
+	}
+	s.hook("before-sync")
+	s.hook("before-commit")
 	// The blobs and the entry are flushed together; the rename after both
 	// is the commit point.
 	if err := writeFileRenameWith(name, data, 0o600, s.syncStore); err != nil {

@@ -31,7 +31,14 @@ type Store struct {
 	// idxHash is the SHA-256 of idx's encoding (its manifest blob name).
 	idxHash string
 
-	bg sync.WaitGroup // retirePending
+	bg sync.WaitGroup // retirePending, the flusher
+
+	// lazy is the lazily committed calls waiting for the flusher
+	// (flushLater); lazyIdle is closed when the flusher has nothing left
+	// (nil while no flusher runs).
+	lazyMu   sync.Mutex
+	lazy     []lazyCommit
+	lazyIdle chan struct{}
 
 	// dirty is set when a blob of unknown origin (a dead process's) may
 	// not be durable: the next sync is a whole syncfs.
@@ -229,6 +236,9 @@ func (s *Store) lockWait(ctx context.Context, wait, shellHeld bool) (func(), err
 		s.flushUsage()
 		f.Close() // closing the descriptor releases the flock
 	}
+	// Nothing done under this lock may be durable before the entries
+	// this process committed lazily are (commitLazyEntry).
+	s.waitFlushed()
 	if err := s.recover(ctx, shellHeld); err != nil {
 		s.added.Store(0) // what a failed recovery wrote is recounted
 		os.Remove(s.path("usage"))
@@ -297,10 +307,7 @@ func (s *Store) lockShell(ctx context.Context) (func(), error) {
 // new blob and its directory when there are few, one syncfs when there are
 // many (or when a dead process may have left some).
 func (s *Store) syncStore() error {
-	s.syncMu.Lock()
-	files := s.unsynced
-	s.unsynced = nil
-	s.syncMu.Unlock()
+	files := s.takeUnsynced()
 	full := s.dirty.Swap(false)
 	fail := func(err error) error {
 		s.dirty.Store(true)
@@ -317,9 +324,17 @@ func (s *Store) syncStore() error {
 		}
 		return nil
 	}
-	// All at once: concurrent fsyncs share journal commits. A new
-	// directory is listed itself (its name in its parent must be durable
-	// too); each path is synced once.
+	if err := fsyncAll(files); err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+// fsyncAll fsyncs files and their directories, all at once: concurrent
+// fsyncs share journal commits. A new directory is listed itself (its
+// name in its parent must be durable too); each path is synced once; a
+// file gone meanwhile (GC) is no error.
+func fsyncAll(files []string) error {
 	seen := map[string]bool{}
 	var all []string
 	for _, name := range files {
@@ -345,10 +360,95 @@ func (s *Store) syncStore() error {
 			first = err
 		}
 	}
-	if first != nil {
-		return fail(first)
+	return first
+}
+
+// takeUnsynced takes the list of files written without fsync: the
+// caller makes them durable (or gives them back with returnUnsynced).
+func (s *Store) takeUnsynced() []string {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	files := s.unsynced
+	s.unsynced = nil
+	return files
+}
+
+// returnUnsynced gives files back to the next syncStore.
+func (s *Store) returnUnsynced(files []string) {
+	s.syncMu.Lock()
+	s.unsynced = append(s.unsynced, files...)
+	s.syncMu.Unlock()
+}
+
+// lazyCommit is a call whose entry commitLazyEntry renamed into place
+// without waiting for the disk.
+type lazyCommit struct {
+	id    string
+	entry string   // the entry's file
+	deps  []string // blobs and manifest written for it, not yet synced
+}
+
+// flushLater hands a lazily committed call to the flusher, a background
+// goroutine that makes its entry and what the entry depends on durable
+// (all the calls waiting at that moment at once: concurrent fsyncs share
+// the disk's journal commits), fsyncs the journal directory and only then
+// removes the calls' pending records. If a flush fails the records stay,
+// and the next lock's recovery completes them (recover).
+func (s *Store) flushLater(lc lazyCommit) {
+	s.lazyMu.Lock()
+	defer s.lazyMu.Unlock()
+	s.lazy = append(s.lazy, lc)
+	if s.lazyIdle == nil {
+		s.lazyIdle = make(chan struct{})
+		s.bg.Add(1)
+		go s.flushLoop(s.lazyIdle)
 	}
-	return nil
+}
+
+func (s *Store) flushLoop(idle chan struct{}) {
+	defer s.bg.Done()
+	for {
+		s.lazyMu.Lock()
+		batch := s.lazy
+		s.lazy = nil
+		if len(batch) == 0 {
+			s.lazyIdle = nil
+			close(idle)
+			s.lazyMu.Unlock()
+			return
+		}
+		s.lazyMu.Unlock()
+		s.hook("lazy-flush")
+		var files []string
+		for _, lc := range batch {
+			files = append(files, lc.entry)
+			files = append(files, lc.deps...)
+		}
+		if err := fsyncAll(files); err != nil {
+			s.opts.log.Warn("snapshot: making journal entries durable; recovery completes them at the next lock", "err", err)
+			s.dirty.Store(true)
+			continue
+		}
+		if err := syncDir(s.path("journal")); err != nil {
+			s.opts.log.Warn("snapshot: syncing the journal; recovery completes its entries at the next lock", "err", err)
+			continue
+		}
+		for _, lc := range batch {
+			if err := s.removePending(lc.id); err != nil {
+				s.opts.log.Warn("snapshot: removing a pending record", "call", lc.id, "err", err)
+			}
+		}
+	}
+}
+
+// waitFlushed waits until the flusher has nothing left.
+func (s *Store) waitFlushed() {
+	s.lazyMu.Lock()
+	idle := s.lazyIdle
+	s.lazyMu.Unlock()
+	if idle != nil {
+		<-idle
+	}
 }
 
 // noteUnsynced registers a file written without fsync for the next
