@@ -8,12 +8,17 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/sandbox"
+	"github.com/agentbox/agentbox/sandbox/docker"
 	"github.com/agentbox/agentbox/tools"
 	"github.com/agentbox/agentbox/tools/builtin"
 	"github.com/agentbox/agentbox/tools/workspace"
@@ -166,4 +171,64 @@ func TestWriteThroughInit(t *testing.T) {
 			return nil
 		})
 	})
+}
+
+// TestWriteReusesContainer: a write runs nothing of the agent's, so its
+// container goes back to the pool and serves the next request: many
+// writes start no container, a refused write keeps the stream in step,
+// and a command after them still runs in that container and then ends it
+// (a container in which a command ran never serves again).
+func TestWriteReusesContainer(t *testing.T) {
+	r, ws := newRunner(t, "", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := r.WaitWarm(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	ours := func() map[string]bool {
+		l, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", docker.LabelExecutor+"="+r.ID()))})
+		must(t, err)
+		m := map[string]bool{}
+		for _, c := range l {
+			m[c.ID] = true
+		}
+		return m
+	}
+	before := ours()
+	for i := range 12 {
+		p := filepath.Join(ws, "f", strconv.Itoa(i))
+		if err := r.WriteFile(ctx, sandbox.FileWrite{Path: p, Content: []byte(strings.Repeat("x", i*1000)), Mode: 0o644}); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+		if i == 5 {
+			// Refused by init (the parent is a symlink) before it read
+			// the content: the next request must still be understood.
+			must(t, os.Symlink("/etc", filepath.Join(ws, "l")))
+			err := r.WriteFile(ctx, sandbox.FileWrite{Path: filepath.Join(ws, "l", "x"), Content: bytes.Repeat([]byte("y"), 3<<20), Mode: 0o644})
+			if err == nil {
+				t.Fatal("a write through a symlinked parent succeeded")
+			}
+		}
+	}
+	after := ours()
+	for id := range after {
+		if !before[id] {
+			t.Errorf("writes started container %.12s: a write's container should have been reused", id)
+		}
+	}
+	res, err := runIn(t, r, sandbox.Spec{Shell: "cat f/11 | wc -c; echo $$"})
+	if err != nil || res.ExitCode != 0 || !strings.HasPrefix(string(res.Stdout), "11000\n") {
+		t.Fatalf("command after reused writes: %v %+v %q", err, res, res.Stdout)
+	}
+	if !before[res.ContainerID] {
+		t.Errorf("the command ran in %.12s, not the pool's container the writes used", res.ContainerID)
+	}
+	// That container ran the agent's process: it is gone, not back in the pool.
+	deadline := time.Now().Add(30 * time.Second)
+	for ours()[res.ContainerID] && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if ours()[res.ContainerID] {
+		t.Errorf("container %.12s served a command and was not removed", res.ContainerID)
+	}
 }

@@ -73,6 +73,9 @@ type exchange struct {
 	workdir  string
 	onOutput func(sandbox.Stream, []byte)
 	key      []byte // the request's key (set by exchange)
+	// reusable: the request runs nothing of the agent's (a write), so the
+	// container may serve the next request when init says it can.
+	reusable bool
 }
 
 // exchange runs req in a warm container, retrying in another one when a
@@ -118,17 +121,24 @@ func (r *Runner) runOnce(ctx context.Context, x exchange, frame []byte, stream b
 		return sandbox.Result{}, nil, false, err
 	}
 	start := time.Now()
+	sent := make(chan error, 1)
 	if stream {
 		// Sent while the output is read, so that neither side waits on
 		// the other; closing the stream (below) ends it early.
-		go func() { _ = initproc.WriteData(w.conn, x.data) }()
+		go func() { sent <- initproc.WriteData(w.conn, x.data) }()
+	} else {
+		sent <- nil
 	}
+	reused := false
 	defer func() {
-		r.refillNow(p)
-		w.conn.Close()
 		r.mu.Lock()
 		delete(r.running, w.id)
 		r.mu.Unlock()
+		if reused {
+			return
+		}
+		r.refillNow(p)
+		w.conn.Close()
 		r.remove(w.id)
 	}()
 
@@ -195,6 +205,14 @@ func (r *Runner) runOnce(ctx context.Context, x exchange, frame []byte, stream b
 	switch {
 	case st != nil: // completed, even if a kill raced with the end
 		r.log.Debug("ran", "container", shortID(w.id), "total", res.Duration, "in_init", time.Duration(st.InitMicros)*time.Microsecond)
+		if st.Reusable && x.reusable && !killed.Load() {
+			// Init read the content to its end before it answered: the
+			// sender is done, and nothing of this request is left on the
+			// stream for the next one.
+			if err := <-sent; err == nil {
+				reused = r.giveBack(p, w)
+			}
+		}
 		res.ExitCode, res.Signal, res.OOMKilled = st.Code, st.Signal, st.OOM
 		if st.Cwd != "" && config.Within(st.Cwd, r.workspace) {
 			res.Cwd = st.Cwd
@@ -287,6 +305,35 @@ func (r *Runner) handOver(ctx context.Context, frame []byte, p *pool) (*warm, er
 		}
 		return w, nil
 	}
+}
+
+// giveBack returns w, which served a request that ran nothing of the
+// agent's (a write) and whose init takes another one, to p's warm
+// containers, in place of the refill its hand-over asked for. It reports
+// false (the caller removes w) when the Runner is closing or p is full.
+func (r *Runner) giveBack(p *pool, w *warm) bool {
+	r.mu.Lock()
+	closed := r.closed
+	r.mu.Unlock()
+	if closed {
+		return false
+	}
+	w.conn.SetReadDeadline(time.Time{})
+	select {
+	case p.ready <- w:
+	default:
+		return false
+	}
+	// The hand-over's pending refill is not needed any more.
+	p.refillMu.Lock()
+	if p.pendingRefills > 0 {
+		p.pendingRefills--
+	}
+	p.refillMu.Unlock()
+	if r.ctx.Err() != nil { // raced with Close: it may have drained already
+		r.drain(p)
+	}
+	return true
 }
 
 func (r *Runner) release(w *warm) {

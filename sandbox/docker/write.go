@@ -15,7 +15,10 @@ import (
 // init writes the content (streamed as Data frames) beneath the
 // workspace, inside the container's mounts, so that every read-only
 // mount refuses it as it would refuse a command (EROFS); no process is
-// started. See sandbox.Runner and initproc.Write.
+// started. See sandbox.Runner and initproc.Write. Because nothing of the
+// agent's ran in it, the container then goes back to the warm pool and
+// serves the next request (a write, or a command) instead of being
+// replaced: writes cost no container start.
 //
 // Before handing it over, the Runner checks the path with the protection
 // matcher (config.Protection): a protected path is refused with
@@ -58,7 +61,7 @@ func (r *Runner) WriteFile(ctx context.Context, w sandbox.FileWrite) error {
 	if !utf8.ValidString(rel) {
 		req.Write.RelBytes = []byte(rel)
 	}
-	res, st, err := r.exchange(ctx, req, exchange{data: w.Content, timeout: timeout, limit: 4096, workdir: r.workspace})
+	res, st, err := r.exchange(ctx, req, exchange{data: w.Content, timeout: timeout, limit: 4096, workdir: r.workspace, reusable: true})
 	if err != nil {
 		return err
 	}

@@ -156,7 +156,7 @@ type ReadyInfo struct {
 }
 
 // Proto is the protocol version; bump on incompatible changes.
-const Proto = 4
+const Proto = 5
 
 // KeyLen is the length of Req.Key.
 const KeyLen = 32
@@ -236,6 +236,10 @@ type Status struct {
 	// InitMicros is the time init spent from reading the request to
 	// sending this status (the rest of a run is transport).
 	InitMicros int64 `json:"init_us,omitempty"`
+	// Reusable says init takes another request in this container: only
+	// after a write (no process of the agent's ran in it) whose content
+	// stream was read to its end.
+	Reusable bool `json:"reusable,omitempty"`
 }
 
 // WriteData sends data as Data frames of at most DataChunk bytes, then the

@@ -41,10 +41,12 @@ const cwdFD = 3
 // (VerifyMounts) and, on any difference, sends a Fatal frame naming it
 // and exits without ever taking a request.
 //
-// After the request, init keeps reading in: its end (the executor closed
-// the stream, or died and the engine closed it) or any byte kills the
-// command's process group at once, and init's exit then takes everything
-// else in the container with it.
+// After a command's request, init keeps reading in: its end (the
+// executor closed the stream, or died and the engine closed it) or any
+// byte kills the command's process group at once, and init's exit then
+// takes everything else in the container with it. After a write request
+// init may take another request (see serve); the stream's end then ends
+// init.
 func Main(in io.Reader, out io.Writer, diag io.Writer, expect []ExpectedMount) int {
 	// Not dumpable: the command (same uid) can neither ptrace init nor
 	// open /proc/1/fd to forge frames on init's stdout. gVisor still
@@ -85,41 +87,70 @@ func Main(in io.Reader, out io.Writer, diag io.Writer, expect []ExpectedMount) i
 		fmt.Fprintln(diag, "agentbox init: ready:", err)
 		return 1
 	}
-	t, p, err := ReadFrame(in)
-	if err != nil || t != Request {
-		if err == nil {
-			err = fmt.Errorf("%w: got %q, want request", ErrFrame, t)
+	for first := true; ; first = false {
+		t, p, err := ReadFrame(in)
+		if !first && errors.Is(err, io.EOF) {
+			return 0 // the executor is done with this container
 		}
-		fmt.Fprintln(diag, "agentbox init: request:", err)
-		return 1
+		if err != nil || t != Request {
+			if err == nil {
+				err = fmt.Errorf("%w: got %q, want request", ErrFrame, t)
+			}
+			fmt.Fprintln(diag, "agentbox init: request:", err)
+			return 1
+		}
+		again, err := serve(p, fw, bashErr == nil, in)
+		if err != nil {
+			fmt.Fprintln(diag, "agentbox init:", err)
+			return 1
+		}
+		if !again {
+			return 0
+		}
 	}
+}
+
+// serve handles one request (its payload p). A command ends the
+// container's service: again is false. After a write, which ran nothing
+// of the agent's, init takes another request when the write's content
+// was read to its end (the stream is in step): the status says so
+// (Status.Reusable) and the executor may hand the same container the next
+// request.
+func serve(p []byte, fw *frameWriter, bash bool, in io.Reader) (again bool, _ error) {
 	began := time.Now()
 	if err := fw.write(Started, nil); err != nil {
-		fmt.Fprintln(diag, "agentbox init: started:", err)
-		return 1
+		return false, fmt.Errorf("started: %w", err)
 	}
 	var req Req
 	if err := json.Unmarshal(p, &req); err != nil {
 		fw.last(Fatal, []byte("decoding request: "+err.Error()))
-		return 1
+		return false, fmt.Errorf("decoding request: %w", err)
 	}
 	if len(req.Key) != KeyLen {
 		fw.last(Fatal, []byte("request without a key"))
-		return 1
+		return false, errors.New("request without a key")
 	}
 	var st Status
 	if req.Write != nil {
-		st = runWrite(*req.Write, &dataReader{r: in})
+		content := &dataReader{r: in}
+		st = runWrite(*req.Write, content)
+		// A refused write may not have read its content: the rest is read
+		// and dropped, so that the next frame is the next request.
+		_, err := io.Copy(io.Discard, content)
+		st.Reusable = err == nil
 	} else {
-		st = run(req, fw, bashErr == nil, in)
+		st = run(req, fw, bash, in)
 	}
 	st.InitMicros = time.Since(began).Microseconds()
 	b, _ := json.Marshal(st)
-	if err := fw.last(Exit, SealExit(req.Key, b)); err != nil {
-		fmt.Fprintln(diag, "agentbox init: exit:", err)
-		return 1
+	send := fw.last
+	if st.Reusable {
+		send = fw.write
 	}
-	return 0
+	if err := send(Exit, SealExit(req.Key, b)); err != nil {
+		return false, fmt.Errorf("exit: %w", err)
+	}
+	return st.Reusable, nil
 }
 
 // command builds the process for req.

@@ -209,6 +209,9 @@ func assertNoTemp(t *testing.T, ws string) {
 
 // TestMainWrite drives a write request through Main: no process is
 // started, the content arrives in Data frames, the status names errors.
+// Init then takes the next request in the same container (a write ran
+// nothing of the agent's), even after a refused write whose content it
+// did not read, and ends at the stream's end.
 func TestMainWrite(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -224,17 +227,18 @@ func TestMainWrite(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := newWriteTree(t)
 			req, _ := json.Marshal(Req{Key: testKey, Workdir: tr.ws, Write: &WriteReq{Root: tr.ws, Rel: tc.rel, Mode: 0o644, Size: int64(len(tc.content))}})
+			next, _ := json.Marshal(Req{Key: testKey, Workdir: tr.ws, Write: &WriteReq{Root: tr.ws, Rel: "next", Mode: 0o644, Size: 4}})
 			var in bytes.Buffer
 			WriteFrame(&in, Request, req)
 			WriteData(&in, tc.content)
-			open, hold := io.Pipe()
-			defer hold.Close()
+			WriteFrame(&in, Request, next)
+			WriteData(&in, []byte("next"))
 			var out, diag bytes.Buffer
-			if code := Main(io.MultiReader(&in, open), &out, &diag, nil); code != 0 {
+			if code := Main(&in, &out, &diag, nil); code != 0 {
 				t.Fatalf("Main = %d: %s", code, diag.String())
 			}
 			var types []Type
-			var status []byte
+			var status [][]byte
 			for {
 				typ, p, err := ReadFrame(&out)
 				if err != nil {
@@ -242,14 +246,17 @@ func TestMainWrite(t *testing.T) {
 				}
 				types = append(types, typ)
 				if typ == Exit {
-					status = p
+					status = append(status, p)
 				}
 			}
-			if string(types) != "RSX" {
-				t.Fatalf("frames %q, want ready, started, exit", types)
+			if string(types) != "RSXSX" {
+				t.Fatalf("frames %q, want ready, then started and exit for each of two writes", types)
 			}
-			if !bytes.Contains(status, []byte(tc.want)) {
-				t.Fatalf("status %s, want %s", status, tc.want)
+			if !bytes.Contains(status[0], []byte(tc.want)) || !bytes.Contains(status[0], []byte(`"reusable":true`)) {
+				t.Fatalf("status %s, want %s and reusable", status[0], tc.want)
+			}
+			if got, _ := os.ReadFile(filepath.Join(tr.ws, "next")); string(got) != "next" {
+				t.Fatalf("the second write in the same container left %q", got)
 			}
 			if tc.want == `{"code":0` {
 				if got, _ := os.ReadFile(filepath.Join(tr.ws, tc.rel)); !bytes.Equal(got, tc.content) {
@@ -302,5 +309,38 @@ func TestMainStdinStreams(t *testing.T) {
 				t.Fatalf("stdout %q status %s", stdout, status)
 			}
 		})
+	}
+}
+
+// TestMainCommandEndsService: after a command (the agent's process ran
+// in the container) init takes no further request.
+func TestMainCommandEndsService(t *testing.T) {
+	tr := newWriteTree(t)
+	cmd, _ := json.Marshal(Req{Key: testKey, Argv: []string{"true"}, Workdir: tr.ws, Env: []string{"PATH=/usr/bin:/bin"}})
+	next, _ := json.Marshal(Req{Key: testKey, Workdir: tr.ws, Write: &WriteReq{Root: tr.ws, Rel: "after", Mode: 0o644, Size: 1}})
+	var in bytes.Buffer
+	WriteFrame(&in, Request, cmd)
+	WriteFrame(&in, Request, next)
+	WriteData(&in, []byte("x"))
+	var out, diag bytes.Buffer
+	if code := Main(&in, &out, &diag, nil); code != 0 {
+		t.Fatalf("Main = %d: %s", code, diag.String())
+	}
+	var types []Type
+	for {
+		typ, p, err := ReadFrame(&out)
+		if err != nil {
+			break
+		}
+		types = append(types, typ)
+		if typ == Exit && bytes.Contains(p, []byte("reusable")) {
+			t.Errorf("a command's status says the container is reusable: %s", p)
+		}
+	}
+	if string(types) != "RSX" {
+		t.Fatalf("frames %q, want ready, started, exit and nothing more", types)
+	}
+	if _, err := os.Stat(filepath.Join(tr.ws, "after")); !os.IsNotExist(err) {
+		t.Fatalf("a request after a command was served: %v", err)
 	}
 }
