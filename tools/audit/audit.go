@@ -288,7 +288,7 @@ func (l *Log) flushLoop(f *os.File) {
 
 // failLocked makes a failed fsync sticky and logs it.
 func (l *Log) failLocked(err error) {
-	l.syncErr = fmt.Errorf("audit: %w: fsync of %s failed, the last records may be lost: %v", ErrNotDurable, l.path, err)
+	l.syncErr = fmt.Errorf("audit: %w: fsync of %s failed, the last records may be lost: %w", ErrNotDurable, l.path, err)
 	if l.logger != nil {
 		l.logger.Error("audit log fsync failed", "path", l.path, "err", err)
 	}
