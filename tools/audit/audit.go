@@ -192,14 +192,10 @@ func (l *Log) Append(ctx context.Context, r Record) error {
 		}
 	}
 	r.Prev = prev
-	if r.Hash, err = Sum(r); err != nil {
-		return fmt.Errorf("audit: %w", err)
-	}
-	line, err := json.Marshal(r)
+	line, err := encode(&r)
 	if err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
-	line = append(line, '\n')
 	if _, err := f.Write(line); err != nil {
 		return fmt.Errorf("audit: write: %w", err)
 	}
@@ -346,6 +342,28 @@ func (l *Log) Close() error {
 		l.f, l.haveLast = nil, false
 	}
 	return err
+}
+
+// encode fills r.Hash and returns r's line. The hash is the last field:
+// the line is the encoding Sum hashes with the hash put in, which saves
+// encoding the record twice.
+func encode(r *Record) ([]byte, error) {
+	r.Hash = ""
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	s := sha256.Sum256(b)
+	r.Hash = hex.EncodeToString(s[:])
+	const empty = `"hash":""}`
+	if !bytes.HasSuffix(b, []byte(empty)) {
+		return nil, fmt.Errorf("record encoding does not end with %s", empty)
+	}
+	line := make([]byte, 0, len(b)+len(r.Hash)+1)
+	line = append(line, b[:len(b)-len(`"}`)]...)
+	line = append(line, r.Hash...)
+	line = append(line, `"}`+"\n"...)
+	return line, nil
 }
 
 // lastHash reads the hash of the last complete record of f, size bytes.

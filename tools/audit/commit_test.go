@@ -276,3 +276,25 @@ func BenchmarkAppend(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMaskInput masks a Write call's input like the bench's.
+func BenchmarkMaskInput(b *testing.B) {
+	raw, _ := json.Marshal(map[string]string{"file_path": "/w/bench.txt", "content": benchContent})
+	for b.Loop() {
+		MaskInput(raw)
+	}
+}
+
+// TestEncodeCanonical: the line Append writes is the record's canonical
+// encoding with the hash Sum gives, also for text JSON escapes.
+func TestEncodeCanonical(t *testing.T) {
+	r := Record{CallID: "c", Tool: "Bash", Input: json.RawMessage(`{"command":"echo '<a&b>' \u2028 é"}`), Error: "line\n\"quoted\" <tag> \x01", Prev: "p"}
+	line, err := encode(&r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(r)
+	if sum, _ := Sum(r); sum != r.Hash || string(line) != string(want)+"\n" {
+		t.Fatalf("encode = %s (hash %s), want %s (hash %s)", line, r.Hash, want, sum)
+	}
+}
