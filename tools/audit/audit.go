@@ -13,8 +13,8 @@
 // process loses nothing; a background fsync, started at once and covering
 // every record written while it runs, puts it on disk within about two
 // fsyncs (a few milliseconds). A power loss or kernel crash can thus lose
-// the records of the last few milliseconds, never a record in the middle
-// of the chain. For comparison, the auditd.conf shipped with the Linux
+// the records of the last few milliseconds, as it could always cut the
+// last one (Verify reports a cut record). For comparison, the auditd.conf shipped with the Linux
 // audit daemon sets flush = incremental_async with freq = 50: an
 // asynchronous flush every 50 records. Flush waits for the fsync, Close
 // flushes; processes that exit after their calls close the log. An fsync
