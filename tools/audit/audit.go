@@ -8,20 +8,20 @@
 // Log trusts the last hash it wrote only while the file still ends where
 // its write ended).
 //
-// Durability (group commit): Append returns once its record is written
-// to the file, that is in the kernel's page cache, so a crash of the
-// process loses nothing; a background fsync, started at once and covering
-// every record written while it runs, puts it on disk within about two
-// fsyncs (a few milliseconds). A power loss or kernel crash can thus lose
-// the records of the last few milliseconds, as it could always cut the
-// last one (Verify reports a cut record). For comparison, the auditd.conf shipped with the Linux
-// audit daemon sets flush = incremental_async with freq = 50: an
-// asynchronous flush every 50 records. Flush waits for the fsync, Close
-// flushes; processes that exit after their calls close the log. An fsync
-// that fails is logged (WithLogger) and sticky: the next Append, Flush and
-// Close return it (ErrNotDurable), so a later call cannot look audited
-// while the disk refuses the log. SyncEachRecord restores an fsync inside
-// every Append.
+// Durability (group commit): Append returns once its record is written to
+// the file, that is in the kernel's page cache, so a crash of the process
+// loses nothing; a background fsync, started at once and covering every
+// record written while it runs, puts it on disk within about two fsyncs (a
+// few milliseconds). A power loss or kernel crash can thus lose the
+// records of the last few milliseconds, as it could always cut the last
+// one (Verify reports a cut record). For comparison, the auditd.conf
+// shipped with the Linux audit daemon sets flush = incremental_async with
+// freq = 50: an asynchronous flush every 50 records. Flush waits for the
+// fsync, Close flushes; processes that exit after their calls close the
+// log. An fsync that fails is logged (WithLogger) and sticky: the next
+// Append, Flush and Close return it (ErrNotDurable), so a later call
+// cannot look audited while the disk refuses the log. SyncEachRecord
+// restores an fsync inside every Append.
 package audit
 
 import (
