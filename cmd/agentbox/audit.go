@@ -25,7 +25,9 @@ changed paths and the command (or path) it was about. Besides tool calls it
 records the commands run on the command line: exec, undo, rollback and
 checkpoint. Inputs are stored with secret-looking values masked. Each
 record carries the hash of the previous one; "agentbox audit verify" checks
-the chain. --json prints the records as a JSON array.`,
+the chain. A record is in the file when its call returns and on disk a few
+milliseconds later (group commit): a power loss can lose the last few.
+--json prints the records as a JSON array.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := openAudit(a)

@@ -53,9 +53,11 @@ func (c *cliAudit) finish(ctx context.Context, cfg *config.Config, journalID str
 	if cmdErr != nil {
 		r.ErrorKind, r.Error = cliErrorKind(cmdErr), audit.MaskString(cmdErr.Error())
 	}
+	// The process exits after the command: Close waits for the record's
+	// fsync.
 	log, err := audit.Open(workspace.AuditPath(cfg))
 	if err == nil {
-		err = log.Append(context.WithoutCancel(ctx), r)
+		err = errors.Join(log.Append(context.WithoutCancel(ctx), r), log.Close())
 	}
 	if err != nil {
 		return fmt.Errorf("%s ran, but could not be written to the audit log: %w", c.tool, err)

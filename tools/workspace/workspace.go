@@ -155,7 +155,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Tools, error)
 	if err := os.MkdirAll(state, 0o700); err != nil {
 		return nil, fmt.Errorf("state dir: %w", err)
 	}
-	if s.Audit, err = audit.Open(filepath.Join(state, auditFile)); err != nil {
+	if s.Audit, err = audit.Open(filepath.Join(state, auditFile), audit.WithLogger(log)); err != nil {
 		return nil, err
 	}
 	s.Sessions = tools.NewSessionStore(SessionsDir(cfg), cfg.Workspace)
@@ -234,7 +234,8 @@ func (s *Tools) Visible() []tools.Tool {
 	})
 }
 
-// Close stops background jobs, the sandbox and the snapshot store.
+// Close stops background jobs, the sandbox and the snapshot store, and
+// closes the audit log last: its records are on disk when Close returns.
 func (s *Tools) Close(ctx context.Context) error {
 	var errs []error
 	if s.jobs != nil {
@@ -245,6 +246,9 @@ func (s *Tools) Close(ctx context.Context) error {
 	}
 	if s.snaps != nil {
 		errs = append(errs, s.snaps.Close())
+	}
+	if s.Audit != nil {
+		errs = append(errs, s.Audit.Close())
 	}
 	if s.root != nil {
 		s.root.Close()
