@@ -96,7 +96,10 @@ var errStaleDelta = errors.New("manifest delta: extends another index")
 // deltaLimit is the size past which the delta is folded into the index
 // (a whole save): a quarter of the index, so that loading costs at most a
 // quarter more, and the whole saves are paid for by many small ones.
-func deltaLimit(indexSize int64) int64 { return max(64<<10, indexSize/4) }
+func deltaLimit(indexSize int64) int64 { return max(deltaMinLimit, indexSize/4) }
+
+// deltaMinLimit is the least deltaLimit (tests lower it).
+var deltaMinLimit int64 = 64 << 10
 
 // withUpdates returns a clone of ix with updates applied (a nil entry
 // removes the path), remembering which paths changed: saveIndex then
