@@ -17,7 +17,9 @@ import (
 
 // deltaEntries is a pool of entries of every kind the encoding knows.
 func deltaEntries() []*ientry {
-	h := func(c byte) string { return fmt.Sprintf("%02x", c) + "00000000000000000000000000000000000000000000000000000000000000" }
+	h := func(c byte) string {
+		return fmt.Sprintf("%02x", c) + "00000000000000000000000000000000000000000000000000000000000000"
+	}
 	return []*ientry{
 		{Node: Node{Type: TypeDir, Mode: 0o755, MTime: time.Unix(1, 2).UTC()}, ino: 7, ctime: 9},
 		{Node: Node{Type: TypeFile, Mode: 0o644, Size: 12, MTime: time.Unix(3, 4).UTC(), Hash: h(0xaa)}, racy: true, ino: 1 << 40, ctime: -5},
