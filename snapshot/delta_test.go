@@ -645,3 +645,55 @@ func TestDeltaCrash(t *testing.T) {
 		t.Fatalf("the crashes did not cover a torn delta (%d runs, %d killed, %d torn)", runs, killed, torn)
 	}
 }
+
+// TestDeltaTwoStores: file-scoped calls of two stores on one state dir
+// (two processes) append to one delta, and each store's manifest holds
+// the other's updates.
+func TestDeltaTwoStores(t *testing.T) {
+	ctx := context.Background()
+	ws, state := t.TempDir(), t.TempDir()
+	for _, rel := range []string{"a", "b"} {
+		os.WriteFile(filepath.Join(ws, rel), []byte(rel+"0"), 0o644)
+	}
+	var stores []*Store
+	for range 2 {
+		st, err := Open(ctx, state, ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		stores = append(stores, st)
+	}
+	call := func(st *Store, scope Scope, rel, body string) {
+		t.Helper()
+		c, err := st.Begin(ctx, CallInfo{Tool: "t"}, scope)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rel != "" {
+			os.WriteFile(filepath.Join(ws, rel), []byte(body), 0o644)
+		}
+		if _, err := c.Finish(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	call(stores[0], Whole(), "", "")
+	for i := range 6 {
+		st, other := stores[i%2], stores[1-i%2]
+		rel := []string{"a", "b"}[i/2%2]
+		body := fmt.Sprint("v", i)
+		call(st, File(rel), rel, body)
+		if st.idxDelta.recs != i+1 {
+			t.Fatalf("call %d: %d delta records, want %d", i, st.idxDelta.recs, i+1)
+		}
+		for j, s := range []*Store{st, other} {
+			ix, err := s.loadIndex()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e := ix.entries[rel]; e == nil || e.Hash != hashOf(body) {
+				t.Fatalf("call %d: store %d's manifest has %s = %+v, want %q", i, j, rel, e, body)
+			}
+		}
+	}
+}
