@@ -697,3 +697,63 @@ func TestDeltaTwoStores(t *testing.T) {
 		}
 	}
 }
+
+// TestDeltaManifestBlob: a checkpoint and a background job keep the
+// manifest as a blob (the index file hard-linked); with delta records
+// pending it is saved whole first, so the blob holds the updates.
+func TestDeltaManifestBlob(t *testing.T) {
+	ctx := context.Background()
+	ws, state := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(ws, "a"), []byte("a0"), 0o644)
+	st, err := Open(ctx, state, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	write := func(body string) {
+		t.Helper()
+		c, err := st.Begin(ctx, CallInfo{Tool: "Write"}, File("a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(ws, "a"), []byte(body), 0o644)
+		if _, err := c.Finish(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if st.idxDelta.recs == 0 {
+			t.Fatal("a file-scoped call wrote no delta record")
+		}
+	}
+	blobHas := func(what, h, body string) {
+		t.Helper()
+		data, err := st.readBlob(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := decodeIndex(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := m.entries["a"]; e == nil || e.Hash != hashOf(body) {
+			t.Fatalf("%s: the manifest blob has a = %+v, want %q", what, e, body)
+		}
+	}
+	if _, err := st.Checkpoint(ctx, "first", CallInfo{}); err != nil {
+		t.Fatal(err)
+	}
+	write("a1")
+	cp, err := st.Checkpoint(ctx, "second", CallInfo{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobHas("checkpoint", cp.Manifest, "a1")
+	write("a2")
+	d, err := st.BeginDetached(ctx, CallInfo{Tool: "Bash"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobHas("background job", d.rec.Manifest, "a2")
+	if _, err := d.Finish(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
