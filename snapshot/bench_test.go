@@ -122,11 +122,19 @@ func BenchmarkFileCall(b *testing.B) {
 
 // BenchmarkFileCallBigTree is BenchmarkFileCall on a copy of the Go source
 // tree (11.5k files) that has a manifest (a whole-workspace call ran
-// before), as in a session where Bash and Write calls mix.
+// before), as in a session where Bash and Write calls mix. "delta" is the
+// store as it is (the call appends its paths to the manifest's delta);
+// "full-save" rewrites the whole manifest on every call, as before the
+// delta existed.
 func BenchmarkFileCallBigTree(b *testing.B) {
+	b.Run("delta", func(b *testing.B) { benchFileCallBigTree(b) })
+	b.Run("full-save", func(b *testing.B) { benchFileCallBigTree(b, snapshot.WithFullIndexSaves()) })
+}
+
+func benchFileCallBigTree(b *testing.B, opts ...snapshot.Option) {
 	ws := goSrcCopy(b)
 	ctx := context.Background()
-	st, err := snapshot.Open(ctx, filepath.Join(filepath.Dir(ws), "state"), ws)
+	st, err := snapshot.Open(ctx, filepath.Join(filepath.Dir(ws), "state"), ws, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}

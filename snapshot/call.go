@@ -371,14 +371,7 @@ func (s *Store) finishCall(ctx context.Context, rec *pendingRec, pre *index, int
 			return Entry{}, err
 		}
 		if ix, err := s.loadIndex(); err == nil && s.hasIndex() {
-			post = ix.clone()
-			for p, after := range updates {
-				if after == nil {
-					delete(post.entries, p)
-				} else {
-					post.entries[p] = after
-				}
-			}
+			post = ix.withUpdates(updates) // saved as a delta record
 		}
 	}
 	var gerr error

@@ -17,7 +17,8 @@
 //
 // For single-file tools (Write, Edit, MultiEdit) use snapshot.File(path) as
 // the scope: only the pre-image of that file (and of parent directories the
-// tool may create) is taken, which costs one stat and one read.
+// tool may create) is taken, which costs one stat and one read, and the
+// manifest is updated for those paths only (see Promises).
 //
 // # Concurrent calls
 //
@@ -142,6 +143,24 @@
 //     mtimes and deletions are handled; blob content is streamed and
 //     verified against its hash. The plan is made durable before the
 //     first change, so an interrupted restore is completed by recovery.
+//   - The manifest of the last scan (the file "index": path → type, mode,
+//     size, mtime, hash, link target, with the stat fields of the stat
+//     cache) is a cache: it is what the next scan is diffed against, and
+//     a damaged one costs a full re-hash. A whole-workspace scan rewrites
+//     it whole; a file-scoped call, an undo or a rollback appends one
+//     record with the entries of the paths it changed to "index.delta"
+//     beside it, so that its cost follows those paths, not the tree
+//     (delta.go). The delta names the index it extends (by the index's
+//     SHA-256) and is folded into a whole save once it passes a quarter of
+//     the index. Each record carries its length and a CRC-32C; a record
+//     that does not check out (torn by a crash in an append) ends the
+//     replay, leaving the manifest an earlier call left, and the next
+//     update saves the whole manifest instead of appending. Both files
+//     are written without fsync and made durable by the next sync, which
+//     every commit does: the manifest an entry leaves is durable before
+//     the next entry commits. A whole call's or checkpoint's manifest
+//     blob is the index file itself (hard-linked), so those save it whole
+//     first when records are pending.
 //   - Excludes (WithExclude) are the only paths not recorded; the default is
 //     to exclude nothing.
 //   - The store cannot fill the host's disk unnoticed: a per-call cap on

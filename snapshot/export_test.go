@@ -8,3 +8,5 @@ var WithCallHook = withCallHook
 func SetAtomicWriteHook(fn func()) { atomicWriteHook = fn }
 
 var WithFreeSpace = withFreeSpace
+
+var WithFullIndexSaves = withFullIndexSaves

@@ -44,6 +44,12 @@ type index struct {
 	// once): no other path differs between the two (diffIndex uses it).
 	diffFrom  uint64
 	diffPaths []string
+	// deltaOf and deltaPaths: a file-scoped update's result (withUpdates)
+	// records the index it updated and the paths it changed, until it is
+	// saved (saveIndex appends just those to the delta when deltaOf is the
+	// manifest on disk).
+	deltaOf    *index
+	deltaPaths []string
 }
 
 var indexIDs atomic.Uint64
@@ -103,7 +109,6 @@ func (ix *index) encode() []byte {
 	b.WriteString(indexMagic)
 	var tmp [binary.MaxVarintLen64]byte
 	uv := func(v uint64) { b.Write(tmp[:binary.PutUvarint(tmp[:], v)]) }
-	sv := func(v int64) { b.Write(tmp[:binary.PutVarint(tmp[:], v)]) }
 	paths := ix.paths()
 	uv(uint64(len(paths)))
 	prev := ""
@@ -118,45 +123,54 @@ func (ix *index) encode() []byte {
 		uv(uint64(len(p) - n))
 		b.WriteString(p[n:])
 		prev = p
-		b.WriteByte(typeCode(e.Type))
-		var flags byte
-		if e.racy {
-			flags |= 1
-		}
-		if e.Unreadable {
-			flags |= 2
-		}
-		if e.Hash != "" {
-			flags |= 4
-		}
-		if e.Owner != nil {
-			flags |= 8
-		}
-		if e.Unstored {
-			flags |= 16
-		}
-		b.WriteByte(flags)
-		uv(uint64(e.Mode))
-		sv(e.Size)
-		sv(e.MTime.UnixNano())
-		sv(e.ctime)
-		uv(e.ino)
-		if e.Hash != "" {
-			h, _ := hex.DecodeString(e.Hash)
-			b.Write(h)
-		}
-		if e.Type == TypeSymlink {
-			uv(uint64(len(e.Link)))
-			b.WriteString(e.Link)
-		}
-		if e.Owner != nil {
-			uv(uint64(e.Owner.UID))
-			uv(uint64(e.Owner.GID))
-		}
+		putEntry(&b, e)
 	}
 	sum := sha256.Sum256(b.Bytes())
 	b.Write(sum[:])
 	return b.Bytes()
+}
+
+// putEntry appends an entry's fields (everything but its path) in the
+// manifest's encoding; the delta's records use it too.
+func putEntry(b *bytes.Buffer, e *ientry) {
+	var tmp [binary.MaxVarintLen64]byte
+	uv := func(v uint64) { b.Write(tmp[:binary.PutUvarint(tmp[:], v)]) }
+	sv := func(v int64) { b.Write(tmp[:binary.PutVarint(tmp[:], v)]) }
+	b.WriteByte(typeCode(e.Type))
+	var flags byte
+	if e.racy {
+		flags |= 1
+	}
+	if e.Unreadable {
+		flags |= 2
+	}
+	if e.Hash != "" {
+		flags |= 4
+	}
+	if e.Owner != nil {
+		flags |= 8
+	}
+	if e.Unstored {
+		flags |= 16
+	}
+	b.WriteByte(flags)
+	uv(uint64(e.Mode))
+	sv(e.Size)
+	sv(e.MTime.UnixNano())
+	sv(e.ctime)
+	uv(e.ino)
+	if e.Hash != "" {
+		h, _ := hex.DecodeString(e.Hash)
+		b.Write(h)
+	}
+	if e.Type == TypeSymlink {
+		uv(uint64(len(e.Link)))
+		b.WriteString(e.Link)
+	}
+	if e.Owner != nil {
+		uv(uint64(e.Owner.UID))
+		uv(uint64(e.Owner.GID))
+	}
 }
 
 func decodeIndex(data []byte) (*index, error) {
@@ -168,93 +182,113 @@ func decodeIndex(data []byte) (*index, error) {
 	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], tail) {
 		return nil, bad("checksum mismatch")
 	}
-	r := bytes.NewReader(body[len(indexMagic):])
-	var err error
-	uv := func() uint64 {
-		v, e := binary.ReadUvarint(r)
-		if e != nil && err == nil {
-			err = e
-		}
-		return v
-	}
-	sv := func() int64 {
-		v, e := binary.ReadVarint(r)
-		if e != nil && err == nil {
-			err = e
-		}
-		return v
-	}
-	str := func(n uint64) string {
-		if n > uint64(r.Len()) {
-			if err == nil {
-				err = io.ErrUnexpectedEOF
-			}
-			return ""
-		}
-		buf := make([]byte, n)
-		io.ReadFull(r, buf)
-		return string(buf)
-	}
-	n := uv()
+	d := &entryReader{r: bytes.NewReader(body[len(indexMagic):])}
+	n := d.uv()
 	if n > uint64(len(data)) {
 		return nil, bad("bad count")
 	}
 	ix := &index{entries: make(map[string]*ientry, n)}
 	prev := ""
-	for i := uint64(0); i < n && err == nil; i++ {
-		shared := uv()
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		shared := d.uv()
 		if shared > uint64(len(prev)) {
 			return nil, bad("bad path prefix")
 		}
-		p := prev[:shared] + str(uv())
+		p := prev[:shared] + d.str(d.uv())
 		prev = p
-		tc, _ := r.ReadByte()
-		flags, _ := r.ReadByte()
-		if int(tc) >= len(typeCodes) {
-			return nil, bad("bad type")
-		}
-		e := &ientry{}
-		e.Type = typeCodes[tc]
-		e.racy = flags&1 != 0
-		e.Unreadable = flags&2 != 0
-		e.Unstored = flags&16 != 0
-		e.Mode = uint32(uv())
-		e.Size = sv()
-		e.MTime = time.Unix(0, sv()).UTC()
-		e.ctime = sv()
-		e.ino = uv()
-		if flags&4 != 0 {
-			var h [32]byte
-			if _, e2 := io.ReadFull(r, h[:]); e2 != nil && err == nil {
-				err = e2
-			}
-			e.Hash = hex.EncodeToString(h[:])
-		}
-		if e.Type == TypeSymlink {
-			e.Link = str(uv())
-		}
-		if flags&8 != 0 {
-			uid, gid := uv(), uv()
-			if uid > 1<<32-1 || gid > 1<<32-1 {
-				return nil, bad("bad owner")
-			}
-			e.Owner = ownerOf(uint32(uid), uint32(gid))
+		e, what := d.entry()
+		if what != "" {
+			return nil, bad(what)
 		}
 		ix.entries[p] = e
 	}
-	if err != nil {
-		return nil, bad(err.Error())
+	if d.err != nil {
+		return nil, bad(d.err.Error())
 	}
 	return ix, nil
 }
 
+// entryReader reads the manifest's encoding; err is the first read
+// error (reads after it return zero values).
+type entryReader struct {
+	r   *bytes.Reader
+	err error
+}
+
+func (d *entryReader) uv() uint64 {
+	v, e := binary.ReadUvarint(d.r)
+	if e != nil && d.err == nil {
+		d.err = e
+	}
+	return v
+}
+
+func (d *entryReader) sv() int64 {
+	v, e := binary.ReadVarint(d.r)
+	if e != nil && d.err == nil {
+		d.err = e
+	}
+	return v
+}
+
+func (d *entryReader) str(n uint64) string {
+	if n > uint64(d.r.Len()) {
+		if d.err == nil {
+			d.err = io.ErrUnexpectedEOF
+		}
+		return ""
+	}
+	buf := make([]byte, n)
+	io.ReadFull(d.r, buf)
+	return string(buf)
+}
+
+// entry reads what putEntry wrote. A value no encoder writes is named in
+// what; a short read is left in d.err.
+func (d *entryReader) entry() (e *ientry, what string) {
+	tc, _ := d.r.ReadByte()
+	flags, _ := d.r.ReadByte()
+	if int(tc) >= len(typeCodes) {
+		return nil, "bad type"
+	}
+	e = &ientry{}
+	e.Type = typeCodes[tc]
+	e.racy = flags&1 != 0
+	e.Unreadable = flags&2 != 0
+	e.Unstored = flags&16 != 0
+	e.Mode = uint32(d.uv())
+	e.Size = d.sv()
+	e.MTime = time.Unix(0, d.sv()).UTC()
+	e.ctime = d.sv()
+	e.ino = d.uv()
+	if flags&4 != 0 {
+		var h [32]byte
+		if _, err := io.ReadFull(d.r, h[:]); err != nil && d.err == nil {
+			d.err = err
+		}
+		e.Hash = hex.EncodeToString(h[:])
+	}
+	if e.Type == TypeSymlink {
+		e.Link = d.str(d.uv())
+	}
+	if flags&8 != 0 {
+		uid, gid := d.uv(), d.uv()
+		if uid > 1<<32-1 || gid > 1<<32-1 {
+			return nil, "bad owner"
+		}
+		e.Owner = ownerOf(uint32(uid), uint32(gid))
+	}
+	return e, ""
+}
+
 // loadIndex returns the manifest of the last scan (an empty one if there
-// was none). It is cached across calls while the file is unchanged.
+// was none): the index file with the delta's records applied (delta.go).
+// It is cached across calls while both files are unchanged.
 func (s *Store) loadIndex() (*index, error) {
-	name := s.path("index")
-	id := statID(name)
+	name, dname := s.path("index"), s.path(deltaName)
+	id, did := statID(name), statID(dname)
 	s.mu.Lock()
-	if s.idx != nil && id == s.idxID && id != (fileID{}) {
+	if s.idx != nil && id == s.idxID && did == s.idxDelta.id && id != (fileID{}) {
 		ix := s.idx
 		s.mu.Unlock()
 		return ix, nil
@@ -280,8 +314,22 @@ func (s *Store) loadIndex() (*index, error) {
 		return newIndex(), nil
 	}
 	sum := sha256.Sum256(data)
+	ddata, did, err := readDelta(dname)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: manifest delta: %w", err)
+	}
+	ds := deltaState{id: did}
+	if ddata != nil {
+		n, end, err := replayDelta(ix, ddata, sum[:])
+		ds.recs, ds.size, ds.ok = n, int64(end), err == nil
+		if err != nil && !errors.Is(err, errStaleDelta) {
+			// The records before the damage are the manifest some earlier
+			// call left; the next update writes the whole manifest.
+			s.opts.log.Warn("snapshot: ignoring the damaged end of the manifest delta", "err", err, "records", n)
+		}
+	}
 	s.mu.Lock()
-	s.idx, s.idxID, s.idxHash = ix, id, hex.EncodeToString(sum[:])
+	s.idx, s.idxID, s.idxHash, s.idxDelta = ix, id, hex.EncodeToString(sum[:]), ds
 	s.mu.Unlock()
 	return ix, nil
 }
@@ -293,8 +341,20 @@ func (s *Store) hasIndex() bool {
 	return err == nil
 }
 
-// saveIndex writes the manifest atomically and caches it.
+// saveIndex writes the manifest and caches it: a file-scoped update of
+// the manifest on disk (withUpdates) as a record appended to the delta,
+// anything else whole. It returns the manifest's blob name, "" after an
+// append (see manifestHash).
 func (s *Store) saveIndex(ix *index) (string, error) {
+	ok, err := s.appendIndex(ix)
+	if err != nil {
+		// The delta may end with a torn record now: the whole manifest
+		// goes to disk instead (loadIndex would stop at that record).
+		s.opts.log.Warn("snapshot: appending to the manifest delta; saving it whole", "err", err)
+	}
+	if ok {
+		return "", nil
+	}
 	enc := ix.encode()
 	if err := s.writeIndex(ix, enc); err != nil {
 		return "", err
@@ -305,14 +365,27 @@ func (s *Store) saveIndex(ix *index) (string, error) {
 // writeIndex writes enc, the encoding of ix, as the current manifest. It
 // is made durable by the next syncStore (every commit does one).
 func (s *Store) writeIndex(ix *index, enc []byte) error {
-	name := s.path("index")
+	name, dname := s.path("index"), s.path(deltaName)
+	sum := sha256.Sum256(enc)
+	if deltaBaseIs(dname, sum[:]) {
+		// A delta extending this very content would be replayed over it
+		// (see delta.go): it goes before the new index is in place.
+		if err := os.Remove(dname); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("snapshot: saving manifest: %w", err)
+		}
+		s.noteUnsynced(dname)
+	}
 	if err := writeFileRename(name, enc, 0o600, false); err != nil {
 		return fmt.Errorf("snapshot: saving manifest: %w", err)
 	}
 	s.noteUnsynced(name)
-	sum := sha256.Sum256(enc)
+	if ix.deltaOf != nil {
+		ix.deltaOf, ix.deltaPaths = nil, nil
+	}
 	s.mu.Lock()
+	// A delta left beside it names the index it extends: not this one.
 	s.idx, s.idxID, s.idxHash = ix, statID(name), hex.EncodeToString(sum[:])
+	s.idxDelta = deltaState{id: statID(dname)}
 	s.mu.Unlock()
 	if s.cap != nil {
 		s.cap.saved.Store(&savedIndex{ix: ix, hash: hex.EncodeToString(sum[:])})
@@ -320,11 +393,12 @@ func (s *Store) writeIndex(ix *index, enc []byte) error {
 	return nil
 }
 
-// manifestHash is the hash of ix's encoding if ix is the cached manifest.
+// manifestHash is the hash of ix's encoding if ix is the cached manifest
+// and was saved whole (no delta records applied to it); else "".
 func (s *Store) manifestHash(ix *index) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.idx == ix {
+	if s.idx == ix && s.idxDelta.recs == 0 {
 		return s.idxHash
 	}
 	return ""

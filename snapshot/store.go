@@ -28,8 +28,10 @@ type Store struct {
 	mu    sync.Mutex // guards idx between operations of this process
 	idx   *index     // cached manifest of the last scan, nil until loaded
 	idxID fileID     // identity of the index file idx was read from
-	// idxHash is the SHA-256 of idx's encoding (its manifest blob name).
-	idxHash string
+	// idxHash is the SHA-256 of the index file idx was read from or
+	// saved as (its manifest blob name when idxDelta holds no records).
+	idxHash  string
+	idxDelta deltaState // the delta file applied to idx (delta.go)
 
 	bg sync.WaitGroup // retirePending, the flusher
 
@@ -67,6 +69,8 @@ type options struct {
 	protect  func() ProtectFunc     // WithProtection
 	lockPoll time.Duration
 	serial   bool // WithSerialCalls
+	// fullIndex: every manifest update is a whole save (withFullIndexSaves).
+	fullIndex bool
 	// Limits (limits.go).
 	maxCall   int64
 	minFree   int64

@@ -361,7 +361,7 @@ func (s *Store) applyAndCommit(ctx context.Context, rec *pendingRec, interrupted
 	if err != nil {
 		return Entry{}, err
 	}
-	post := ix.clone()
+	updates := map[string]*ientry{}
 	for _, d := range rec.Plan {
 		p := string(d.Path)
 		after, known := written[p]
@@ -371,15 +371,12 @@ func (s *Store) applyAndCommit(ctx context.Context, rec *pendingRec, interrupted
 				return Entry{}, err
 			}
 		}
-		if after == nil {
-			delete(post.entries, p)
-		} else {
-			post.entries[p] = after
-		}
+		updates[p] = after
 		if ch, ok := classify(p, fromDiskNode(d.Old), nodeOf(after)); ok {
 			e.Changes = append(e.Changes, ch)
 		}
 	}
+	post := ix.withUpdates(updates) // saved as a delta record
 	if err := s.commitEntry(e); err != nil {
 		return Entry{}, err
 	}

@@ -43,8 +43,10 @@ the same run, agentbox's snapshot store against a shadow git repository
 (GIT_DIR outside the tree): first snapshot (checkpoint vs git add -A &&
 git commit), no-change snapshot, one-file-change snapshot, a whole
 journaled call (scan before and after), whole-tree restore after deleting
-everything (rollback vs git checkout -- .), and store size against the tree
-size. Times are medians; ratios are ours / git.
+everything (rollback vs git checkout -- .), a file-scoped call (a Write:
+pre-image, write, post-image, manifest update; vs git add of that file
+and git commit), and store size against the tree size. Times are
+medians; ratios are ours / git.
 
 Then change capture: a journaled call that appends to one file, on a copy
 of the tree and on a generated tree of --big files, with the fanotify
@@ -294,6 +296,56 @@ func benchSnapshot(ctx context.Context, src string, reps int, keep bool, logw in
 		os3 = append(os3, time.Since(start))
 	}
 	add("no-change call (2 scans)", snapMedian(os3), snapMedian(gs1), 0)
+
+	// A file-scoped call (a Write) on the tree, whose manifest the calls
+	// above saved: the pre-image, the write, the post-image and the
+	// manifest update of that one path. git: the same write, then add of
+	// that path and a commit.
+	var os4, gs4 []time.Duration
+	for i := 0; i < reps; i++ {
+		line := fmt.Sprintf("// write %d\n", i)
+		appendLine := func(root string) error {
+			f, err := os.OpenFile(filepath.Join(root, target), os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				return err
+			}
+			_, err = f.WriteString(line)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			return err
+		}
+		settle()
+		start := time.Now()
+		c, err := st.Begin(ctx, snapshot.CallInfo{Tool: "Write", Summary: target}, snapshot.File(target))
+		if err != nil {
+			return nil, info, err
+		}
+		if err := appendLine(ours); err != nil {
+			return nil, info, err
+		}
+		e, err := c.Finish(ctx)
+		if err != nil {
+			return nil, info, err
+		}
+		os4 = append(os4, time.Since(start))
+		if len(e.Changes) != 1 {
+			return nil, info, fmt.Errorf("file-scoped call recorded %d changes", len(e.Changes))
+		}
+		settle()
+		start = time.Now()
+		if err := appendLine(theirs); err != nil {
+			return nil, info, err
+		}
+		if _, err := git("add", "--", target); err != nil {
+			return nil, info, err
+		}
+		if _, err := git("commit", "-q", "-m", "write"); err != nil {
+			return nil, info, err
+		}
+		gs4 = append(gs4, time.Since(start))
+	}
+	add("file-scoped call", snapMedian(os4), snapMedian(gs4), 0)
 
 	// Whole-tree restore after deleting everything (the deletion is a
 	// journaled call; the rollback to just before it is timed).
