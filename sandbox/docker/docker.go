@@ -7,6 +7,9 @@
 // sandbox/initproc). Run hands one request to a warm container over its
 // already-attached stream, reads framed output and the exit status back,
 // then removes the container in the background while the pool refills.
+// WriteFile hands a write request the same way; init writes the file
+// itself (no process starts), and since nothing of the agent's ran there
+// the container goes back to the pool for the next request (write.go).
 //
 // Every container gets: no network; a read-only root; a private /tmp
 // tmpfs with a size cap (HOME lives there); all capabilities dropped;
