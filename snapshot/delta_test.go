@@ -337,9 +337,7 @@ func TestDeltaMatchesWholeSave(t *testing.T) {
 			ctx := context.Background()
 			ws, state := t.TempDir(), t.TempDir()
 			m := &deltaModel{t: t, r: rand.New(rand.NewPCG(seed, 7)), model: map[string]*ientry{}, pool: deltaEntries()[:3]}
-			for _, p := range []string{"a", "b", "c/d", "c/e\n", "f"} {
-				m.paths = append(m.paths, p)
-			}
+			m.paths = append(m.paths, "a", "b", "c/d", "c/e\n", "f")
 			for range 2 {
 				st, err := Open(ctx, state, ws)
 				if err != nil {
