@@ -128,17 +128,22 @@ const MaxString = 2000
 // is masked to its end.
 const maskWindow = 64 << 10
 
+// window cuts s to maskWindow bytes (at a UTF-8 boundary) and says how
+// many it cut off.
+func window(s string) (string, int) {
+	if len(s) <= maskWindow {
+		return s, 0
+	}
+	cut := maskWindow
+	for cut > 0 && (s[cut]&0xC0) == 0x80 {
+		cut--
+	}
+	return s[:cut], len(s) - cut
+}
+
 // MaskString masks secret-looking parts of s and shortens it.
 func MaskString(s string) string {
-	omittedBeyond := 0
-	if len(s) > maskWindow {
-		cut := maskWindow
-		for cut > 0 && (s[cut]&0xC0) == 0x80 {
-			cut--
-		}
-		omittedBeyond = len(s) - cut
-		s = s[:cut]
-	}
+	s, omittedBeyond := window(s)
 	// Each regexp runs only when its literal is in the text as it is
 	// now: a replacement invalidates the folded copy.
 	var folded string

@@ -13,15 +13,7 @@ import (
 // every string. The prefiltered MaskString must agree with it on every
 // input.
 func maskStringRef(s string) string {
-	omittedBeyond := 0
-	if len(s) > maskWindow {
-		cut := maskWindow
-		for cut > 0 && (s[cut]&0xC0) == 0x80 {
-			cut--
-		}
-		omittedBeyond = len(s) - cut
-		s = s[:cut]
-	}
+	s, omittedBeyond := window(s)
 	for _, f := range secretValues {
 		s = f.re.ReplaceAllString(s, Mask)
 	}
