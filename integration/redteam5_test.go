@@ -495,3 +495,57 @@ func TestRedteam5CancelRacesStatus(t *testing.T) {
 		t.Fatal("the cancel never came after the give-back: the attack did not happen")
 	}
 }
+
+// TestRedteam5StaleViewAfterReuse: a given-back container has walked the
+// directories of its earlier writes. Under gVisor the Sentry caches what
+// it walked; were that view stale, a later write in the same container
+// would follow a directory that has since moved (here, by a command in
+// another container: simulated on the host) into what is now a protected
+// path deeper than the root (p/.cargo, which no read-only mount covers
+// and the host-side matcher judges by the path the write names). The
+// write must land where its path names now, never in the moved
+// directory.
+func TestRedteam5StaleViewAfterReuse(t *testing.T) {
+	r, ws := newRunner(t, "", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	rt5Settled(t, r)
+	own := func(p string) {
+		t.Helper()
+		must(t, os.Lchown(filepath.Join(ws, p), wsUID, wsGID))
+	}
+	for i := range 5 { // the container walks d
+		if err := rt5Write(ctx, r, filepath.Join(ws, "d", "a"+strconv.Itoa(i)), []byte("a")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(t, os.Mkdir(filepath.Join(ws, "p"), 0o755))
+	own("p")
+	must(t, os.Rename(filepath.Join(ws, "d"), filepath.Join(ws, "p", ".cargo")))
+	must(t, os.Mkdir(filepath.Join(ws, "d"), 0o755))
+	own("d")
+	err := rt5Write(ctx, r, filepath.Join(ws, "d", "config.toml"), []byte("[build]\nrustc-wrapper = \"/tmp/x\"\n"))
+	if _, serr := os.Lstat(filepath.Join(ws, "p", ".cargo", "config.toml")); serr == nil {
+		t.Fatalf("a write to d/config.toml landed in p/.cargo/config.toml (a stale view of d in the reused container); write err %v", err)
+	}
+	if err != nil {
+		t.Fatalf("write to the new d: %v", err)
+	}
+	if _, serr := os.Lstat(filepath.Join(ws, "d", "config.toml")); serr != nil {
+		t.Fatalf("the write did not land in the new d: %v", serr)
+	}
+	// And a symlink where the walked directory was.
+	must(t, os.Rename(filepath.Join(ws, "d"), filepath.Join(ws, "d2")))
+	must(t, os.Symlink("p/.cargo", filepath.Join(ws, "d")))
+	own("d")
+	if err := rt5Write(ctx, r, filepath.Join(ws, "d", "x.toml"), []byte("x")); err == nil {
+		t.Error("a write through a symlink that replaced a walked directory succeeded")
+	}
+	for _, p := range []string{"p/.cargo/x.toml", "d2/x.toml"} {
+		if _, serr := os.Lstat(filepath.Join(ws, p)); serr == nil {
+			t.Errorf("a write to d/x.toml landed in %s", p)
+		}
+	}
+	rt5Check(t, r, "after writes in a changed tree")
+	rt5Settled(t, r)
+}
