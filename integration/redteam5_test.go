@@ -549,3 +549,46 @@ func TestRedteam5StaleViewAfterReuse(t *testing.T) {
 	rt5Check(t, r, "after writes in a changed tree")
 	rt5Settled(t, r)
 }
+
+// TestRedteam5DaemonNeverServesAgain: a command leaves a daemon behind
+// that rewrites every file named w* in the workspace. Were its
+// container ever given back (or the daemon left alive), the writes that
+// follow would be overwritten by it; each must keep its content, and
+// the command's container must be gone.
+func TestRedteam5DaemonNeverServesAgain(t *testing.T) {
+	r, ws := newRunner(t, "", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	rt5Settled(t, r)
+	res, err := runIn(t, r, sandbox.Spec{Shell: "setsid sh -c 'while :; do for f in w*; do [ -f \"$f\" ] && echo pwned > \"$f\"; done; sleep 0.01; done' </dev/null >/dev/null 2>&1 & sleep 0.2; exit 0", Timeout: time.Minute})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("daemon command: %v %+v", err, res)
+	}
+	for i := range 20 {
+		if err := rt5Write(ctx, r, filepath.Join(ws, "w"+strconv.Itoa(i)), []byte("ok")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(time.Second)
+	for i := range 20 {
+		if b, _ := os.ReadFile(filepath.Join(ws, "w"+strconv.Itoa(i))); string(b) != "ok" {
+			t.Fatalf("w%d holds %q: the command's daemon outlived its call", i, b)
+		}
+	}
+	gone := false
+	for range 100 {
+		if _, ok := rt5Containers(t, r)[res.ContainerID]; !ok {
+			gone = true
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !gone {
+		t.Errorf("the daemon command's container %.12s still exists", res.ContainerID)
+	}
+	c := rt5Check(t, r, "after a daemon command")
+	if c.ContainerID == res.ContainerID {
+		t.Fatalf("a command ran in %.12s, where an earlier command ran", c.ContainerID)
+	}
+	rt5Settled(t, r)
+}
