@@ -306,7 +306,7 @@ func TestRedteam5PlantedSpecialFiles(t *testing.T) {
 	// A reader in its own container, blocked on the FIFO.
 	read := make(chan sandbox.Result, 1)
 	go func() {
-		res, _ := runIn(t, r, sandbox.Spec{Shell: "busybox timeout 8 cat fifo; echo read-done", Timeout: time.Minute})
+		res, _ := runIn(t, r, sandbox.Spec{Shell: "busybox timeout 4 cat fifo; echo read-done", Timeout: time.Minute})
 		read <- res
 	}()
 	time.Sleep(time.Second)
@@ -449,7 +449,7 @@ echo done`
 func TestRedteam5CancelRacesStatus(t *testing.T) {
 	r, ws := newRunner(t, "", nil)
 	late := 0
-	deadline := time.Now().Add(40 * time.Second)
+	deadline := time.Now().Add(15 * time.Second)
 	for i := 0; i < 400 && time.Now().Before(deadline); i++ {
 		rt5Settled(t, r)
 		ctx, cancel := context.WithCancel(context.Background())
