@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
@@ -241,7 +242,22 @@ func (r *Runner) remove(id string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		ph := phaseClock{t: time.Now()}
-		if err := r.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true}); err != nil {
+		// Podman refuses a forced removal of a container whose init is
+		// exiting at that moment ("could not be stopped: container state
+		// improper"); once it has stopped, the removal works. Without a
+		// retry the container would stay until Close.
+		var err error
+		for delay := 50 * time.Millisecond; ; delay *= 2 {
+			err = r.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true})
+			if err == nil || cerrdefs.IsNotFound(err) || delay > 2*time.Second {
+				break
+			}
+			select {
+			case <-time.After(delay):
+			case <-ctx.Done():
+			}
+		}
+		if err != nil {
 			r.log.Warn("removing container", "container", shortID(id), "err", err)
 			return
 		}

@@ -201,11 +201,17 @@ func (r *Runner) runOnce(ctx context.Context, x exchange, frame []byte, stream b
 		StdoutDropped: out.Dropped(), StderrDropped: errb.Dropped(),
 		Cwd: x.workdir, Duration: time.Since(start), ContainerID: w.id,
 	}
-	timer.Stop()
+	// Neither the timeout nor the caller's cancel may kill the container
+	// (or set its read deadline) once it is given back to serve another
+	// request: both are stopped first, and a container one of them has
+	// already fired for (even if its kill is still on its way, so that
+	// killed is not set yet) is not given back.
+	quiet := timer.Stop()
+	quiet = stopCtx() && quiet
 	switch {
 	case st != nil: // completed, even if a kill raced with the end
 		r.log.Debug("ran", "container", shortID(w.id), "total", res.Duration, "in_init", time.Duration(st.InitMicros)*time.Microsecond)
-		if st.Reusable && x.reusable && !killed.Load() {
+		if st.Reusable && x.reusable && quiet && !killed.Load() {
 			// Init read the content to its end before it answered: the
 			// sender is done, and nothing of this request is left on the
 			// stream for the next one.
