@@ -395,7 +395,7 @@ type lazyCommit struct {
 // flushLater hands a lazily committed call to the flusher, a background
 // goroutine that makes its entry and what the entry depends on durable
 // (all the calls waiting at that moment at once: concurrent fsyncs share
-// the disk's journal commits), fsyncs the journal directory and only then
+// the disk's journal commits), with the journal directory, and only then
 // removes the calls' pending records. If a flush fails the records stay,
 // and the next lock's recovery completes them (recover).
 func (s *Store) flushLater(lc lazyCommit) {
@@ -428,13 +428,11 @@ func (s *Store) flushLoop(idle chan struct{}) {
 			files = append(files, lc.entry)
 			files = append(files, lc.deps...)
 		}
+		// fsyncAll syncs each file's directory too: the journal
+		// directory, which makes the entries' names durable.
 		if err := fsyncAll(files); err != nil {
 			s.opts.log.Warn("snapshot: making journal entries durable; recovery completes them at the next lock", "err", err)
 			s.dirty.Store(true)
-			continue
-		}
-		if err := syncDir(s.path("journal")); err != nil {
-			s.opts.log.Warn("snapshot: syncing the journal; recovery completes its entries at the next lock", "err", err)
 			continue
 		}
 		for _, lc := range batch {
