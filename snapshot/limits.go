@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -210,10 +211,32 @@ func (s *Store) readUsage() (usageRec, bool) {
 	return u, true
 }
 
+// usageSize is the usage file's fixed size: the record, padded with
+// spaces (JSON's trailing white space), fits it.
+const usageSize = 64
+
 func (s *Store) writeUsage(u usageRec) {
+	// Not durable: after a crash it is recounted (recover drops it). It is
+	// rewritten in place, one write of a fixed size, under the lock: a
+	// rename of a new file on every call cost ~0.35 ms here (ext4 starts
+	// writing a file renamed over another back at once).
 	data, _ := json.Marshal(u)
-	// Not durable: after a crash it is recounted (recover drops it).
-	if err := writeFileRename(s.path("usage"), data, 0o600, false); err != nil {
+	if len(data) < usageSize {
+		data = append(data, bytes.Repeat([]byte{' '}, usageSize-len(data))...)
+	}
+	err := func() error {
+		f, err := os.OpenFile(s.path("usage"), os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if _, err := f.WriteAt(data, 0); err != nil {
+			return err
+		}
+		return f.Truncate(int64(len(data)))
+	}()
+	if err != nil {
+		os.Remove(s.path("usage")) // unknown: recounted when next needed
 		s.opts.log.Warn("snapshot: saving the store's size", "err", err)
 	}
 }
@@ -221,15 +244,22 @@ func (s *Store) writeUsage(u usageRec) {
 // flushUsage adds the blobs written since the last flush to the running
 // size. Under the lock.
 func (s *Store) flushUsage() {
-	n := s.added.Swap(0)
-	if n == 0 {
-		return
+	if s.added.Load() != 0 {
+		s.usageNow()
 	}
-	if u, ok := s.readUsage(); ok {
+}
+
+// usageNow is flushUsage returning the running size, ok false when it is
+// unknown. Under the lock.
+func (s *Store) usageNow() (usageRec, bool) {
+	n := s.added.Swap(0)
+	u, ok := s.readUsage()
+	if ok && n != 0 {
 		u.Bytes += n
 		s.writeUsage(u)
 	}
 	// Unknown: counted from scratch when next needed.
+	return u, ok
 }
 
 // countUsage walks the objects (once, when the running size is unknown).
@@ -254,8 +284,7 @@ func (s *Store) maybeGC(ctx context.Context) {
 	if limit <= 0 {
 		return
 	}
-	s.flushUsage()
-	u, ok := s.readUsage()
+	u, ok := s.usageNow()
 	if !ok {
 		n, err := s.countUsage()
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -122,6 +123,54 @@ func TestAutoGC(t *testing.T) {
 				t.Fatalf("store holds %d bytes, gc kept %d", got, stats.BytesKept)
 			}
 		})
+	}
+}
+
+// TestAutoGCSharedUsage: two stores on one directory (two processes)
+// keep one running size: it stays exact as each adds blobs, GC keeps the
+// store under the limit whichever of them passes it, and a usage file
+// that cannot be read (longer than the fixed record, garbage) is
+// recounted, not trusted.
+func TestAutoGCSharedUsage(t *testing.T) {
+	const limit = 4 * mib
+	opt := snapshot.WithAutoGC(snapshot.GCPolicy{MaxBytes: limit})
+	ws, a := openWS(t, opt)
+	b, err := snapshot.Open(context.Background(), filepath.Dir(a.Dir()), ws, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	usage := func() int64 {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join(a.Dir(), "usage"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var u struct{ Bytes int64 }
+		if err := json.Unmarshal(data, &u); err != nil {
+			t.Fatalf("usage file %q: %v", data, err)
+		}
+		return u.Bytes
+	}
+	var peak int64
+	for i := range 10 {
+		st := []*snapshot.Store{a, b}[i%2]
+		if i == 5 {
+			// Longer than the record, and not JSON: recounted.
+			os.WriteFile(filepath.Join(a.Dir(), "usage"), []byte(strings.Repeat("9", 100)), 0o600)
+		}
+		if _, err := rewrite(t, st, ws, "big.bin", randomBytes(t, mib/2)); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := usage(), storeBytes(t, a); got != want {
+			t.Fatalf("call %d: the running size is %d, the store holds %d", i, got, want)
+		}
+		peak = max(peak, storeBytes(t, a))
+	}
+	if peak > limit {
+		t.Fatalf("store reached %d bytes, over the %d limit", peak, limit)
+	}
+	if list, _ := a.List(context.Background(), 0); len(list) >= 10 {
+		t.Fatalf("%d entries kept: nothing was collected", len(list))
 	}
 }
 
