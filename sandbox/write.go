@@ -41,6 +41,14 @@ type FileWrite struct {
 	// runner's own check (a person or an explicit rule approved it). The
 	// kernel still refuses a path on a read-only mount.
 	ApprovedProtected bool
+	// Gate, when set, is waited for before the file (or any directory it
+	// needs) becomes visible in the workspace, and the write is withdrawn
+	// if it fails: the snapshot's record of the call must reach the disk
+	// first. A runner may stage the content meanwhile (the Docker
+	// backend's init writes and fsyncs its temporary file); one that
+	// cannot must call Gate before it writes anything. It is called at
+	// most once per attempt and may be called again.
+	Gate func() error
 }
 
 // WriteError is a write the sandbox refused or that failed. Errors.Is

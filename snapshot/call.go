@@ -34,6 +34,41 @@ type Call struct {
 	shell   *Detached
 	done    bool
 	keep    KeepFunc // SetKeep
+	// durable is closed once the pending record is on the disk (at once
+	// unless the scope is Staged); durErr is why it could not be.
+	durable chan struct{}
+	durErr  error
+	staged  bool
+}
+
+// closedChan is a durable channel that is done already.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// Durable waits until the call's pending record is on the disk: only then
+// may a Staged call's change become visible. It is immediate for a call
+// that is not Staged. An error means the change must not be made.
+func (c *Call) Durable(ctx context.Context) error {
+	if c.durable == nil {
+		return nil
+	}
+	select {
+	case <-c.durable:
+		return c.durErr
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// Staged reports whether Begin returned before the pending record was on
+// the disk (Scope.Staged, and the file's parent directory exists): the
+// caller must wait for Durable before its change becomes visible.
+func (c *Call) Staged() bool { return c.staged }
+
+// settle waits for the pending record's fsync, whatever it gives.
+func (c *Call) settle() {
+	if c.durable != nil {
+		<-c.durable
+	}
 }
 
 // pendingRec is the durable record of work in progress; recovery reads it
@@ -176,7 +211,7 @@ func (s *Store) Begin(ctx context.Context, info CallInfo, scope Scope) (*Call, e
 		unlock()
 		return fail(err)
 	}
-	c, err := s.begin(ctx, info, rel)
+	c, err := s.begin(ctx, info, rel, scope.Staged)
 	done()
 	if err != nil {
 		unlock()
@@ -186,7 +221,7 @@ func (s *Store) Begin(ctx context.Context, info CallInfo, scope Scope) (*Call, e
 	return c, nil
 }
 
-func (s *Store) begin(ctx context.Context, info CallInfo, rel string) (*Call, error) {
+func (s *Store) begin(ctx context.Context, info CallInfo, rel string, staged bool) (*Call, error) {
 	id, err := s.nextID()
 	if err != nil {
 		return nil, err
@@ -260,6 +295,26 @@ func (s *Store) begin(ctx context.Context, info CallInfo, rel string) (*Call, er
 	if err := s.syncStore(); err != nil {
 		return fail(err)
 	}
+	if staged && len(c.paths) == 1 {
+		// Only when the parent exists: a directory the call creates would
+		// be visible before its contents (see initproc.WriteGated).
+		data, err := json.Marshal(&c.rec)
+		if err != nil {
+			return fail(err)
+		}
+		name := s.path("pending", c.rec.ID+".json")
+		if err := writeFileRename(name, data, 0o600, false); err != nil {
+			return fail(fmt.Errorf("snapshot: %w", err))
+		}
+		c.durable, c.staged = make(chan struct{}), true
+		go func() {
+			defer close(c.durable)
+			s.hook("staged-sync")
+			c.durErr = syncNew(name)
+		}()
+		s.hook("begin-done")
+		return c, nil
+	}
 	if err := s.writePending(&c.rec); err != nil {
 		return fail(err)
 	}
@@ -316,6 +371,8 @@ func (c *Call) Finish(ctx context.Context) (Entry, error) {
 		return e, nil
 	}
 	defer c.unlock()
+	// The record must be on the disk before the entry replaces it.
+	c.settle()
 	e, err := c.s.finishCall(ctx, &c.rec, c.pre, false, c.keep)
 	if err == nil {
 		c.s.maybeGC(ctx)
@@ -421,6 +478,7 @@ func (c *Call) Abort(ctx context.Context) error {
 		return c.shell.Abort(ctx)
 	}
 	defer c.unlock()
+	c.settle()
 	return c.s.removePending(c.rec.ID)
 }
 

@@ -114,10 +114,16 @@
 //     is removed. A crash (SIGKILL or power loss) at any moment leaves
 //     either no entry or a complete one whose blobs are all there.
 //   - A call's pending record (what recovery completes) is durable before
-//     Begin returns, so before the tool changes anything: a new record is
-//     renamed into place complete, then it and its directory are fsynced
-//     together. Only a power loss before those fsyncs end can leave it
-//     partial, and then its call had not started; recovery discards it.
+//     the tool changes anything: a new record is renamed into place
+//     complete, then it and its directory are fsynced together. Begin
+//     waits for that, except for a Staged single-file call (Scope.Staged),
+//     whose caller stages the change (the sandbox's init writes and
+//     fsyncs a temporary file) while the fsyncs run and makes it visible
+//     only once Call.Durable returned nil; Finish and Abort wait for them
+//     too. A call that would create a missing parent directory is never
+//     Staged. Only a power loss before those fsyncs end can leave the
+//     record partial or missing, and then nothing of its call was visible;
+//     recovery discards it.
 //   - A call interrupted by a crash is found the next time the store is
 //     locked (for a whole-workspace call: while no shell command runs):
 //     its changeset is computed then and journaled with Interrupted set; an interrupted undo or rollback is re-applied (it is

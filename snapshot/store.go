@@ -585,12 +585,17 @@ func writeFileNew(name string, data []byte, perm os.FileMode) error {
 	if _, err := os.Lstat(name); err == nil {
 		return writeFileAtomic(name, data, perm)
 	}
-	dir := filepath.Dir(name)
 	if err := writeFileRename(name, data, perm, false); err != nil {
 		return err
 	}
+	return syncNew(name)
+}
+
+// syncNew makes a file just renamed into place durable: its content and
+// its name, the two fsyncs sharing one wait for the disk.
+func syncNew(name string) error {
 	dirErr := make(chan error, 1)
-	go func() { dirErr <- syncDir(dir) }()
+	go func() { dirErr <- syncDir(filepath.Dir(name)) }()
 	err := fsyncPath(name)
 	if derr := <-dirErr; err == nil {
 		err = derr

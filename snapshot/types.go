@@ -207,6 +207,12 @@ type Scope struct {
 	// Path is empty for the whole workspace, else a workspace-relative
 	// slash path (or an absolute path inside the workspace).
 	Path string
+	// Staged (a single file only) says the caller makes its change
+	// visible only once Call.Durable returned nil, as a sandbox write
+	// behind a gate does (sandbox.FileWrite.Gate): Begin then returns
+	// before the call's pending record is on the disk, and the caller's
+	// own work overlaps that wait.
+	Staged bool
 }
 
 // Whole is the scope of a shell command: the whole workspace is scanned

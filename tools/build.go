@@ -103,6 +103,11 @@ func WithScope[P any](f func(*P) Scope) BuildOption {
 	}
 }
 
+// WritesOnlyFiles says the tool changes the workspace only with
+// Env.WriteFile (it implements SandboxWriter): its snapshot may be begun
+// Staged, its writes waiting for the snapshot's gate in the sandbox.
+func WritesOnlyFiles() BuildOption { return func(b *built) { b.onlyFiles = true } }
+
 // TracksReads makes the tool take part in read-before-write.
 func TracksReads(t ReadTracking) BuildOption { return func(b *built) { b.tracking = t } }
 
@@ -126,6 +131,7 @@ type built struct {
 	readOnly, concurrent, destructive func(any) bool
 	scope                             func(any) Scope
 	tracking                          ReadTracking
+	onlyFiles                         bool
 }
 
 func (b *built) Name() string               { return b.name }
@@ -138,6 +144,7 @@ func (b *built) ReadOnly(p any) bool        { return b.readOnly != nil && b.read
 func (b *built) ConcurrencySafe(p any) bool { return b.concurrent != nil && b.concurrent(p) }
 func (b *built) Destructive(p any) bool     { return b.destructive != nil && b.destructive(p) }
 func (b *built) ReadTracking() ReadTracking { return b.tracking }
+func (b *built) WritesOnlyFiles() bool      { return b.onlyFiles }
 func (b *built) Run(ctx context.Context, env *Env, p any) (Result, error) {
 	return b.run(ctx, env, p)
 }

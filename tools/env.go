@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -118,6 +119,53 @@ func (s readOnlySandbox) WriteFile(ctx context.Context, req WriteRequest) error 
 	return Errorf(ErrInternal, "this call was judged read-only, so it cannot write %s", req.Path)
 }
 
+// gatedSandbox is the Sandbox of a call whose snapshot was begun Staged:
+// its writes wait in the sandbox for the gate (WriteRequest.Gate); a
+// command, which cannot be staged, waits before it starts.
+type gatedSandbox struct {
+	Sandbox
+	gate func(context.Context) error
+}
+
+func (s gatedSandbox) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) {
+	if err := s.gate(ctx); err != nil {
+		return ExecResult{}, gateError(err)
+	}
+	return s.Sandbox.Exec(ctx, req)
+}
+
+func (s gatedSandbox) WriteFile(ctx context.Context, req WriteRequest) error {
+	req.Gate = func() error { return s.gate(ctx) }
+	err := s.Sandbox.WriteFile(ctx, req)
+	if err != nil {
+		// A write withdrawn because the gate failed says so.
+		if gerr := s.gate(ctx); gerr != nil {
+			return gateError(gerr)
+		}
+	}
+	return err
+}
+
+// gatedJobs starts a Staged call's background jobs once its gate opened.
+type gatedJobs struct {
+	Jobs
+	gate func(context.Context) error
+}
+
+func (j gatedJobs) Start(ctx context.Context, req ExecRequest) (string, error) {
+	if err := j.gate(ctx); err != nil {
+		return "", gateError(err)
+	}
+	return j.Jobs.Start(ctx, req)
+}
+
+func gateError(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return Errorf(ErrTimeout, "the call was cancelled before its snapshot was on the disk; nothing was changed")
+	}
+	return Errorf(ErrInternal, "agentbox could not make this call's snapshot durable, so it changed nothing: %v", err)
+}
+
 // readOnlyJobs starts the background commands of a read-only call with
 // the workspace mounted read-only.
 type readOnlyJobs struct{ Jobs }
@@ -166,6 +214,11 @@ type WriteRequest struct {
 	// ApprovedProtected: the call was approved to change this protected
 	// path (ProtectStage).
 	ApprovedProtected bool
+	// Gate, when set, must return nil before the file (or a directory it
+	// needs) becomes visible; if it fails nothing is written. A sandbox
+	// may stage the content meanwhile; one that cannot calls it first
+	// (see sandbox.FileWrite.Gate).
+	Gate func() error
 }
 
 // JobStatus is a background job's state and the output not yet read.

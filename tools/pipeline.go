@@ -70,6 +70,9 @@ type Call struct {
 	// protectedWrites records what the call's tool wrote to approved
 	// protected paths (Env.WriteFile): only that content is kept.
 	protectedWrites *writtenSet
+	// gate is the Staged snapshot's gate (StagedSnapshot), nil when the
+	// snapshot was durable before the tool ran.
+	gate func(context.Context) error
 }
 
 // Decision is how the permission stages decided.
@@ -197,6 +200,27 @@ type SnapshotInfo struct {
 	// protected paths to keep; the rest are reverted before the entry is
 	// journaled. Nil reverts them all.
 	Keep func(ctx context.Context, changes []ProtectedChange) (keep []string)
+	// Staged: the tool changes the workspace only through the sandbox's
+	// WriteFile (it implements SandboxWriter), which waits for the
+	// snapshot's gate (StagedSnapshot) before the change is visible, so
+	// the snapshot may return before its record is on the disk.
+	Staged bool
+}
+
+// StagedSnapshot is implemented by a SnapshotCall begun Staged. Gate
+// returns what must succeed before the call's change becomes visible
+// (the snapshot's record reaching the disk), nil when nothing need be
+// waited for.
+type StagedSnapshot interface {
+	Gate() func(context.Context) error
+}
+
+// SandboxWriter marks tools whose only changes to the workspace are
+// Env.WriteFile calls (no command, no background job): their snapshot is
+// begun Staged and their writes wait for its gate in the sandbox, the
+// content being staged meanwhile.
+type SandboxWriter interface {
+	WritesOnlyFiles() bool
 }
 
 // SnapshotCall is one begun snapshot.
@@ -343,6 +367,16 @@ func (p *Pipeline) newEnv(c *Call) *Env {
 	}
 	if p.opts.Jobs != nil {
 		env.Jobs = callJobs{p.opts.Jobs, c}
+	}
+	if c.gate != nil {
+		// Nothing of the call's may become visible before the gate opens:
+		// writes wait for it in the sandbox; anything else waits first.
+		if env.Sandbox != nil {
+			env.Sandbox = gatedSandbox{env.Sandbox, c.gate}
+		}
+		if env.Jobs != nil {
+			env.Jobs = gatedJobs{env.Jobs, c.gate}
+		}
 	}
 	if c.Tool != nil && ScopeOf(c).Kind == ScopeNone {
 		// Nothing is snapshotted for this call, so nothing it runs may

@@ -33,6 +33,9 @@ func SnapshotStage(store Snapshotter, ap Approver) Stage {
 				return next(ctx, c)
 			}
 			info := SnapshotInfo{CallID: c.ID, Session: c.Session.ID, Tool: c.Tool.Name(), Summary: Summarize(c), Keep: keepFor(c, ap)}
+			if w, ok := c.Tool.(SandboxWriter); ok {
+				info.Staged = w.WritesOnlyFiles() && sc.Kind == ScopeFiles
+			}
 			var snap SnapshotCall
 			var err error
 			ds, detached := store.(DetachedSnapshotter)
@@ -52,6 +55,9 @@ func SnapshotStage(store Snapshotter, ap Approver) Stage {
 			}
 			if detached {
 				c.Detached = &DetachedSnapshot{call: snap}
+			}
+			if g, ok := snap.(StagedSnapshot); ok && info.Staged {
+				c.gate = g.Gate()
 			}
 			res := next(ctx, c)
 			if c.Detached.Taken() {

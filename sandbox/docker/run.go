@@ -76,6 +76,9 @@ type exchange struct {
 	// reusable: the request runs nothing of the agent's (a write), so the
 	// container may serve the next request when init says it can.
 	reusable bool
+	// gate, for a gated write, is waited for once the content is sent:
+	// its outcome goes to init as the Commit frame.
+	gate func() error
 }
 
 // exchange runs req in a warm container, retrying in another one when a
@@ -125,7 +128,20 @@ func (r *Runner) runOnce(ctx context.Context, x exchange, frame []byte, stream b
 	if stream {
 		// Sent while the output is read, so that neither side waits on
 		// the other; closing the stream (below) ends it early.
-		go func() { sent <- initproc.WriteData(w.conn, x.data) }()
+		go func() {
+			err := initproc.WriteData(w.conn, x.data)
+			if err == nil && x.gate != nil {
+				var why []byte
+				if gerr := x.gate(); gerr != nil {
+					why = []byte(gerr.Error())
+					if len(why) == 0 {
+						why = []byte("the gate failed")
+					}
+				}
+				err = initproc.WriteFrame(w.conn, initproc.Commit, why)
+			}
+			sent <- err
+		}()
 	} else {
 		sent <- nil
 	}

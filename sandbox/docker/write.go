@@ -20,6 +20,13 @@ import (
 // serves the next request (a write, or a command) instead of being
 // replaced: writes cost no container start.
 //
+// With w.Gate set the write is gated (initproc.WriteReq.Gated): init
+// writes and fsyncs its temporary file while the Runner waits for the
+// gate, then the Runner sends the outcome as a Commit frame and init
+// renames the file into place only if it commits. Init creates no
+// directory before that: a write that needs one is answered Ungate and
+// sent again, ungated, once the gate opened.
+//
 // Before handing it over, the Runner checks the path with the protection
 // matcher (config.Protection): a protected path is refused with
 // sandbox.ErrProtected unless w.ApprovedProtected is set. The check is on
@@ -61,7 +68,15 @@ func (r *Runner) WriteFile(ctx context.Context, w sandbox.FileWrite) error {
 	if !utf8.ValidString(rel) {
 		req.Write.RelBytes = []byte(rel)
 	}
-	res, st, err := r.exchange(ctx, req, exchange{data: w.Content, timeout: timeout, limit: 4096, workdir: r.workspace, reusable: true})
+	req.Write.Gated = w.Gate != nil
+	res, st, err := r.exchange(ctx, req, exchange{data: w.Content, timeout: timeout, limit: 4096, workdir: r.workspace, reusable: true, gate: w.Gate})
+	if err == nil && st != nil && st.Ungate {
+		// A parent directory is missing: init creates none before the
+		// gate opens, and by then the content had gone. The gate is open
+		// now (init read its Commit): send the write again, ungated.
+		req.Write.Gated = false
+		res, st, err = r.exchange(ctx, req, exchange{data: w.Content, timeout: timeout, limit: 4096, workdir: r.workspace, reusable: true})
+	}
 	if err != nil {
 		return err
 	}

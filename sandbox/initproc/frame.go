@@ -31,7 +31,9 @@
 // see write.go) without starting any process. Bulk input — a command's
 // stdin, a file's content — follows the request as Data frames of at most
 // DataChunk bytes, ended by an empty Data frame, so that no frame grows
-// with the input.
+// with the input. A gated write's content is followed by one Commit
+// frame: the executor's word that the file may become visible (see
+// WriteGated).
 package initproc
 
 import (
@@ -58,6 +60,10 @@ const (
 	Exit    Type = 'X' // init → executor: final status; last frame
 	Fatal   Type = 'F' // init → executor: init itself failed (text)
 	Data    Type = 'D' // executor → init: a chunk of stdin or file content; empty = end
+	// Commit follows a gated write's content (WriteReq.Gated): an empty
+	// payload lets init make the file visible, a non-empty one (the
+	// reason) withdraws the write.
+	Commit Type = 'C' // executor → init
 )
 
 // MaxPayload bounds a frame.
@@ -98,7 +104,7 @@ func ReadFrame(r io.Reader) (Type, []byte, error) {
 	}
 	t := Type(h[0])
 	switch t {
-	case Ready, Request, Started, Stdout, Stderr, Exit, Fatal, Data:
+	case Ready, Request, Started, Stdout, Stderr, Exit, Fatal, Data, Commit:
 	default:
 		return 0, nil, fmt.Errorf("%w: unknown type %#x", ErrFrame, h[0])
 	}
@@ -156,7 +162,7 @@ type ReadyInfo struct {
 }
 
 // Proto is the protocol version; bump on incompatible changes.
-const Proto = 5
+const Proto = 6
 
 // KeyLen is the length of Req.Key.
 const KeyLen = 32
@@ -240,6 +246,11 @@ type Status struct {
 	// after a write (no process of the agent's ran in it) whose content
 	// stream was read to its end.
 	Reusable bool `json:"reusable,omitempty"`
+	// Ungate says a gated write wrote nothing because a parent directory
+	// was missing: init creates directories only once the write may be
+	// visible, and the content had gone by then. The executor sends the
+	// write again, ungated (its gate has opened).
+	Ungate bool `json:"ungate,omitempty"`
 }
 
 // WriteData sends data as Data frames of at most DataChunk bytes, then the

@@ -133,10 +133,22 @@ func serve(p []byte, fw *frameWriter, bash bool, in io.Reader) (again bool, _ er
 	var st Status
 	if req.Write != nil {
 		content := &dataReader{r: in}
-		st = runWrite(*req.Write, content)
-		// A refused write may not have read its content: the rest is read
-		// and dropped, so that the next frame is the next request.
+		var gate func() error
+		g := &commitGate{in: in, content: content}
+		if req.Write.Gated {
+			gate = g.wait
+		}
+		st = runWrite(*req.Write, content, gate)
+		// A refused write may not have read its content (nor its Commit
+		// frame): the rest is read and dropped, so that the next frame is
+		// the next request.
 		_, err := io.Copy(io.Discard, content)
+		if req.Write.Gated {
+			g.wait()
+			if g.broken {
+				err = g.err
+			}
+		}
 		st.Reusable = err == nil
 	} else {
 		st = run(req, fw, bash, in)

@@ -37,6 +37,11 @@ type WriteReq struct {
 	// Size is the content's length; content of any other length is
 	// refused and nothing is written.
 	Size int64 `json:"size"`
+	// Gated: a Commit frame follows the content, and the file (or any
+	// directory) becomes visible only if it commits. The temporary file
+	// is written and fsynced meanwhile, so that the executor's own wait
+	// (the snapshot's pending record reaching the disk) overlaps it.
+	Gated bool `json:"gated,omitempty"`
 }
 
 // WriteError is a refused or failed write.
@@ -110,6 +115,19 @@ const tempPrefix = ".agentbox-write-"
 // Run inside the container, so that the container's mounts apply; unit
 // tests run it on the host.
 func Write(req WriteReq, content io.Reader) *WriteError {
+	return WriteGated(req, content, nil)
+}
+
+// errUngate marks a gated write that found a parent directory missing.
+const errUngate = "parent directory missing: the write is sent again, ungated"
+
+// WriteGated is Write for a gated request (WriteReq.Gated): gate, called
+// once the content is in the fsynced temporary file and before anything
+// becomes visible, reports whether the write may go ahead. A missing
+// parent directory, which must not be created before that, ends the
+// write with nothing written once gate is passed (Op "gate", for
+// Status.Ungate). A nil gate is Write.
+func WriteGated(req WriteReq, content io.Reader, gate func() error) *WriteError {
 	if req.RelBytes != nil {
 		req.Rel = string(req.RelBytes)
 	}
@@ -126,6 +144,12 @@ func Write(req WriteReq, content io.Reader) *WriteError {
 	for i, c := range comps[:len(comps)-1] {
 		rel := strings.Join(comps[:i+1], "/")
 		fd, err := openDir(dir, c)
+		if errors.Is(err, unix.ENOENT) && gate != nil {
+			if err := gate(); err != nil {
+				return &WriteError{Op: "commit", Path: req.Rel, Msg: err.Error()}
+			}
+			return &WriteError{Op: "gate", Path: rel, Msg: errUngate}
+		}
 		if errors.Is(err, unix.ENOENT) {
 			if err := unix.Mkdirat(dir, c, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
 				return writeErr("mkdir", rel, err)
@@ -188,6 +212,11 @@ func Write(req WriteReq, content io.Reader) *WriteError {
 	if err != nil {
 		return writeErr("close", req.Rel, err)
 	}
+	if gate != nil {
+		if err := gate(); err != nil {
+			return &WriteError{Op: "commit", Path: req.Rel, Msg: err.Error()}
+		}
+	}
 	if err := unix.Renameat(dir, tmp, dir, name); err != nil {
 		return writeErr("rename", req.Rel, err)
 	}
@@ -195,13 +224,13 @@ func Write(req WriteReq, content io.Reader) *WriteError {
 	return nil
 }
 
-// runWrite is Write as a request: its status.
-func runWrite(req WriteReq, content io.Reader) Status {
-	werr := Write(req, content)
+// runWrite is WriteGated as a request: its status.
+func runWrite(req WriteReq, content io.Reader, gate func() error) Status {
+	werr := WriteGated(req, content, gate)
 	if werr == nil {
 		return Status{}
 	}
-	st := Status{Code: 1, Error: werr.Error(), ErrPath: werr.Path}
+	st := Status{Code: 1, Error: werr.Error(), ErrPath: werr.Path, Ungate: werr.Op == "gate"}
 	if werr.Errno != 0 {
 		st.Errno = unix.ErrnoName(werr.Errno)
 	}
@@ -314,4 +343,40 @@ func copyContent(f *os.File, r io.Reader) (int64, error) {
 			return n, fmt.Errorf("%w: %v", errRead, err)
 		}
 	}
+}
+
+// commitGate reads the Commit frame that follows a gated write's content,
+// once.
+type commitGate struct {
+	in      io.Reader
+	content io.Reader
+	read    bool
+	err     error
+	// broken: the stream is out of step (no Commit frame where one
+	// belongs): the container serves no other request.
+	broken bool
+}
+
+// wait drains what is left of the content and reads the Commit frame: nil
+// when it commits, an error when it withdraws the write or the stream
+// fails.
+func (g *commitGate) wait() error {
+	if g.read {
+		return g.err
+	}
+	g.read = true
+	if _, err := io.Copy(io.Discard, g.content); err != nil {
+		g.err, g.broken = err, true
+		return g.err
+	}
+	t, p, err := ReadFrame(g.in)
+	switch {
+	case err != nil:
+		g.err, g.broken = err, true
+	case t != Commit:
+		g.err, g.broken = fmt.Errorf("%w: got %q, want commit", ErrFrame, t), true
+	case len(p) > 0:
+		g.err = fmt.Errorf("withdrawn by the executor: %s", p)
+	}
+	return g.err
 }

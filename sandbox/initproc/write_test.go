@@ -177,7 +177,7 @@ func TestWriteFileSizeLimit(t *testing.T) {
 			t.Fatal(err)
 		}
 		content := make([]byte, 2<<20)
-		st := runWrite(WriteReq{Root: ws, Rel: "big", Size: int64(len(content)), Mode: 0o644}, bytes.NewReader(content))
+		st := runWrite(WriteReq{Root: ws, Rel: "big", Size: int64(len(content)), Mode: 0o644}, bytes.NewReader(content), nil)
 		json.NewEncoder(os.Stdout).Encode(st)
 		return
 	}
@@ -342,5 +342,176 @@ func TestMainCommandEndsService(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(tr.ws, "after")); !os.IsNotExist(err) {
 		t.Fatalf("a request after a command was served: %v", err)
+	}
+}
+
+// TestWriteGated: a gated write makes nothing visible (neither the file
+// nor a directory) before its gate passes; a failed gate leaves the
+// workspace as it was, temporary file included; a missing parent ends it
+// with nothing created, for the executor to send it again ungated.
+func TestWriteGated(t *testing.T) {
+	tests := []struct {
+		name    string
+		rel     string
+		gateErr error
+		wantOp  string // "" for success
+		gated   bool   // the gate was called
+	}{
+		{"commit, new file", "dir/new.txt", nil, "", true},
+		{"commit, existing file", "file", nil, "", true},
+		{"withdrawn", "dir/new.txt", errors.New("record not durable"), "commit", true},
+		{"withdrawn, existing file", "file", errors.New("record not durable"), "commit", true},
+		{"missing parent", "a/b/c.txt", nil, "gate", true},
+		{"missing parent, withdrawn", "a/b/c.txt", errors.New("record not durable"), "commit", true},
+		{"refused before the gate", "out/x", nil, "open", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := newWriteTree(t)
+			before := listTree(t, tr.ws)
+			content := []byte("new content\n")
+			gated := false
+			gate := func() error {
+				gated = true
+				// At the gate nothing of the write is visible yet but the
+				// temporary file, whose content is complete.
+				now := listTree(t, tr.ws)
+				for p := range now {
+					if _, ok := before[p]; !ok && !strings.Contains(p, tempPrefix) {
+						t.Errorf("%s visible before the gate passed", p)
+					}
+				}
+				if got, _ := os.ReadFile(filepath.Join(tr.ws, tc.rel)); tc.rel == "file" && string(got) != "old\n" {
+					t.Errorf("the file holds %q before the gate passed", got)
+				}
+				return tc.gateErr
+			}
+			werr := WriteGated(WriteReq{Root: tr.ws, Rel: tc.rel, Mode: 0o644, Size: int64(len(content)), Gated: true}, bytes.NewReader(content), gate)
+			if gated != tc.gated {
+				t.Fatalf("gate called: %v, want %v", gated, tc.gated)
+			}
+			if tc.wantOp == "" {
+				if werr != nil {
+					t.Fatal(werr)
+				}
+				if got, _ := os.ReadFile(filepath.Join(tr.ws, tc.rel)); !bytes.Equal(got, content) {
+					t.Fatalf("content %q", got)
+				}
+				return
+			}
+			if werr == nil || werr.Op != tc.wantOp {
+				t.Fatalf("error %v, want op %q", werr, tc.wantOp)
+			}
+			after := listTree(t, tr.ws)
+			if len(after) != len(before) {
+				t.Fatalf("the workspace changed: %v, was %v", after, before)
+			}
+			for p, c := range before {
+				if after[p] != c {
+					t.Fatalf("%s changed", p)
+				}
+			}
+		})
+	}
+}
+
+// listTree maps each path beneath root (links not followed) to its
+// content (files) or kind.
+func listTree(t *testing.T, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || p == root {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		switch {
+		case d.Type().IsRegular():
+			b, _ := os.ReadFile(p)
+			out[rel] = string(b)
+		default:
+			out[rel] = d.Type().String()
+		}
+		return nil
+	})
+	return out
+}
+
+// TestMainWriteGated: through Main, a gated write reads its Commit frame
+// after the content whatever happens to the write (done, withdrawn,
+// refused, ungated), so that the stream stays in step and the container
+// serves the next request; a frame other than Commit in its place ends
+// the service.
+func TestMainWriteGated(t *testing.T) {
+	tests := []struct {
+		name     string
+		rel      string
+		commit   []byte // the Commit payload; nil sends a Data frame instead
+		noCommit bool
+		want     string
+		reusable bool
+	}{
+		{"committed", "dir/x.txt", []byte{}, false, `{"code":0`, true},
+		{"withdrawn", "dir/x.txt", []byte("disk full"), false, `withdrawn by the executor: disk full`, true},
+		{"refused", "out/x", []byte{}, false, `"errno":"ELOOP"`, true},
+		{"ungated", "new/dir/x.txt", []byte{}, false, `"ungate":true`, true},
+		{"no commit frame", "dir/x.txt", nil, true, ``, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := newWriteTree(t)
+			content := []byte("gated\n")
+			req, _ := json.Marshal(Req{Key: testKey, Workdir: tr.ws, Write: &WriteReq{Root: tr.ws, Rel: tc.rel, Mode: 0o644, Size: int64(len(content)), Gated: true}})
+			next, _ := json.Marshal(Req{Key: testKey, Workdir: tr.ws, Write: &WriteReq{Root: tr.ws, Rel: "next", Mode: 0o644, Size: 4}})
+			var in bytes.Buffer
+			WriteFrame(&in, Request, req)
+			WriteData(&in, content)
+			if tc.noCommit {
+				WriteData(&in, []byte("x")) // a Data frame where Commit belongs
+			} else {
+				WriteFrame(&in, Commit, tc.commit)
+			}
+			WriteFrame(&in, Request, next)
+			WriteData(&in, []byte("next"))
+			var out, diag bytes.Buffer
+			code := Main(&in, &out, &diag, nil)
+			var types []Type
+			var status [][]byte
+			for {
+				typ, p, err := ReadFrame(&out)
+				if err != nil {
+					break
+				}
+				types = append(types, typ)
+				if typ == Exit {
+					status = append(status, p)
+				}
+			}
+			if !tc.reusable {
+				if string(types) != "RSX" || bytes.Contains(status[0], []byte(`"reusable":true`)) {
+					t.Fatalf("frames %q, status %s: want one write's, not reusable", types, status)
+				}
+				if _, err := os.Stat(filepath.Join(tr.ws, "next")); err == nil {
+					t.Fatal("a container out of step served another request")
+				}
+				return
+			}
+			if code != 0 {
+				t.Fatalf("Main = %d: %s", code, diag.String())
+			}
+			if string(types) != "RSXSX" {
+				t.Fatalf("frames %q, want ready, then started and exit for each of two writes", types)
+			}
+			if !bytes.Contains(status[0], []byte(tc.want)) || !bytes.Contains(status[0], []byte(`"reusable":true`)) {
+				t.Fatalf("status %s, want %s and reusable", status[0], tc.want)
+			}
+			if got, _ := os.ReadFile(filepath.Join(tr.ws, "next")); string(got) != "next" {
+				t.Fatalf("the next write in the same container left %q", got)
+			}
+			got, err := os.ReadFile(filepath.Join(tr.ws, tc.rel))
+			if (tc.want == `{"code":0`) != (err == nil && bytes.Equal(got, content)) {
+				t.Fatalf("file %q (%v) after status %s", got, err, status[0])
+			}
+		})
 	}
 }

@@ -86,12 +86,12 @@ To create a file, make the first edit's old_string empty.`,
 
 // Edit is the Edit tool.
 var Edit = tools.New("Edit", runEdit,
-	tools.WithKind(tools.KindEdit), tools.TracksReads(tools.TrackWrite),
+	tools.WithKind(tools.KindEdit), tools.TracksReads(tools.TrackWrite), tools.WritesOnlyFiles(),
 	tools.WithDescription(editDescription))
 
 // MultiEdit is the MultiEdit tool.
 var MultiEdit = tools.New("MultiEdit", runMultiEdit,
-	tools.WithKind(tools.KindEdit), tools.TracksReads(tools.TrackWrite),
+	tools.WithKind(tools.KindEdit), tools.TracksReads(tools.TrackWrite), tools.WritesOnlyFiles(),
 	tools.WithDescription(multiEditDescription))
 
 func runEdit(ctx context.Context, env *tools.Env, p *EditParams) (tools.Result, error) {

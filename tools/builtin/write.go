@@ -41,7 +41,7 @@ Do not create documentation or README files unless asked to.`,
 
 // Write is the Write tool.
 var Write = tools.New("Write", runWrite,
-	tools.WithKind(tools.KindEdit), tools.TracksReads(tools.TrackWrite),
+	tools.WithKind(tools.KindEdit), tools.TracksReads(tools.TrackWrite), tools.WritesOnlyFiles(),
 	tools.WithDescription(writeDescription))
 
 func runWrite(ctx context.Context, env *tools.Env, p *WriteParams) (tools.Result, error) {

@@ -112,6 +112,7 @@ func (s sandboxRunner) Exec(ctx context.Context, req tools.ExecRequest) (tools.E
 func (s sandboxRunner) WriteFile(ctx context.Context, req tools.WriteRequest) error {
 	err := s.Runner.WriteFile(ctx, sandbox.FileWrite{
 		Path: req.Path, Content: req.Data, Mode: req.Mode, ApprovedProtected: req.ApprovedProtected,
+		Gate: req.Gate,
 	})
 	if err == nil {
 		return nil
@@ -215,6 +216,7 @@ func (s snapshotStore) Begin(ctx context.Context, info tools.SnapshotInfo, scope
 	sc := snapshot.Whole()
 	if scope.Kind == tools.ScopeFiles && len(scope.Paths) == 1 {
 		sc = snapshot.File(scope.Paths[0])
+		sc.Staged = info.Staged
 	}
 	call, err := s.Store.Begin(ctx, snapshot.CallInfo{Session: info.Session, Tool: info.Tool, Summary: info.Summary}, sc)
 	if err != nil {
@@ -328,3 +330,11 @@ func (s snapCall) Finish(ctx context.Context) (tools.JournalEntry, error) {
 }
 
 func (s snapCall) Abort(ctx context.Context) error { return s.c.Abort(ctx) }
+
+// Gate implements tools.StagedSnapshot.
+func (s snapCall) Gate() func(context.Context) error {
+	if !s.c.Staged() {
+		return nil
+	}
+	return s.c.Durable
+}

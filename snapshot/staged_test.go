@@ -1,0 +1,92 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestStagedBegin: a Staged single-file call's Begin returns while its
+// pending record is still on its way to the disk; Durable, Finish and
+// Abort wait for it. A call that would create a parent directory is not
+// Staged: Begin waits, as for any other call.
+func TestStagedBegin(t *testing.T) {
+	ws, state := t.TempDir(), t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.Mkdir(filepath.Join(ws, "dir"), 0o755))
+	release := make(chan struct{})
+	var syncs atomic.Int32
+	s, err := Open(context.Background(), state, ws, withHook(func(point string) {
+		if point == "staged-sync" {
+			syncs.Add(1)
+			<-release
+		}
+	}))
+	must(err)
+	ctx := context.Background()
+	staged := File("dir/a")
+	staged.Staged = true
+
+	c, err := s.Begin(ctx, CallInfo{Tool: "Write"}, staged)
+	must(err)
+	if !c.Staged() {
+		t.Fatal("a file whose parent exists was not Staged")
+	}
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := c.Durable(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Durable = %v before the record's fsync ended", err)
+	}
+	finished := make(chan error, 1)
+	go func() {
+		must(os.WriteFile(filepath.Join(ws, "dir", "a"), []byte("a\n"), 0o644))
+		_, err := c.Finish(ctx)
+		finished <- err
+	}()
+	select {
+	case err := <-finished:
+		t.Fatalf("Finish returned (%v) before the record's fsync ended", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if _, err := s.readPending(c.ID()); err != nil {
+		t.Fatalf("the pending record is not there while the call runs: %v", err)
+	}
+	close(release)
+	must(c.Durable(ctx))
+	must(<-finished)
+	list, err := s.List(ctx, 0)
+	must(err)
+	if len(list) != 1 || len(list[0].Changes) != 1 || list[0].Changes[0].Path != "dir/a" {
+		t.Fatalf("journal %+v", list)
+	}
+
+	// A missing parent: not Staged, durable when Begin returns.
+	n := syncs.Load()
+	deep := File("new/dir/b")
+	deep.Staged = true
+	c, err = s.Begin(ctx, CallInfo{Tool: "Write"}, deep)
+	must(err)
+	if c.Staged() || syncs.Load() != n {
+		t.Fatal("a call that creates a directory was Staged")
+	}
+	must(c.Durable(ctx))
+	must(c.Abort(ctx))
+
+	// Not asked for: not Staged.
+	c, err = s.Begin(ctx, CallInfo{Tool: "Write"}, File("dir/c"))
+	must(err)
+	if c.Staged() {
+		t.Fatal("a call was Staged without asking")
+	}
+	must(c.Abort(ctx))
+	must(s.Close())
+}
