@@ -6,13 +6,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -236,79 +233,3 @@ func TestWriteReusesContainer(t *testing.T) {
 	}
 }
 
-// TestWriteGated: a write behind a gate (sandbox.FileWrite.Gate, the
-// snapshot's pending record reaching the disk) is not visible on the host
-// while the gate is closed; a gate that fails withdraws it and leaves
-// nothing (no file, no directory, no temporary file); a write that needs
-// a new directory is sent again ungated once the gate opened. Each is
-// served by the same given-back container.
-func TestWriteGated(t *testing.T) {
-	r, ws := newRunner(t, "", nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	must(t, os.Mkdir(filepath.Join(ws, "d"), 0o755))
-	must(t, os.WriteFile(filepath.Join(ws, "d", "old"), []byte("old\n"), 0o644))
-	chownWS(t, ws)
-	listing := func() []string {
-		var out []string
-		filepath.WalkDir(ws, func(p string, d os.DirEntry, err error) error {
-			if err == nil {
-				out = append(out, strings.TrimPrefix(p, ws))
-			}
-			return nil
-		})
-		return out
-	}
-	for _, tc := range []struct {
-		name, rel string
-		gateErr   error
-	}{
-		{"new file", "d/new", nil},
-		{"existing file", "d/old", nil},
-		{"new directory", "e/f/new", nil},
-		{"withdrawn new file", "d/withdrawn", errors.New("the record could not reach the disk")},
-		{"withdrawn existing file", "d/old", errors.New("the record could not reach the disk")},
-		{"withdrawn new directory", "g/h/new", errors.New("the record could not reach the disk")},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			before := listing()
-			old, _ := os.ReadFile(filepath.Join(ws, tc.rel))
-			content := []byte("content of " + tc.name + "\n")
-			var calls atomic.Int32
-			gate := func() error {
-				calls.Add(1)
-				if got, _ := os.ReadFile(filepath.Join(ws, tc.rel)); !bytes.Equal(got, old) {
-					t.Errorf("%s holds %q before the gate opened", tc.rel, got)
-				}
-				if dir := filepath.Dir(filepath.Join(ws, tc.rel)); !strings.HasPrefix(tc.rel, "d/") {
-					if _, err := os.Lstat(dir); err == nil {
-						t.Errorf("%s created before the gate opened", dir)
-					}
-				}
-				return tc.gateErr
-			}
-			err := r.WriteFile(ctx, sandbox.FileWrite{Path: filepath.Join(ws, tc.rel), Content: content, Mode: 0o644, Gate: gate})
-			if calls.Load() < 1 {
-				t.Fatal("the gate was not asked")
-			}
-			if tc.gateErr == nil {
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got, _ := os.ReadFile(filepath.Join(ws, tc.rel)); !bytes.Equal(got, content) {
-					t.Fatalf("%s holds %q", tc.rel, got)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), "withdrawn") {
-				t.Fatalf("err %v, want the write withdrawn", err)
-			}
-			if after := listing(); !slices.Equal(after, before) {
-				t.Fatalf("a withdrawn write changed the workspace: %q, was %q", after, before)
-			}
-			if got, _ := os.ReadFile(filepath.Join(ws, tc.rel)); !bytes.Equal(got, old) {
-				t.Fatalf("%s holds %q after a withdrawn write", tc.rel, got)
-			}
-		})
-	}
-}

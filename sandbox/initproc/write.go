@@ -146,7 +146,7 @@ func WriteGated(req WriteReq, content io.Reader, gate func() error) *WriteError 
 		fd, err := openDir(dir, c)
 		if errors.Is(err, unix.ENOENT) && gate != nil {
 			if err := gate(); err != nil {
-				return &WriteError{Op: "commit", Path: req.Rel, Msg: err.Error()}
+				return &WriteError{Op: "commit", Path: req.Rel, Msg: "withdrawn: " + err.Error()}
 			}
 			return &WriteError{Op: "gate", Path: rel, Msg: errUngate}
 		}
@@ -214,7 +214,7 @@ func WriteGated(req WriteReq, content io.Reader, gate func() error) *WriteError 
 	}
 	if gate != nil {
 		if err := gate(); err != nil {
-			return &WriteError{Op: "commit", Path: req.Rel, Msg: err.Error()}
+			return &WriteError{Op: "commit", Path: req.Rel, Msg: "withdrawn: " + err.Error()}
 		}
 	}
 	if err := unix.Renameat(dir, tmp, dir, name); err != nil {
@@ -376,7 +376,7 @@ func (g *commitGate) wait() error {
 	case t != Commit:
 		g.err, g.broken = fmt.Errorf("%w: got %q, want commit", ErrFrame, t), true
 	case len(p) > 0:
-		g.err = fmt.Errorf("withdrawn by the executor: %s", p)
+		g.err = errors.New(string(p)) // the executor's reason
 	}
 	return g.err
 }

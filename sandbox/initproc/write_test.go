@@ -452,7 +452,7 @@ func TestMainWriteGated(t *testing.T) {
 		reusable bool
 	}{
 		{"committed", "dir/x.txt", []byte{}, false, `{"code":0`, true},
-		{"withdrawn", "dir/x.txt", []byte("disk full"), false, `withdrawn by the executor: disk full`, true},
+		{"withdrawn", "dir/x.txt", []byte("disk full"), false, `withdrawn: disk full`, true},
 		{"refused", "out/x", []byte{}, false, `"errno":"ELOOP"`, true},
 		{"ungated", "new/dir/x.txt", []byte{}, false, `"ungate":true`, true},
 		{"no commit frame", "dir/x.txt", nil, true, ``, false},

@@ -135,6 +135,7 @@ var cases = []testCase{
 	{"Concurrent", testConcurrent},
 	{"Jobs", testJobs},
 	{"WriteFile", testWriteFile},
+	{"WriteGated", testWriteGated},
 	{"LargeStdin", testLargeStdin},
 	{"FixedHome", testFixedHome},
 	{"ReadOnlyWorkspace", testReadOnlyWorkspace},

@@ -6,8 +6,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/agentbox/agentbox/sandbox"
@@ -101,5 +103,78 @@ func testLargeStdin(t *testing.T, r sandbox.Runner, ws string) {
 	res = mustRun(t, r, sandbox.Spec{Argv: []string{"head", "-c", "5"}, Stdin: in})
 	if string(res.Stdout) != "01234" || res.ExitCode != 0 {
 		t.Fatalf("head: %q exit %d", res.Stdout, res.ExitCode)
+	}
+}
+
+// testWriteGated: a write behind a gate (FileWrite.Gate: the snapshot's
+// pending record reaching the disk) is not visible while the gate is
+// closed, neither the file nor a directory it needs; a gate that fails
+// withdraws it and leaves the workspace as it was (no file, no directory,
+// no temporary file); one that needs a new directory is written once the
+// gate opened.
+func testWriteGated(t *testing.T, r sandbox.Runner, ws string) {
+	mustRun(t, r, sandbox.Spec{Shell: `mkdir -p wg/d && printf 'old\n' > wg/d/old`})
+	listing := func() []string {
+		var out []string
+		filepath.WalkDir(ws, func(p string, d fs.DirEntry, err error) error {
+			if err == nil {
+				out = append(out, strings.TrimPrefix(p, ws))
+			}
+			return nil
+		})
+		return out
+	}
+	withdraw := errors.New("the record could not reach the disk")
+	for _, tc := range []struct {
+		name, rel string
+		gateErr   error
+	}{
+		{"new file", "wg/d/new", nil},
+		{"existing file", "wg/d/old", nil},
+		{"new directory", "wg/e/f/new", nil},
+		{"withdrawn new file", "wg/d/withdrawn", withdraw},
+		{"withdrawn existing file", "wg/d/old", withdraw},
+		{"withdrawn new directory", "wg/g/h/new", withdraw},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := listing()
+			old, _ := os.ReadFile(filepath.Join(ws, tc.rel))
+			content := []byte("content of " + tc.name + "\n")
+			var calls atomic.Int32
+			gate := func() error {
+				calls.Add(1)
+				if got, _ := os.ReadFile(filepath.Join(ws, tc.rel)); !bytes.Equal(got, old) {
+					t.Errorf("%s holds %q before the gate opened", tc.rel, got)
+				}
+				if !strings.HasPrefix(tc.rel, "wg/d/") {
+					if _, err := os.Lstat(filepath.Join(ws, "wg", strings.Split(tc.rel, "/")[1])); err == nil {
+						t.Errorf("a directory of %s was created before the gate opened", tc.rel)
+					}
+				}
+				return tc.gateErr
+			}
+			err := r.WriteFile(ctx(t), sandbox.FileWrite{Path: filepath.Join(ws, tc.rel), Content: content, Mode: 0o644, Gate: gate})
+			if calls.Load() < 1 {
+				t.Fatal("the gate was not asked")
+			}
+			if tc.gateErr == nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, _ := os.ReadFile(filepath.Join(ws, tc.rel)); !bytes.Equal(got, content) {
+					t.Fatalf("%s holds %q", tc.rel, got)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "withdrawn") {
+				t.Fatalf("err %v, want the write withdrawn", err)
+			}
+			if after := listing(); !slices.Equal(after, before) {
+				t.Fatalf("a withdrawn write changed the workspace: %q, was %q", after, before)
+			}
+			if got, _ := os.ReadFile(filepath.Join(ws, tc.rel)); !bytes.Equal(got, old) {
+				t.Fatalf("%s holds %q after a withdrawn write", tc.rel, got)
+			}
+		})
 	}
 }
