@@ -232,4 +232,3 @@ func TestWriteReusesContainer(t *testing.T) {
 		t.Errorf("container %.12s served a command and was not removed", res.ContainerID)
 	}
 }
-
