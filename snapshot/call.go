@@ -52,6 +52,11 @@ func (c *Call) Durable(ctx context.Context) error {
 		return nil
 	}
 	select {
+	case <-c.durable: // done already: ctx does not matter
+		return c.durErr
+	default:
+	}
+	select {
 	case <-c.durable:
 		return c.durErr
 	case <-ctx.Done():

@@ -122,8 +122,9 @@
 //     only once Call.Durable returned nil; Finish and Abort wait for them
 //     too. A call that would create a missing parent directory is never
 //     Staged. Only a power loss before those fsyncs end can leave the
-//     record partial or missing, and then nothing of its call was visible;
-//     recovery discards it.
+//     record partial or missing, and then nothing of its call was visible
+//     under its own name (a staged write's temporary file may remain);
+//     recovery discards the record.
 //   - A call interrupted by a crash is found the next time the store is
 //     locked (for a whole-workspace call: while no shell command runs):
 //     its changeset is computed then and journaled with Interrupted set; an interrupted undo or rollback is re-applied (it is

@@ -90,3 +90,33 @@ func TestStagedBegin(t *testing.T) {
 	must(c.Abort(ctx))
 	must(s.Close())
 }
+
+// TestStagedDurableDoneCtx: once the record is on the disk, Durable says
+// so even with a done context (it must not pick at random between the
+// two: a caller would withdraw a change that could go ahead, or call a
+// made change not made).
+func TestStagedDurableDoneCtx(t *testing.T) {
+	ws, state := t.TempDir(), t.TempDir()
+	s, err := Open(context.Background(), state, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	sc := File("a")
+	sc.Staged = true
+	c, err := s.Begin(context.Background(), CallInfo{Tool: "Write"}, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Abort(context.Background())
+	if err := c.Durable(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := range 200 {
+		if err := c.Durable(ctx); err != nil {
+			t.Fatalf("try %d: Durable = %v with the record durable", i, err)
+		}
+	}
+}

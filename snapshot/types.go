@@ -211,7 +211,10 @@ type Scope struct {
 	// visible only once Call.Durable returned nil, as a sandbox write
 	// behind a gate does (sandbox.FileWrite.Gate): Begin then returns
 	// before the call's pending record is on the disk, and the caller's
-	// own work overlaps that wait.
+	// own work overlaps that wait. It is ignored (Begin waits, and
+	// Call.Staged reports false) when the file's parent directory is
+	// missing or the path goes through a symlink (the call is then
+	// scoped to the whole workspace).
 	Staged bool
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -129,19 +128,28 @@ type gatedSandbox struct {
 
 func (s gatedSandbox) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) {
 	if err := s.gate(ctx); err != nil {
-		return ExecResult{}, gateError(err)
+		return ExecResult{}, gateError(ctx, err)
 	}
 	return s.Sandbox.Exec(ctx, req)
 }
 
 func (s gatedSandbox) WriteFile(ctx context.Context, req WriteRequest) error {
-	req.Gate = func() error { return s.gate(ctx) }
+	var mu sync.Mutex
+	var gerr error
+	req.Gate = func() error {
+		err := s.gate(ctx)
+		mu.Lock()
+		gerr = err
+		mu.Unlock()
+		return err
+	}
 	err := s.Sandbox.WriteFile(ctx, req)
-	if err != nil {
-		// A write withdrawn because the gate failed says so.
-		if gerr := s.gate(ctx); gerr != nil {
-			return gateError(gerr)
-		}
+	mu.Lock()
+	defer mu.Unlock()
+	if err != nil && gerr != nil {
+		// Withdrawn because the gate failed: say so (and only then: a
+		// write whose gate opened may have been made).
+		return gateError(ctx, gerr)
 	}
 	return err
 }
@@ -154,13 +162,16 @@ type gatedJobs struct {
 
 func (j gatedJobs) Start(ctx context.Context, req ExecRequest) (string, error) {
 	if err := j.gate(ctx); err != nil {
-		return "", gateError(err)
+		return "", gateError(ctx, err)
 	}
 	return j.Jobs.Start(ctx, req)
 }
 
-func gateError(err error) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+// gateError is the model-facing error of a gate that did not open: the
+// call was cancelled (ctx is done), or the snapshot's record could not
+// reach the disk.
+func gateError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
 		return Errorf(ErrTimeout, "the call was cancelled before its snapshot was on the disk; nothing was changed")
 	}
 	return Errorf(ErrInternal, "agentbox could not make this call's snapshot durable, so it changed nothing: %v", err)

@@ -162,3 +162,50 @@ func TestStagedSnapshotGate(t *testing.T) {
 		})
 	}
 }
+
+// commitThenFail is a sandbox whose write passes its gate, is made, and
+// then fails anyway (the container was killed before it answered).
+type commitThenFail struct{ made int }
+
+func (s *commitThenFail) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) {
+	return ExecResult{}, nil
+}
+
+func (s *commitThenFail) WriteFile(ctx context.Context, req WriteRequest) error {
+	if err := req.Gate(); err != nil {
+		return err
+	}
+	s.made++
+	return Errorf(ErrTimeout, "writing %s was cancelled", req.Path)
+}
+
+// TestGatedWriteErrorNotMisreported: a write whose gate opened keeps its
+// own error, even when the call's context is done by then: it is never
+// reported as "nothing was changed". The gate picks at random between
+// open and the done context, as a select on both would.
+func TestGatedWriteErrorNotMisreported(t *testing.T) {
+	durable := make(chan struct{})
+	close(durable)
+	gate := func(ctx context.Context) error {
+		select {
+		case <-durable:
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	sb := &commitThenFail{}
+	g := gatedSandbox{sb, gate}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := range 200 {
+		made := sb.made
+		err := g.WriteFile(ctx, WriteRequest{Path: "/ws/f"})
+		if err == nil {
+			t.Fatalf("try %d: no error", i)
+		}
+		if sb.made > made && strings.Contains(err.Error(), "nothing was changed") {
+			t.Fatalf("try %d: a made write reported as %v", i, err)
+		}
+	}
+}
