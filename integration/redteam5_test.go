@@ -221,6 +221,9 @@ func TestRedteam5CanceledWriteNotReused(t *testing.T) {
 		if fi, err := os.Stat(p); err == nil && fi.Size() != int64(len(big)) {
 			t.Errorf("canceled write %d left a partial file of %d bytes", i, fi.Size())
 		}
+		// Init was killed mid-write: the executor removes its temporary
+		// file (it named it).
+		rt5NoTemp(t, ws)
 		// The read-write pool's container took the write: it must be gone.
 		after := rt5Settled(t, r)
 		survivors := 0
@@ -258,6 +261,7 @@ func TestRedteam5TimedOutWriteNotReused(t *testing.T) {
 	if !errors.Is(err, sandbox.ErrTimeout) {
 		t.Fatalf("40 MB write with a 30 ms timeout: %v (want ErrTimeout)", err)
 	}
+	rt5NoTemp(t, ws)
 	res := rt5Check(t, r, "after a timed-out write")
 	if before[res.ContainerID] {
 		// The read-write pool held one container, which the write took.

@@ -6,6 +6,8 @@ import (
 	"path"
 	"unicode/utf8"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/sandbox"
 	"github.com/agentbox/agentbox/sandbox/initproc"
@@ -69,13 +71,23 @@ func (r *Runner) WriteFile(ctx context.Context, w sandbox.FileWrite) error {
 		req.Write.RelBytes = []byte(rel)
 	}
 	req.Write.Gated = w.Gate != nil
-	res, st, err := r.exchange(ctx, req, exchange{data: w.Content, timeout: timeout, limit: 4096, workdir: r.workspace, reusable: true, gate: w.Gate})
+	send := func(gate func() error) (sandbox.Result, *initproc.Status, error) {
+		req.Write.Temp = initproc.TempName()
+		res, st, err := r.exchange(ctx, req, exchange{data: w.Content, timeout: timeout, limit: 4096, workdir: r.workspace, reusable: true, gate: gate})
+		if err != nil {
+			// Init did not answer (killed: timeout, cancel, Close; or it
+			// died): it may have left its temporary file behind.
+			r.removeTemp(rel, req.Write.Temp)
+		}
+		return res, st, err
+	}
+	res, st, err := send(w.Gate)
 	if err == nil && st != nil && st.Ungate {
 		// A parent directory is missing: init creates none before the
 		// gate opens, and by then the content had gone. The gate is open
 		// now (init read its Commit): send the write again, ungated.
 		req.Write.Gated = false
-		res, st, err = r.exchange(ctx, req, exchange{data: w.Content, timeout: timeout, limit: 4096, workdir: r.workspace, reusable: true})
+		res, st, err = send(nil)
 	}
 	if err != nil {
 		return err
@@ -110,4 +122,30 @@ func (r *Runner) isGitDir(dir string) bool {
 		}
 	}
 	return false
+}
+
+// removeTemp removes the temporary file named temp that a write to rel
+// may have left in rel's directory when its container died before init
+// answered. The directory is resolved beneath the workspace without
+// following any symlink, and only that name is unlinked (a directory of
+// that name is left alone): the name is random and was only ever sent to
+// that init.
+func (r *Runner) removeTemp(rel, temp string) {
+	ws, err := r.dupWorkspace()
+	if err != nil {
+		return
+	}
+	defer ws.Close()
+	dirfd := int(ws.Fd())
+	if d := path.Dir(rel); d != "." {
+		f, err := openBeneath(dirfd, d)
+		if err != nil {
+			return // no such directory (init created none), or not safely reachable
+		}
+		defer f.Close()
+		dirfd = int(f.Fd())
+	}
+	if err := unix.Unlinkat(dirfd, temp, 0); err == nil {
+		r.log.Debug("removed the temporary file of a write that did not finish", "path", path.Join(path.Dir(rel), temp))
+	}
 }

@@ -37,6 +37,10 @@ type WriteReq struct {
 	// Size is the content's length; content of any other length is
 	// refused and nothing is written.
 	Size int64 `json:"size"`
+	// Temp names the temporary file (a single name starting with
+	// TempPrefix; empty: init picks one). The executor picks it so that it
+	// can remove the file itself when the container dies mid-write.
+	Temp string `json:"temp,omitempty"`
 	// Gated: a Commit frame follows the content, and the file (or any
 	// directory) becomes visible only if it commits. The temporary file
 	// is written and fsynced meanwhile, so that the executor's own wait
@@ -95,7 +99,28 @@ func writeErr(op, rel string, err error) *WriteError {
 const resolveBeneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
 
 // tempPrefix names the temporary files of writes in progress.
-const tempPrefix = ".agentbox-write-"
+const tempPrefix = TempPrefix
+
+// TempPrefix starts the name of every write's temporary file.
+const TempPrefix = ".agentbox-write-"
+
+// TempName returns a fresh, unpredictable temporary file name.
+func TempName() string { return TempPrefix + rand.Text()[:16] }
+
+// validTemp reports whether name is a temporary file name init accepts:
+// TempPrefix and up to 32 letters, digits, '-' or '_'.
+func validTemp(name string) bool {
+	rest, ok := strings.CutPrefix(name, TempPrefix)
+	if !ok || rest == "" || len(rest) > 32 {
+		return false
+	}
+	for _, c := range rest {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
 
 // Write writes content to req.Rel beneath req.Root, atomically: missing
 // parent directories are created one component at a time (mode 0755
@@ -134,6 +159,9 @@ func WriteGated(req WriteReq, content io.Reader, gate func() error) *WriteError 
 	comps, err := splitRel(req.Rel)
 	if err != nil {
 		return &WriteError{Op: "check", Path: req.Rel, Msg: err.Error()}
+	}
+	if req.Temp != "" && !validTemp(req.Temp) {
+		return &WriteError{Op: "check", Path: req.Rel, Msg: "not a temporary file name"}
 	}
 	root, err := unix.Open(req.Root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -179,7 +207,7 @@ func WriteGated(req WriteReq, content io.Reader, gate func() error) *WriteError 
 		mode = st.Mode & 0o777
 	}
 
-	tmp, f, err := createTemp(dir)
+	tmp, f, err := createTemp(dir, req.Temp)
 	if err != nil {
 		return writeErr("create", req.Rel, err)
 	}
@@ -306,18 +334,22 @@ func openDir(dir int, name string) (int, error) {
 	return fd, err
 }
 
-// createTemp creates a new, empty, private file in dir.
-func createTemp(dir int) (string, *os.File, error) {
+// createTemp creates a new, empty, private file in dir, named name (a
+// name of its own when empty).
+func createTemp(dir int, name string) (string, *os.File, error) {
 	for range 10 {
-		name := tempPrefix + rand.Text()[:12]
-		fd, err := openAt(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-		if errors.Is(err, unix.EEXIST) {
-			continue
+		try := name
+		if try == "" {
+			try = TempName()
+		}
+		fd, err := openAt(dir, try, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		if errors.Is(err, unix.EEXIST) && name == "" {
+			continue // a name of its own: try another
 		}
 		if err != nil {
 			return "", nil, err
 		}
-		return name, os.NewFile(uintptr(fd), name), nil
+		return try, os.NewFile(uintptr(fd), try), nil
 	}
 	return "", nil, unix.EEXIST
 }
