@@ -61,7 +61,12 @@
 //     Kill reports in JobStatus.Journal becomes that call's entry. The
 //     rule that ends a snapshot (drop it when the call refused before
 //     acting, else journal it) is EndSnapshot, which `agentbox exec`
-//     uses too.
+//     uses too. A tool built WritesOnlyFiles (SandboxWriter: Write, Edit,
+//     MultiEdit) gets its single-file snapshot begun Staged: the store
+//     returns before its record is durable and hands a gate
+//     (StagedSnapshot) that the Env puts on every sandbox write
+//     (WriteRequest.Gate) and waits for before any command or job the
+//     call starts.
 //   - Read-before-write: with TracksReads(TrackWrite), an existing target
 //     file must have been read in this session and be unchanged since, or
 //     the call fails with ErrConflict before Run; after success the new

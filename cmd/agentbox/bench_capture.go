@@ -111,6 +111,45 @@ func benchCapture(ctx context.Context, label, tree, stateRoot, target string, re
 		}
 		sc, sw = append(sc, c), append(sw, w)
 	}
+	// File-scoped calls (a Write of one file): no scan at all, so both
+	// stores should take the same time, which must not grow with the
+	// tree.
+	fileCall := func(st *snapshot.Store, i int) (time.Duration, error) {
+		start := time.Now()
+		c, err := st.Begin(ctx, snapshot.CallInfo{Tool: "Write", Summary: target}, snapshot.File(target))
+		if err != nil {
+			return 0, err
+		}
+		mid := time.Now()
+		if err := os.WriteFile(filepath.Join(tree, target), fmt.Appendf(nil, "// write %d\n", i), 0o644); err != nil {
+			c.Abort(ctx)
+			return 0, err
+		}
+		resume := time.Now()
+		e, err := c.Finish(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if len(e.Changes) != 1 {
+			return 0, fmt.Errorf("a one-file Write recorded %d changes", len(e.Changes))
+		}
+		return time.Since(resume) + mid.Sub(start), nil
+	}
+	var wf, sf []time.Duration
+	for _, st := range []*snapshot.Store{watch, scan} { // in blocks, as above
+		for i := 0; i < reps; i++ {
+			time.Sleep(captureBenchPause)
+			d, err := fileCall(st, i)
+			if err != nil {
+				return nil, err
+			}
+			if st == watch {
+				wf = append(wf, d)
+			} else {
+				sf = append(sf, d)
+			}
+		}
+	}
 	row := func(name string, w, s []time.Duration, target float64) captureBenchRow {
 		r := captureBenchRow{Name: name, Watch: snapMS(snapMedian(w)), Scan: snapMS(snapMedian(s)), Target: target, Mode: mode}
 		if r.Scan > 0 {
@@ -123,6 +162,7 @@ func benchCapture(ctx context.Context, label, tree, stateRoot, target string, re
 	return []captureBenchRow{
 		row(label+": capture (2 scans)", wc, sc, 10),
 		row(label+": whole call", ww, sw, 0),
+		row(label+": file-scoped call (a Write)", wf, sf, 0),
 	}, nil
 }
 
