@@ -433,7 +433,7 @@ func (s *Store) finishCall(ctx context.Context, rec *pendingRec, pre *index, int
 			return Entry{}, err
 		}
 		if ix, err := s.loadIndex(); err == nil && s.hasIndex() {
-			post = ix.withUpdates(updates) // saved as a delta record
+			post = s.updateManifest(ix, updates) // saved as a delta record
 		}
 	}
 	var gerr error
@@ -457,6 +457,8 @@ func (s *Store) finishCall(ctx context.Context, rec *pendingRec, pre *index, int
 	if post != nil && post != pre {
 		if _, err := s.saveIndex(post); err != nil {
 			s.opts.log.Warn("snapshot: saving manifest", "err", err)
+		} else if !rec.Whole {
+			s.prepareUpdSpare(post)
 		}
 	}
 	s.hook("finish-indexed")

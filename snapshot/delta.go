@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"maps"
 	"os"
+	"reflect"
 	"slices"
 
 	"golang.org/x/sys/unix"
@@ -105,7 +107,22 @@ var deltaMinLimit int64 = 64 << 10
 // removes the path), remembering which paths changed: saveIndex then
 // appends just those to the delta if ix is the manifest on disk.
 func (ix *index) withUpdates(updates map[string]*ientry) *index {
-	post := ix.clone()
+	return ix.withUpdatesIn(nil, updates)
+}
+
+// withUpdatesIn is withUpdates building the result in m, a copy of ix's
+// map made ahead (nil: copied now).
+func (ix *index) withUpdatesIn(m map[string]*ientry, updates map[string]*ientry) *index {
+	var post *index
+	if m == nil {
+		post = ix.clone()
+	} else {
+		from := ix.from
+		if from == nil {
+			from = ix
+		}
+		post = &index{entries: m, from: from}
+	}
 	paths := make([]string, 0, len(updates))
 	for p, e := range updates {
 		if e == nil {
@@ -361,3 +378,37 @@ func appendFile(name string, rec []byte) error {
 // withFullIndexSaves makes every manifest update a whole save, as before
 // the delta existed (benchmarks compare the two).
 func withFullIndexSaves() Option { return func(o *options) { o.fullIndex = true } }
+
+// updateManifest is withUpdates for the store's current manifest ix,
+// using the copy of its map made in the background after the last
+// update when it is one (takeUpdSpare). Under the lock.
+func (s *Store) updateManifest(ix *index, updates map[string]*ientry) *index {
+	return ix.withUpdatesIn(s.takeUpdSpare(ix), updates)
+}
+
+// takeUpdSpare returns the background copy of ix's map, if one was made
+// of this very map (waiting for it to finish), else nil. Any spare is
+// used once.
+func (s *Store) takeUpdSpare(ix *index) map[string]*ientry {
+	sp := s.updSpare
+	s.updSpare = nil
+	if sp == nil || sp.src != ix || sp.of != reflect.ValueOf(ix.entries).UnsafePointer() {
+		return nil
+	}
+	<-sp.done
+	return sp.m
+}
+
+// prepareUpdSpare starts copying the map of ix, the manifest a
+// file-scoped update just saved, for the next update. Manifests are never
+// written in place once saved (a caller that changes one swaps its map
+// first, which takeUpdSpare notices), so the copy is exact.
+func (s *Store) prepareUpdSpare(ix *index) {
+	m := ix.entries
+	sp := &spareMap{src: ix, of: reflect.ValueOf(m).UnsafePointer(), done: make(chan struct{})}
+	s.updSpare = sp
+	go func() {
+		sp.m = maps.Clone(m)
+		close(sp.done)
+	}()
+}

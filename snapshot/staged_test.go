@@ -5,9 +5,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // TestStagedBegin: a Staged single-file call's Begin returns while its
@@ -118,5 +121,64 @@ func TestStagedDurableDoneCtx(t *testing.T) {
 		if err := c.Durable(ctx); err != nil {
 			t.Fatalf("try %d: Durable = %v with the record durable", i, err)
 		}
+	}
+}
+
+// TestUpdateSpare: a file-scoped call builds its manifest in the copy of
+// the previous one's map made in the background (not a copy made while
+// it waits), never in a map another manifest holds; the result is the
+// manifest a full scan finds.
+func TestUpdateSpare(t *testing.T) {
+	ws, state := t.TempDir(), t.TempDir()
+	for i := range 50 {
+		if err := os.WriteFile(filepath.Join(ws, "f"+strconv.Itoa(i)), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := Open(context.Background(), state, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	if _, err := s.Checkpoint(ctx, "base", CallInfo{}); err != nil {
+		t.Fatal(err)
+	}
+	mapOf := func(ix *index) unsafe.Pointer { return reflect.ValueOf(ix.entries).UnsafePointer() }
+	for i := range 5 {
+		writeCall(t, s, "f"+strconv.Itoa(i), "call "+strconv.Itoa(i))
+		prev, err := s.loadIndex()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp := s.updSpare
+		if sp == nil || sp.src != prev {
+			t.Fatalf("call %d: no copy of the saved manifest under way", i)
+		}
+		<-sp.done
+		prevMap, prevLen := mapOf(prev), len(prev.entries)
+		writeCall(t, s, "new"+strconv.Itoa(i), "added")
+		next, err := s.loadIndex()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mapOf(next) != reflect.ValueOf(sp.m).UnsafePointer() {
+			t.Fatalf("call %d: the next manifest was not built in the copy made ahead", i)
+		}
+		if mapOf(next) == prevMap || len(prev.entries) != prevLen || prev.entries["new"+strconv.Itoa(i)] != nil {
+			t.Fatalf("call %d: the previous manifest was changed in place", i)
+		}
+	}
+	// What the updates built is what the tree holds.
+	cur, err := s.loadIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := s.scan(ctx, newIndex())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := diffIndex(cur, full); len(d) != 0 {
+		t.Fatalf("the manifest differs from a full scan: %+v", d)
 	}
 }

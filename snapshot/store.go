@@ -56,6 +56,12 @@ type Store struct {
 	added atomic.Int64
 
 	cap *capture // change capture (incremental.go)
+
+	// updSpare is a copy of the manifest's map made in the background
+	// after a file-scoped update saved it: the next one takes it instead
+	// of copying the whole map while its caller waits (delta.go). Used
+	// under the store lock.
+	updSpare *spareMap
 }
 
 type options struct {

@@ -376,7 +376,7 @@ func (s *Store) applyAndCommit(ctx context.Context, rec *pendingRec, interrupted
 			e.Changes = append(e.Changes, ch)
 		}
 	}
-	post := ix.withUpdates(updates) // saved as a delta record
+	post := s.updateManifest(ix, updates) // saved as a delta record
 	if err := s.commitEntry(e); err != nil {
 		return Entry{}, err
 	}
