@@ -41,9 +41,6 @@ type Call struct {
 	staged  bool
 }
 
-// closedChan is a durable channel that is done already.
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
-
 // Durable waits until the call's pending record is on the disk: only then
 // may a Staged call's change become visible. It is immediate for a call
 // that is not Staged. An error means the change must not be made.
