@@ -237,18 +237,7 @@ func TestMainWrite(t *testing.T) {
 			if code := Main(&in, &out, &diag, nil); code != 0 {
 				t.Fatalf("Main = %d: %s", code, diag.String())
 			}
-			var types []Type
-			var status [][]byte
-			for {
-				typ, p, err := ReadFrame(&out)
-				if err != nil {
-					break
-				}
-				types = append(types, typ)
-				if typ == Exit {
-					status = append(status, p)
-				}
-			}
+			types, status := readFrames(&out)
 			if string(types) != "RSXSX" {
 				t.Fatalf("frames %q, want ready, then started and exit for each of two writes", types)
 			}
@@ -475,18 +464,7 @@ func TestMainWriteGated(t *testing.T) {
 			WriteData(&in, []byte("next"))
 			var out, diag bytes.Buffer
 			code := Main(&in, &out, &diag, nil)
-			var types []Type
-			var status [][]byte
-			for {
-				typ, p, err := ReadFrame(&out)
-				if err != nil {
-					break
-				}
-				types = append(types, typ)
-				if typ == Exit {
-					status = append(status, p)
-				}
-			}
+			types, status := readFrames(&out)
 			if !tc.reusable {
 				if string(types) != "RSX" || bytes.Contains(status[0], []byte(`"reusable":true`)) {
 					t.Fatalf("frames %q, status %s: want one write's, not reusable", types, status)
@@ -549,6 +527,21 @@ func TestWriteTempName(t *testing.T) {
 			if strings.HasPrefix(e.Name(), TempPrefix) && e.Name() != TempPrefix+"exists" {
 				t.Errorf("temp %q: %s left behind", tc.temp, e.Name())
 			}
+		}
+	}
+}
+
+// readFrames reads every frame init wrote: their types, and the payloads
+// of the Exit frames.
+func readFrames(out io.Reader) (types []Type, status [][]byte) {
+	for {
+		typ, p, err := ReadFrame(out)
+		if err != nil {
+			return types, status
+		}
+		types = append(types, typ)
+		if typ == Exit {
+			status = append(status, p)
 		}
 	}
 }
