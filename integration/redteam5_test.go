@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -60,15 +61,16 @@ func rt5Settled(t *testing.T, r *docker.Runner) map[string]bool {
 		t.Fatalf("pools did not refill: %v", err)
 	}
 	var got map[string]bool
-	for range 100 { // a removal's API call may still be listed for a moment
+	want := 2 + r.KeptForWrites() // one per pool, and those kept for writes
+	for range 100 {               // a removal's API call may still be listed for a moment
 		got = rt5Containers(t, r)
-		if len(got) == 2 {
+		if len(got) == want {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if len(got) != 2 {
-		t.Errorf("runner has %d containers with full pools, want 2 (one per pool): %v", len(got), got)
+	if len(got) != want {
+		t.Errorf("runner has %d containers with full pools, want %d (one per pool, %d kept for writes): %v", len(got), want, r.KeptForWrites(), got)
 	}
 	for id, running := range got {
 		if !running {
@@ -232,8 +234,8 @@ func TestRedteam5CanceledWriteNotReused(t *testing.T) {
 				survivors++
 			}
 		}
-		if survivors != 1 { // the read-only pool's container only
-			t.Errorf("canceled write %d: %d of the pools' containers survived, want 1 (the write's must be removed)", i, survivors)
+		if survivors != len(before)-1 { // all but the write's
+			t.Errorf("canceled write %d: %d of the %d containers survived, want %d (the write's must be removed)", i, survivors, len(before), len(before)-1)
 		}
 		wctx, wcancel := context.WithTimeout(context.Background(), time.Minute)
 		if err := rt5Write(wctx, r, filepath.Join(ws, "after"), []byte("after "+strconv.Itoa(i))); err != nil {
@@ -262,9 +264,20 @@ func TestRedteam5TimedOutWriteNotReused(t *testing.T) {
 		t.Fatalf("40 MB write with a 30 ms timeout: %v (want ErrTimeout)", err)
 	}
 	rt5NoTemp(t, ws)
+	// The write's container (kept for writes, or the pool's) was killed:
+	// it is gone, not back among those that serve.
+	mid := rt5Settled(t, r)
+	var gone []string
+	for id := range before {
+		if !mid[id] {
+			gone = append(gone, id)
+		}
+	}
+	if len(gone) != 1 {
+		t.Errorf("%d containers gone after the timed-out write, want 1 (its own): %.12s", len(gone), gone)
+	}
 	res := rt5Check(t, r, "after a timed-out write")
-	if before[res.ContainerID] {
-		// The read-write pool held one container, which the write took.
+	if slices.Contains(gone, res.ContainerID) {
 		t.Errorf("the command ran in %.12s, the container of the timed-out write", res.ContainerID)
 	}
 	rt5Settled(t, r)
@@ -456,6 +469,9 @@ func TestRedteam5CancelRacesStatus(t *testing.T) {
 	deadline := time.Now().Add(15 * time.Second)
 	for i := 0; i < 400 && time.Now().Before(deadline); i++ {
 		rt5Settled(t, r)
+		// Idle containers: the pools' and those kept for writes.
+		idle := func() int { return r.Warm() + r.KeptForWrites() }
+		n0 := idle()
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		fired := make(chan bool, 1)
@@ -468,10 +484,10 @@ func TestRedteam5CancelRacesStatus(t *testing.T) {
 					return
 				default:
 				}
-				n := r.Warm()
-				if n == 1 {
+				n := idle()
+				if n == n0-1 {
 					taken = true
-				} else if taken && n == 2 {
+				} else if taken && n == n0 {
 					cancel() // given back, WriteFile not returned yet
 					fired <- true
 					return

@@ -210,18 +210,42 @@ func TestWriteReusesContainer(t *testing.T) {
 			}
 		}
 	}
-	after := ours()
-	for id := range after {
+	// The first write took the pool's read-write container and kept it
+	// for writes (the pool refilled once); every later write reused it.
+	var started []string
+	for id := range ours() {
 		if !before[id] {
-			t.Errorf("writes started container %.12s: a write's container should have been reused", id)
+			started = append(started, id)
 		}
+	}
+	if len(started) > 1 {
+		t.Errorf("writes started %d containers (%.12s): a write's container should have been reused", len(started), started)
 	}
 	res, err := runIn(t, r, sandbox.Spec{Shell: "cat f/11 | wc -c; echo $$"})
 	if err != nil || res.ExitCode != 0 || !strings.HasPrefix(string(res.Stdout), "11000\n") {
 		t.Fatalf("command after reused writes: %v %+v %q", err, res, res.Stdout)
 	}
-	if !before[res.ContainerID] {
-		t.Errorf("the command ran in %.12s, not the pool's container the writes used", res.ContainerID)
+	if before[res.ContainerID] {
+		t.Errorf("the command ran in %.12s, a container kept for writes", res.ContainerID)
+	}
+	for id := range before {
+		if !ours()[id] {
+			t.Errorf("container %.12s, which served the writes (or the read-only pool), is gone", id)
+		}
+	}
+	// The next write still finds the container kept for writes (once the
+	// pool has replaced the command's container).
+	if err := r.WaitWarm(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	was := ours()
+	if err := r.WriteFile(ctx, sandbox.FileWrite{Path: filepath.Join(ws, "f", "last"), Content: []byte("last"), Mode: 0o644}); err != nil {
+		t.Fatal(err)
+	}
+	for id := range ours() {
+		if !was[id] {
+			t.Errorf("a write after a command started container %.12s", id)
+		}
 	}
 	// That container ran the agent's process: it is gone, not back in the pool.
 	deadline := time.Now().Add(30 * time.Second)

@@ -9,7 +9,8 @@
 // then removes the container in the background while the pool refills.
 // WriteFile hands a write request the same way; init writes the file
 // itself (no process starts), and since nothing of the agent's ran there
-// the container goes back to the pool for the next request (write.go).
+// the container is kept for the next writes (up to two such containers),
+// or goes back to the pool for the next request (write.go).
 //
 // Every container gets: no network; a read-only root; a private /tmp
 // tmpfs with a size cap (HOME lives there); all capabilities dropped;
@@ -290,6 +291,9 @@ func New(ctx context.Context, cli *client.Client, cfg *config.Config, log *slog.
 	n := cfg.Sandbox.PoolSize
 	for i := range r.pools {
 		p := &pool{ro: i == 1, ready: make(chan *warm, max(n, 1)), tokens: make(chan struct{}, max(n, 1))}
+		if !p.ro {
+			p.writers = make(chan *warm, writerSlots)
+		}
 		for range n {
 			p.tokens <- struct{}{}
 		}

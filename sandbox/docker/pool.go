@@ -16,6 +16,11 @@ type pool struct {
 	ro     bool
 	ready  chan *warm
 	tokens chan struct{} // each token is one container to start
+	// writers (read-write pool only) holds containers that served a
+	// write and, nothing of the agent's having run in them, serve only
+	// writes from then on (giveBack): a write then never waits for a
+	// container start when commands have drained ready.
+	writers chan *warm
 
 	refillMu       sync.Mutex
 	pendingRefills int
@@ -105,6 +110,9 @@ func (r *Runner) giveToken(p *pool) {
 	}
 }
 
+// writerSlots bounds the containers kept for writes alone (pool.writers).
+const writerSlots = 2
+
 // drain removes every warm container waiting in p.
 func (r *Runner) drain(p *pool) {
 	for {
@@ -112,10 +120,23 @@ func (r *Runner) drain(p *pool) {
 		case w := <-p.ready:
 			w.conn.Close()
 			r.remove(w.id)
+		case w := <-p.writers: // nil for the read-only pool: never ready
+			w.conn.Close()
+			r.remove(w.id)
 		default:
 			return
 		}
 	}
+}
+
+// KeptForWrites is the number of containers kept for writes alone
+// (pool.writers): each served a write, none ran anything of the agent's.
+func (r *Runner) KeptForWrites() int {
+	n := 0
+	for _, p := range r.pools {
+		n += len(p.writers)
+	}
+	return n
 }
 
 // Warm is the number of warm containers waiting, both flavours together.

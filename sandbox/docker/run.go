@@ -119,7 +119,7 @@ func (r *Runner) runOnce(ctx context.Context, x exchange, frame []byte, stream b
 	if x.ro {
 		p = r.pools[1]
 	}
-	w, err := r.handOver(ctx, frame, p)
+	w, err := r.handOver(ctx, frame, p, x.reusable)
 	if err != nil {
 		return sandbox.Result{}, nil, false, err
 	}
@@ -277,7 +277,7 @@ func (r *Runner) runOnce(ctx context.Context, x exchange, frame []byte, stream b
 // handOver takes a warm container of p's flavour (or starts one when the
 // pool is empty) and sends it the request. The stream stays open: init
 // kills the command when it ends (the executor died or gave up).
-func (r *Runner) handOver(ctx context.Context, frame []byte, p *pool) (*warm, error) {
+func (r *Runner) handOver(ctx context.Context, frame []byte, p *pool, write bool) (*warm, error) {
 	fp := ""
 	if !p.ro {
 		var err error
@@ -286,13 +286,21 @@ func (r *Runner) handOver(ctx context.Context, frame []byte, p *pool) (*warm, er
 			return nil, err
 		}
 	}
+	var writers chan *warm // a write takes a writers' container first
+	if write {
+		writers = p.writers
+	}
 	for {
 		var w *warm
 		var err error
 		select {
-		case w = <-p.ready:
-			r.refillSoon(p)
+		case w = <-writers:
 		default:
+			select {
+			case w = <-p.ready:
+				r.refillSoon(p)
+			default:
+			}
 		}
 		if w == nil {
 			if w, err = r.start(ctx, p.ro); err != nil {
@@ -330,9 +338,11 @@ func (r *Runner) handOver(ctx context.Context, frame []byte, p *pool) (*warm, er
 }
 
 // giveBack returns w, which served a request that ran nothing of the
-// agent's (a write) and whose init takes another one, to p's warm
-// containers, in place of the refill its hand-over asked for. It reports
-// false (the caller removes w) when the Runner is closing or p is full.
+// agent's (a write) and whose init takes another one: to p's writers
+// while they have room (kept for the next writes, which then never wait
+// for a start), else to p's warm containers in place of a pending
+// refill. It reports false (the caller removes w) when the Runner is
+// closing or p is full.
 func (r *Runner) giveBack(p *pool, w *warm) bool {
 	r.mu.Lock()
 	closed := r.closed
@@ -341,6 +351,16 @@ func (r *Runner) giveBack(p *pool, w *warm) bool {
 		return false
 	}
 	w.conn.SetReadDeadline(time.Time{})
+	select {
+	case p.writers <- w: // nil for the read-only pool: never ready
+		// Kept for writes; the refill its hand-over asked for (when it
+		// came from ready) goes on.
+		if r.ctx.Err() != nil { // raced with Close: it may have drained already
+			r.drain(p)
+		}
+		return true
+	default:
+	}
 	select {
 	case p.ready <- w:
 	default:

@@ -18,9 +18,12 @@ import (
 // workspace, inside the container's mounts, so that every read-only
 // mount refuses it as it would refuse a command (EROFS); no process is
 // started. See sandbox.Runner and initproc.Write. Because nothing of the
-// agent's ran in it, the container then goes back to the warm pool and
-// serves the next request (a write, or a command) instead of being
-// replaced: writes cost no container start.
+// agent's ran in it, the container is then kept for the next writes (up
+// to writerSlots such containers; a write takes one of them before a
+// pool container), or goes back to the warm pool to serve the next
+// request (a write, or a command), instead of being replaced: writes
+// cost no container start, and do not wait for one when commands have
+// drained the pool.
 //
 // With w.Gate set the write is gated (initproc.WriteReq.Gated): init
 // writes and fsyncs its temporary file while the Runner waits for the
