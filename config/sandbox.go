@@ -31,7 +31,9 @@ type Sandbox struct {
 	// with /bin/sh.
 	Image string `mapstructure:"image" yaml:"image"`
 	// PoolSize is the number of pre-started containers kept ready per
-	// workspace (0 disables the pool: every command waits for a start).
+	// workspace and flavour (read-write, read-only); up to two more that
+	// served only writes are kept for writes. 0 disables the pool: every
+	// command and write waits for a start.
 	PoolSize int `mapstructure:"pool_size" yaml:"pool_size"`
 	// DefaultTimeout applies when a call sets none.
 	DefaultTimeout time.Duration `mapstructure:"default_timeout" yaml:"default_timeout"`

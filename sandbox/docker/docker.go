@@ -291,7 +291,7 @@ func New(ctx context.Context, cli *client.Client, cfg *config.Config, log *slog.
 	n := cfg.Sandbox.PoolSize
 	for i := range r.pools {
 		p := &pool{ro: i == 1, ready: make(chan *warm, max(n, 1)), tokens: make(chan struct{}, max(n, 1))}
-		if !p.ro {
+		if !p.ro && n > 0 { // pool_size 0 keeps nothing warm, for writes neither
 			p.writers = make(chan *warm, writerSlots)
 		}
 		for range n {

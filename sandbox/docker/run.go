@@ -79,6 +79,9 @@ type exchange struct {
 	// gate, for a gated write, is waited for once the content is sent:
 	// its outcome goes to init as the Commit frame.
 	gate func() error
+	// temps, for a write, receives the temporary file name of each
+	// attempt.
+	temps *[]string
 }
 
 // exchange runs req in a warm container, retrying in another one when a
@@ -90,13 +93,23 @@ func (r *Runner) exchange(ctx context.Context, req initproc.Req, x exchange) (sa
 	req.Key = make([]byte, initproc.KeyLen)
 	rand.Read(req.Key)
 	x.key = req.Key
-	payload, err := json.Marshal(req)
-	if err != nil {
-		return sandbox.Result{}, nil, fmt.Errorf("encoding request: %w", err)
-	}
-	frame := initproc.AppendFrame(nil, initproc.Request, payload)
 	stream := req.Stdin || req.Write != nil
 	for attempt := 1; ; attempt++ {
+		if req.Write != nil {
+			// A temporary file name of its own for each attempt (the one
+			// before may have been taken after all), noted for removal.
+			w := *req.Write
+			w.Temp = initproc.TempName()
+			req.Write = &w
+			if x.temps != nil {
+				*x.temps = append(*x.temps, w.Temp)
+			}
+		}
+		payload, err := json.Marshal(req)
+		if err != nil {
+			return sandbox.Result{}, nil, fmt.Errorf("encoding request: %w", err)
+		}
+		frame := initproc.AppendFrame(nil, initproc.Request, payload)
 		res, st, unused, err := r.runOnce(ctx, x, frame, stream)
 		if !unused || attempt == maxAttempts || ctx.Err() != nil {
 			return res, st, err

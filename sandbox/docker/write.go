@@ -75,12 +75,15 @@ func (r *Runner) WriteFile(ctx context.Context, w sandbox.FileWrite) error {
 	}
 	req.Write.Gated = w.Gate != nil
 	send := func(gate func() error) (sandbox.Result, *initproc.Status, error) {
-		req.Write.Temp = initproc.TempName()
-		res, st, err := r.exchange(ctx, req, exchange{data: w.Content, timeout: timeout, limit: 4096, workdir: r.workspace, reusable: true, gate: gate})
-		if err != nil {
+		var temps []string
+		res, st, err := r.exchange(ctx, req, exchange{data: w.Content, timeout: timeout, limit: 4096, workdir: r.workspace, reusable: true, gate: gate, temps: &temps})
+		if err != nil || st == nil {
 			// Init did not answer (killed: timeout, cancel, Close; or it
-			// died): it may have left its temporary file behind.
-			r.removeTemp(rel, req.Write.Temp)
+			// died, the OOM killer's pick): it may have left its
+			// temporary file behind.
+			for _, t := range temps {
+				r.removeTemp(rel, t)
+			}
 		}
 		return res, st, err
 	}
