@@ -9,9 +9,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"maps"
 	"os"
-	"reflect"
 	"slices"
 
 	"golang.org/x/sys/unix"
@@ -392,23 +390,12 @@ func (s *Store) updateManifest(ix *index, updates map[string]*ientry) *index {
 func (s *Store) takeUpdSpare(ix *index) map[string]*ientry {
 	sp := s.updSpare
 	s.updSpare = nil
-	if sp == nil || sp.src != ix || sp.of != reflect.ValueOf(ix.entries).UnsafePointer() {
+	if !sp.copies(ix) {
 		return nil
 	}
-	<-sp.done
-	return sp.m
+	return sp.wait()
 }
 
 // prepareUpdSpare starts copying the map of ix, the manifest a
-// file-scoped update just saved, for the next update. Manifests are never
-// written in place once saved (a caller that changes one swaps its map
-// first, which takeUpdSpare notices), so the copy is exact.
-func (s *Store) prepareUpdSpare(ix *index) {
-	m := ix.entries
-	sp := &spareMap{src: ix, of: reflect.ValueOf(m).UnsafePointer(), done: make(chan struct{})}
-	s.updSpare = sp
-	go func() {
-		sp.m = maps.Clone(m)
-		close(sp.done)
-	}()
-}
+// file-scoped update just saved, for the next update (see spareMap).
+func (s *Store) prepareUpdSpare(ix *index) { s.updSpare = newSpare(ix) }

@@ -111,32 +111,47 @@ type spareMap struct {
 
 // prepareSpare starts copying base's map, unless a copy of it exists.
 func (c *capture) prepareSpare() {
-	b := c.base
-	if b == nil {
+	if c.base == nil {
 		c.spare = nil
 		return
 	}
-	m := b.entries
-	of := reflect.ValueOf(m).UnsafePointer()
-	if c.spare != nil && c.spare.src == b && c.spare.of == of {
-		return
+	if !c.spare.copies(c.base) {
+		c.spare = newSpare(c.base)
 	}
-	sp := &spareMap{src: b, of: of, done: make(chan struct{})}
-	c.spare = sp
-	go func() {
-		sp.m = maps.Clone(m)
-		close(sp.done)
-	}()
 }
 
 // takeSpare returns the copy of base's map if one was made (waiting for
 // it to finish), or nil.
 func (c *capture) takeSpare(base *index) map[string]*ientry {
-	sp := c.spare
-	if sp == nil || sp.src != base || sp.of != reflect.ValueOf(base.entries).UnsafePointer() {
+	if !c.spare.copies(base) {
 		return nil
 	}
+	m := c.spare.wait()
 	c.spare = nil
+	return m
+}
+
+// newSpare starts copying ix's map in the background.
+func newSpare(ix *index) *spareMap {
+	m := ix.entries
+	sp := &spareMap{src: ix, of: reflect.ValueOf(m).UnsafePointer(), done: make(chan struct{})}
+	go func() {
+		sp.m = maps.Clone(m)
+		close(sp.done)
+	}()
+	return sp
+}
+
+// copies reports whether sp (nil: none) is a copy of ix's current map:
+// made from ix, and ix still holds that very map (indexes are never
+// written in place once made; a caller that changes one swaps its map
+// first).
+func (sp *spareMap) copies(ix *index) bool {
+	return sp != nil && sp.src == ix && sp.of == reflect.ValueOf(ix.entries).UnsafePointer()
+}
+
+// wait returns the copy once it is made.
+func (sp *spareMap) wait() map[string]*ientry {
 	<-sp.done
 	return sp.m
 }
