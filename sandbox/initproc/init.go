@@ -142,14 +142,13 @@ func serve(p []byte, fw *frameWriter, bash bool, in io.Reader) (again bool, _ er
 		// A refused write may not have read its content (nor its Commit
 		// frame): the rest is read and dropped, so that the next frame is
 		// the next request.
-		_, err := io.Copy(io.Discard, content)
 		if req.Write.Gated {
-			g.wait()
-			if g.broken {
-				err = g.err
-			}
+			g.wait() // drains the content, then reads the Commit frame
+			st.Reusable = !g.broken
+		} else {
+			_, err := io.Copy(io.Discard, content)
+			st.Reusable = err == nil
 		}
-		st.Reusable = err == nil
 	} else {
 		st = run(req, fw, bash, in)
 	}

@@ -174,7 +174,7 @@ func WriteGated(req WriteReq, content io.Reader, gate func() error) *WriteError 
 		fd, err := openDir(dir, c)
 		if errors.Is(err, unix.ENOENT) && gate != nil {
 			if err := gate(); err != nil {
-				return &WriteError{Op: "commit", Path: req.Rel, Msg: "withdrawn: " + err.Error()}
+				return withdrawn(req.Rel, err)
 			}
 			return &WriteError{Op: "gate", Path: rel, Msg: errUngate}
 		}
@@ -242,7 +242,7 @@ func WriteGated(req WriteReq, content io.Reader, gate func() error) *WriteError 
 	}
 	if gate != nil {
 		if err := gate(); err != nil {
-			return &WriteError{Op: "commit", Path: req.Rel, Msg: "withdrawn: " + err.Error()}
+			return withdrawn(req.Rel, err)
 		}
 	}
 	if err := unix.Renameat(dir, tmp, dir, name); err != nil {
@@ -250,6 +250,11 @@ func WriteGated(req WriteReq, content io.Reader, gate func() error) *WriteError 
 	}
 	done = true
 	return nil
+}
+
+// withdrawn is the error of a write whose gate did not open.
+func withdrawn(rel string, err error) *WriteError {
+	return &WriteError{Op: "commit", Path: rel, Msg: "withdrawn: " + err.Error()}
 }
 
 // runWrite is WriteGated as a request: its status.
