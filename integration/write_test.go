@@ -163,14 +163,7 @@ func TestWriteThroughInit(t *testing.T) {
 			t.Fatalf("settings.json changed: %q", b)
 		}
 	})
-	t.Run("no temporary files left", func(t *testing.T) {
-		filepath.WalkDir(ws, func(p string, d os.DirEntry, err error) error {
-			if err == nil && strings.HasPrefix(d.Name(), ".agentbox-write-") {
-				t.Errorf("left behind: %s", p)
-			}
-			return nil
-		})
-	})
+	t.Run("no temporary files left", func(t *testing.T) { rt5NoTemp(t, ws) })
 }
 
 // TestWriteReusesContainer: a write runs nothing of the agent's, so its

@@ -238,15 +238,7 @@ func TestMainWrite(t *testing.T) {
 				t.Fatalf("Main = %d: %s", code, diag.String())
 			}
 			types, status := readFrames(&out)
-			if string(types) != "RSXSX" {
-				t.Fatalf("frames %q, want ready, then started and exit for each of two writes", types)
-			}
-			if !bytes.Contains(status[0], []byte(tc.want)) || !bytes.Contains(status[0], []byte(`"reusable":true`)) {
-				t.Fatalf("status %s, want %s and reusable", status[0], tc.want)
-			}
-			if got, _ := os.ReadFile(filepath.Join(tr.ws, "next")); string(got) != "next" {
-				t.Fatalf("the second write in the same container left %q", got)
-			}
+			checkTwoWrites(t, types, status, tc.want, tr.ws)
 			if tc.want == `{"code":0` {
 				if got, _ := os.ReadFile(filepath.Join(tr.ws, tc.rel)); !bytes.Equal(got, tc.content) {
 					t.Fatalf("content %d bytes", len(got))
@@ -477,15 +469,7 @@ func TestMainWriteGated(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("Main = %d: %s", code, diag.String())
 			}
-			if string(types) != "RSXSX" {
-				t.Fatalf("frames %q, want ready, then started and exit for each of two writes", types)
-			}
-			if !bytes.Contains(status[0], []byte(tc.want)) || !bytes.Contains(status[0], []byte(`"reusable":true`)) {
-				t.Fatalf("status %s, want %s and reusable", status[0], tc.want)
-			}
-			if got, _ := os.ReadFile(filepath.Join(tr.ws, "next")); string(got) != "next" {
-				t.Fatalf("the next write in the same container left %q", got)
-			}
+			checkTwoWrites(t, types, status, tc.want, tr.ws)
 			got, err := os.ReadFile(filepath.Join(tr.ws, tc.rel))
 			if (tc.want == `{"code":0`) != (err == nil && bytes.Equal(got, content)) {
 				t.Fatalf("file %q (%v) after status %s", got, err, status[0])
@@ -543,5 +527,22 @@ func readFrames(out io.Reader) (types []Type, status [][]byte) {
 		if typ == Exit {
 			status = append(status, p)
 		}
+	}
+}
+
+// checkTwoWrites checks what init sent for a write followed by a write of
+// "next" to the file next in the same container: ready, then started and
+// exit for each; the first status holds want and says reusable; the
+// second write landed.
+func checkTwoWrites(t *testing.T, types []Type, status [][]byte, want, ws string) {
+	t.Helper()
+	if string(types) != "RSXSX" {
+		t.Fatalf("frames %q, want ready, then started and exit for each of two writes", types)
+	}
+	if !bytes.Contains(status[0], []byte(want)) || !bytes.Contains(status[0], []byte(`"reusable":true`)) {
+		t.Fatalf("status %s, want %s and reusable", status[0], want)
+	}
+	if got, _ := os.ReadFile(filepath.Join(ws, "next")); string(got) != "next" {
+		t.Fatalf("the second write in the same container left %q", got)
 	}
 }
