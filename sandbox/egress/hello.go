@@ -43,7 +43,8 @@ func ReadClientHello(r io.Reader, max int) (raw []byte, ch ClientHello, err erro
 	var msg []byte
 	hdr := make([]byte, 5)
 	for {
-		if _, err := io.ReadFull(r, hdr); err != nil {
+		if k, err := io.ReadFull(r, hdr); err != nil {
+			raw = append(raw, hdr[:k]...)
 			if len(raw) == 0 && errors.Is(err, io.EOF) {
 				return raw, ch, fmt.Errorf("%w: connection closed", ErrNotTLS)
 			}
@@ -62,8 +63,8 @@ func ReadClientHello(r io.Reader, max int) (raw []byte, ch ClientHello, err erro
 		}
 		start := len(raw)
 		raw = append(raw, make([]byte, n)...)
-		if _, err := io.ReadFull(r, raw[start:]); err != nil {
-			return raw, ch, fmt.Errorf("%w: %v", ErrBadHello, err)
+		if k, err := io.ReadFull(r, raw[start:]); err != nil {
+			return raw[:start+k], ch, fmt.Errorf("%w: %v", ErrBadHello, err)
 		}
 		msg = append(msg, raw[start:]...)
 		if len(msg) < 4 {
