@@ -24,7 +24,8 @@ var errHeadTooLarge = errors.New("request head too large")
 func peekHead(br *bufio.Reader) ([]byte, error) {
 	n := 1
 	for {
-		b, err := br.Peek(n)
+		_, err := br.Peek(n)
+		b, _ := br.Peek(br.Buffered())
 		if i := bytes.Index(b, []byte("\r\n\r\n")); i >= 0 {
 			return b[:i+4], nil
 		}

@@ -234,7 +234,11 @@ func (ev *Event) target(host string, port uint16, t Target, err error) {
 		ev.Addr = t.Addr.String()
 	}
 	if err != nil && t.Decision.Verdict == Allow {
-		ev.By = "address check" // the policy allowed the name, its addresses were refused or silent
+		// The policy allowed the name; what failed came after it.
+		ev.By = "address check"
+		if r := AsRefusal(err); r.Reason == ReasonDial || r.Reason == ReasonResolve {
+			ev.By = "dial"
+		}
 	}
 }
 
