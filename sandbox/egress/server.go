@@ -202,6 +202,18 @@ func (s *Server) event(c Caller, kind string, start time.Time) Event {
 // refuse writes the refusal as an HTTP 403 (400 for malformed requests,
 // 502 when the destination did not answer) and audits it.
 func (s *Server) refuse(w io.Writer, ev Event, r *Refusal) {
+	WriteRefusal(w, r)
+	ev.Decision, ev.Reason = "deny", r.Reason
+	if ev.By == "" {
+		ev.By = "proxy"
+	}
+	s.finish(ev)
+}
+
+// WriteRefusal writes r as a complete HTTP response that closes the
+// connection: 403 (400 for a malformed request, 502 when the destination
+// did not answer), the reason in X-Agentbox-Error, the text as the body.
+func WriteRefusal(w io.Writer, r *Refusal) {
 	status := http.StatusForbidden
 	switch r.Reason {
 	case ReasonBadRequest, ReasonSmuggling:
@@ -212,11 +224,6 @@ func (s *Server) refuse(w io.Writer, ev Event, r *Refusal) {
 	body := r.Error() + "\n"
 	fmt.Fprintf(w, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nX-Agentbox-Error: %s\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s",
 		status, http.StatusText(status), r.Reason, len(body), body)
-	ev.Decision, ev.Reason = "deny", r.Reason
-	if ev.By == "" {
-		ev.By = "proxy"
-	}
-	s.finish(ev)
 }
 
 func (s *Server) finish(ev Event) {
