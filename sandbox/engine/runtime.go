@@ -47,8 +47,12 @@ type runtimeSpec struct {
 // (ptrace) platform is the one that works on these machines. Docker's
 // seccomp profile is only applied inside gVisor with --oci-seccomp; the
 // Sentry itself is the syscall boundary, the profile is defence in depth.
+// --host-uds=open lets a command connect to a host unix socket bind-mounted
+// into its container (the egress proxy's, sandbox/docker/egress.go), as
+// runc always does; init refuses a socket at any mount point, and no host
+// directory holding other sockets is mounted.
 var knownRuntimes = map[string]runtimeSpec{
-	"runsc": {bin: "runsc", pkg: "runsc", args: []string{"--network=none", "--oci-seccomp"}},
+	"runsc": {bin: "runsc", pkg: "runsc", args: []string{"--network=none", "--oci-seccomp", "--host-uds=open"}},
 }
 
 // daemonRuntime is one entry of daemon.json's "runtimes".

@@ -1,0 +1,211 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"log"
+	"math/big"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/images"
+	"github.com/agentbox/agentbox/sandbox"
+	"github.com/agentbox/agentbox/sandbox/docker"
+	"github.com/agentbox/agentbox/sandbox/egress"
+)
+
+// nameMap is the proxy's resolver in these tests: names of the test's own
+// servers on host loopback.
+type nameMap map[string]netip.Addr
+
+func (m nameMap) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if a, ok := m[host]; ok {
+		return []netip.Addr{a}, nil
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+// egressServer is an HTTPS server on host loopback with a certificate
+// for pkg.test (and evil.test) from a CA whose PEM it returns.
+func egressServer(t *testing.T) (port int, caPEM []byte) {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caT := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "egress test CA"}, IsCA: true,
+		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	caDER, err := x509.CreateCertificate(rand.Reader, caT, caT, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	leafT := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "pkg.test"}, DNSNames: []string{"pkg.test", "evil.test"},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	leaf, err := x509.CreateCertificate(rand.Reader, leafT, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "hello from %s", r.Host)
+	}), ErrorLog: log.New(io.Discard, "", 0)}
+	tln := tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{leaf}, PrivateKey: key}}})
+	go srv.Serve(tln)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().(*net.TCPAddr).Port, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+}
+
+// egressRunner opens a host-image runner with the given network config;
+// the proxy's audit events arrive on the returned channel.
+func egressRunner(t *testing.T, mode string, allow, deny []string) (*docker.Runner, string, chan egress.Event) {
+	t.Helper()
+	ensureHostImage(t)
+	ws := newWorkspace(t)
+	cfg := testConfig(t, ws)
+	cfg.Sandbox.Image = images.Host
+	cfg.Network = config.Network{Mode: mode, Allow: allow, Deny: deny}
+	events := make(chan egress.Event, 64)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	loop := netip.MustParseAddr("127.0.0.1")
+	r, err := docker.New(ctx, cli, cfg, nil,
+		docker.WithEgressAudit(func(ev egress.Event) { events <- ev }),
+		docker.WithEgressGate(egress.WithResolver(nameMap{"pkg.test": loop, "evil.test": loop, "denied.test": loop})))
+	if err != nil {
+		t.Fatalf("docker.New: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		r.Close(ctx)
+	})
+	return r, ws, events
+}
+
+func nextEvent(t *testing.T, events chan egress.Event) egress.Event {
+	t.Helper()
+	select {
+	case ev := <-events:
+		return ev
+	case <-time.After(10 * time.Second):
+		t.Fatal("no egress audit event")
+	}
+	return egress.Event{}
+}
+
+func TestEgressAllowlist(t *testing.T) {
+	port, caPEM := egressServer(t)
+	// The proxy runs in this process: a host loopback server is reachable
+	// only because this exact address is allowed.
+	r, ws, events := egressRunner(t, config.NetworkAllowlist, []string{"pkg.test", "evil.test", "127.0.0.1"}, []string{"denied.test"})
+	ca := filepath.Join(ws, "ca.pem")
+	if err := os.WriteFile(ca, caPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(call, shell string) (sandbox.Result, time.Duration) {
+		t.Helper()
+		start := time.Now()
+		res, err := runIn(t, r, sandbox.Spec{Shell: shell, Call: call, Session: "s-egress"})
+		if err != nil {
+			t.Fatalf("%s: %v", shell, err)
+		}
+		return res, time.Since(start)
+	}
+	t.Run("curl https to an allowed name", func(t *testing.T) {
+		res, _ := run("c-allowed", fmt.Sprintf("curl -sS --cacert %s https://pkg.test:%d/x", ca, port))
+		if res.ExitCode != 0 || string(res.Stdout) != fmt.Sprintf("hello from pkg.test:%d", port) {
+			t.Fatalf("exit %d, out %q, err %q", res.ExitCode, res.Stdout, res.Stderr)
+		}
+		ev := nextEvent(t, events)
+		if ev.Call != "c-allowed" || ev.Session != "s-egress" || ev.Host != "pkg.test" || ev.Decision != "allow" || ev.BytesIn == 0 || ev.BytesOut == 0 {
+			t.Fatalf("audit %+v", ev)
+		}
+	})
+	t.Run("TLS name differs from the CONNECT host", func(t *testing.T) {
+		res, _ := run("c-sni", fmt.Sprintf("openssl s_client -proxy 127.0.0.1:%d -connect pkg.test:%d -servername evil.test -CAfile %s </dev/null",
+			sandbox.EgressPort, port, ca))
+		if res.ExitCode == 0 {
+			t.Fatalf("openssl connected: %s", res.Stdout)
+		}
+		if ev := nextEvent(t, events); ev.Reason != egress.ReasonSNIMismatch || ev.Call != "c-sni" {
+			t.Fatalf("audit %+v", ev)
+		}
+	})
+	t.Run("denied name", func(t *testing.T) {
+		res, _ := run("c-denied", fmt.Sprintf("curl -sS --cacert %s https://denied.test:%d/", ca, port))
+		if res.ExitCode == 0 || !strings.Contains(string(res.Stderr), "403") {
+			t.Fatalf("exit %d, err %q", res.ExitCode, res.Stderr)
+		}
+		if ev := nextEvent(t, events); ev.Reason != egress.ReasonDenied {
+			t.Fatalf("audit %+v", ev)
+		}
+	})
+	t.Run("unlisted literal in hex", func(t *testing.T) {
+		res, _ := run("c-literal", fmt.Sprintf("curl -sS -i http://0x7f.2:%d/", port))
+		if !strings.Contains(string(res.Stdout), "X-Agentbox-Error: ip-literal") {
+			t.Fatalf("exit %d, out %q, err %q", res.ExitCode, res.Stdout, res.Stderr)
+		}
+		nextEvent(t, events)
+	})
+	t.Run("direct connections ignoring the proxy have no route", func(t *testing.T) {
+		res, d := run("c-direct", "curl --noproxy '*' -sS --max-time 20 http://192.0.2.1/; echo tcp=$?; "+
+			"bash -c 'echo x > /dev/udp/192.0.2.1/53' 2>&1; echo udp=$?")
+		out := string(res.Stdout) + string(res.Stderr)
+		if !strings.Contains(out, "tcp=7") || !strings.Contains(out, "udp=1") || !strings.Contains(out, "unreachable") || d > 15*time.Second {
+			t.Fatalf("after %s: %q", d, out)
+		}
+		select {
+		case ev := <-events:
+			t.Fatalf("a direct connection reached the proxy: %+v", ev)
+		default:
+		}
+	})
+}
+
+func TestEgressModeNoneFailsFast(t *testing.T) {
+	port, _ := egressServer(t)
+	r, _, events := egressRunner(t, config.NetworkNone, nil, nil)
+	for _, tc := range []struct{ name, shell, want string }{
+		{"curl https", fmt.Sprintf("curl -sS https://pkg.test:%d/", port), "no network"},
+		{"curl http shows the refusal", fmt.Sprintf("curl -sS http://pkg.test:%d/", port), "network.mode"},
+		{"npm", "npm view left-pad version", "no network"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			res, err := runIn(t, r, sandbox.Spec{Shell: tc.shell, Timeout: time.Minute})
+			d := time.Since(start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := string(res.Stdout) + string(res.Stderr)
+			if res.ExitCode == 0 || !strings.Contains(out, tc.want) || d > 20*time.Second {
+				t.Fatalf("after %s: exit %d, %q", d, res.ExitCode, out)
+			}
+			t.Logf("%s failed in %s", tc.name, d.Round(time.Millisecond))
+		})
+	}
+	select {
+	case ev := <-events:
+		t.Fatalf("mode none started a proxy: %+v", ev)
+	default:
+	}
+}
