@@ -186,7 +186,7 @@ func TestEgressModeNoneFailsFast(t *testing.T) {
 	r, _, events := egressRunner(t, config.NetworkNone, nil, nil)
 	for _, tc := range []struct{ name, shell, want string }{
 		{"curl https", fmt.Sprintf("curl -sS https://pkg.test:%d/", port), "no network"},
-		{"curl http shows the refusal", fmt.Sprintf("curl -sS http://pkg.test:%d/", port), "network.mode"},
+		{"curl http shows the refusal", fmt.Sprintf("curl -sS -w ' status=%%{http_code}' http://pkg.test:%d/ && test 0 = 1", port), "network.mode is none); nothing outside it is reachable (to allow it: the operator sets network.mode: allowlist and lists the domain in network.allow (user config))\n status=403"},
 		{"npm", "npm view left-pad version", "no network"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

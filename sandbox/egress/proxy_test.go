@@ -519,4 +519,27 @@ func TestProxyAuthentication(t *testing.T) {
 	})
 }
 
-var _ = context.Background
+
+// A relay whose proxy is gone answers at once, and nothing gets out.
+func TestRelayWithoutProxyFailsClosed(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go Relay{Socket: t.TempDir() + "/missing.sock"}.Serve(ctx, ln)
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "CONNECT good.test:443 HTTP/1.1\r\nHost: good.test:443\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 502 || resp.Header.Get("X-Agentbox-Error") != "proxy-unavailable" {
+		t.Fatalf("%d %q", resp.StatusCode, resp.Header.Get("X-Agentbox-Error"))
+	}
+}
