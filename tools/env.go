@@ -202,6 +202,9 @@ type ExecResult struct {
 	OOMKilled   bool
 	Duration    time.Duration
 	ContainerID string
+	// Network summarizes the connections the command opened through the
+	// egress proxy ("" when none).
+	Network string
 }
 
 // Sandbox is the subset of the sandbox runner tools use.

@@ -125,8 +125,15 @@ func init() {
 	sandbox.Register(engine.BackendPodman, openBackend)
 }
 
-func openBackend(ctx context.Context, cfg *config.Config, log *slog.Logger) (sandbox.Runner, error) {
-	r, err := Open(ctx, cfg, log)
+func openBackend(ctx context.Context, cfg *config.Config, log *slog.Logger, net sandbox.Network) (sandbox.Runner, error) {
+	var opts []Option
+	if net.Audit != nil {
+		opts = append(opts, WithEgressAudit(net.Audit))
+	}
+	if net.Approver != nil {
+		opts = append(opts, WithEgressApprover(net.Approver, 0))
+	}
+	r, err := Open(ctx, cfg, log, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -519,7 +519,6 @@ func TestProxyAuthentication(t *testing.T) {
 	})
 }
 
-
 // A relay whose proxy is gone answers at once, and nothing gets out.
 func TestRelayWithoutProxyFailsClosed(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -122,6 +122,9 @@ func runBash(ctx context.Context, env *tools.Env, p *BashParams) (tools.Result, 
 		}
 		b.WriteString(".")
 	}
+	if res.Network != "" {
+		notes = append(notes, res.Network)
+	}
 	for _, n := range notes {
 		b.WriteString("\n" + n)
 	}

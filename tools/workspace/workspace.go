@@ -160,7 +160,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Tools, error)
 	}
 	s.Sessions = tools.NewSessionStore(SessionsDir(cfg), cfg.Workspace)
 	s.Grants = tools.NewGrantFile(GrantsPath(cfg))
-	s.sandbox = &lazySandbox{cfg: cfg, log: log, runner: opts.Runner}
+	s.sandbox = &lazySandbox{cfg: cfg, log: log, runner: opts.Runner, net: newNetTracker(s.Audit)}
 	s.jobs = &lazyJobs{sb: s.sandbox}
 	s.jobs.snaps.Logger = log
 	s.snaps = NewSnapshots(cfg, log)
@@ -263,6 +263,7 @@ func (s *Tools) Close(ctx context.Context) error {
 type lazySandbox struct {
 	cfg    *config.Config
 	log    *slog.Logger
+	net    *netTracker // the egress proxy's connections (network.go)
 	mu     sync.Mutex
 	runner sandbox.Runner
 	err    error
@@ -275,7 +276,7 @@ func (l *lazySandbox) get(ctx context.Context) (sandbox.Runner, error) {
 	if l.runner != nil || l.err != nil {
 		return l.runner, l.err
 	}
-	r, err := sandbox.Open(ctx, l.cfg, l.log)
+	r, err := sandbox.Open(ctx, l.cfg, l.log, sandbox.WithNetwork(l.net.hooks()))
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, err // do not remember a cancelled open
@@ -293,7 +294,9 @@ func (l *lazySandbox) Exec(ctx context.Context, req tools.ExecRequest) (tools.Ex
 	if err != nil {
 		return tools.ExecResult{}, sandboxError(err)
 	}
-	return sandboxRunner{Runner: r}.Exec(ctx, req)
+	res, err := sandboxRunner{Runner: r}.Exec(ctx, req)
+	res.Network = l.net.take(req.Call)
+	return res, err
 }
 
 func (l *lazySandbox) close(ctx context.Context) error {

@@ -1,0 +1,106 @@
+package workspace
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentbox/agentbox/sandbox"
+	"github.com/agentbox/agentbox/sandbox/egress"
+	"github.com/agentbox/agentbox/tools/audit"
+)
+
+// netTracker records the egress proxy's connections: each one in the
+// audit log, and per call the destinations contacted and refused, for
+// the call's result. Safe for concurrent use.
+type netTracker struct {
+	log *audit.Log
+	mu  sync.Mutex
+	// calls holds the destinations of calls still running (taken by
+	// take when the command returns).
+	calls map[string]*callNet
+}
+
+// maxTrackedCalls bounds the summaries kept for calls whose result never
+// takes them (background commands).
+const maxTrackedCalls = 256
+
+type callNet struct {
+	contacted []string
+	refused   []string
+}
+
+func newNetTracker(log *audit.Log) *netTracker {
+	return &netTracker{log: log, calls: map[string]*callNet{}}
+}
+
+// hooks are the sandbox's network hooks feeding this tracker.
+func (t *netTracker) hooks() sandbox.Network {
+	return sandbox.Network{Audit: t.record}
+}
+
+func (t *netTracker) record(ev egress.Event) {
+	dest := ev.Host
+	if ev.Port != 0 {
+		dest = net.JoinHostPort(ev.Host, strconv.Itoa(int(ev.Port)))
+	}
+	if ev.Call != "" && dest != "" {
+		t.mu.Lock()
+		c := t.calls[ev.Call]
+		if c == nil && len(t.calls) < maxTrackedCalls {
+			c = &callNet{}
+			t.calls[ev.Call] = c
+		}
+		if c == nil {
+			// Too many calls never taken (background jobs): the audit
+			// log still has every connection.
+		} else if ev.Decision == "allow" {
+			if !slices.Contains(c.contacted, dest) {
+				c.contacted = append(c.contacted, dest)
+			}
+		} else if r := dest + " (" + ev.Reason + ")"; !slices.Contains(c.refused, r) {
+			c.refused = append(c.refused, r)
+		}
+		t.mu.Unlock()
+	}
+	if t.log == nil {
+		return
+	}
+	r := audit.Record{
+		Time: ev.Time.UTC(), Session: ev.Session, CallID: ev.Call, Tool: audit.NetworkTool,
+		Decision: ev.Decision, DecidedBy: ev.By, Reason: ev.Reason, DurationMS: ev.Duration.Milliseconds(),
+		Network: &audit.Connection{Kind: ev.Kind, Method: ev.Method, Host: ev.Host, Port: ev.Port, Addr: ev.Addr,
+			BytesOut: ev.BytesOut, BytesIn: ev.BytesIn, LargeUpload: ev.BytesOut >= audit.LargeUpload},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = t.log.Append(ctx, r) // a failing log is sticky: the next call's record reports it
+}
+
+// take returns and forgets the call's network summary ("" when it made
+// no connection).
+func (t *netTracker) take(call string) string {
+	if t == nil || call == "" {
+		return ""
+	}
+	t.mu.Lock()
+	c := t.calls[call]
+	delete(t.calls, call)
+	t.mu.Unlock()
+	if c == nil {
+		return ""
+	}
+	var parts []string
+	if len(c.contacted) > 0 {
+		parts = append(parts, "contacted "+strings.Join(c.contacted, ", "))
+	}
+	if len(c.refused) > 0 {
+		parts = append(parts, "refused "+strings.Join(c.refused, ", "))
+	}
+	return fmt.Sprintf("Network: %s.", strings.Join(parts, "; "))
+}
