@@ -209,3 +209,46 @@ func TestEgressModeNoneFailsFast(t *testing.T) {
 	default:
 	}
 }
+
+// TestEgressThroughMCP: an operator allows one exact address; a Bash call
+// over MCP reaches it through the proxy, is refused another, its result
+// names both, and `agentbox audit --network` shows the connections.
+func TestEgressThroughMCP(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "reached "+r.URL.Path) })}
+	go srv.Serve(ln)
+	defer srv.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	e := newMCPEnv(t, "")
+	cfgText := "tools:\n  allow: ['Bash(curl:*)']\nmcp:\n  approval_timeout: 30s\nnetwork:\n  mode: allowlist\n  allow: ['127.0.0.1']\n"
+	if err := os.WriteFile(e.cfg, []byte(cfgText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := fmt.Sprintf("curl -sS http://127.0.0.1:%d/allowed; echo; curl -sS -o /dev/null -w 'status=%%{http_code}' http://127.0.0.2:%d/refused", port, port)
+	res := runTS(t, map[string]any{"transport": "stdio", "command": agentbox, "args": e.args("mcp"),
+		"env": map[string]string{"PATH": os.Getenv("PATH"), "DOCKER_HOST": cli.DaemonHost(), "HOME": os.Getenv("HOME")},
+		"steps": []tsStep{{"op": "call", "id": "curl", "name": "Bash", "args": map[string]any{"command": cmd}, "elicit": []string{"allow_once"}}}})
+	var text string
+	for _, r := range res {
+		if r["op"] == "call" {
+			text = r.text()
+		}
+	}
+	if text == "" {
+		t.Fatalf("no result for the call: %v", res)
+	}
+	want := fmt.Sprintf("Network: contacted 127.0.0.1:%d; refused 127.0.0.2:%d (ip-literal).", port, port)
+	if !strings.Contains(text, "reached /allowed") || !strings.Contains(text, "status=403") || !strings.Contains(text, want) {
+		t.Fatalf("Bash result:\n%s\nwant it to contain %q", text, want)
+	}
+	out, code := e.agentboxCLI(t, "audit", "--network")
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("GET 127.0.0.1:%d via 127.0.0.1:%d", port, port)) || !strings.Contains(out, "ip-literal") {
+		t.Fatalf("agentbox audit --network: %d\n%s", code, out)
+	}
+	if out, code := e.agentboxCLI(t, "audit", "verify"); code != 0 {
+		t.Fatalf("audit verify: %s", out)
+	}
+}
