@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentbox/agentbox/sandbox"
 	"github.com/agentbox/agentbox/sandbox/egress"
+	"github.com/agentbox/agentbox/tools"
 	"github.com/agentbox/agentbox/tools/audit"
 )
 
@@ -19,8 +20,9 @@ import (
 // audit log, and per call the destinations contacted and refused, for
 // the call's result. Safe for concurrent use.
 type netTracker struct {
-	log *audit.Log
-	mu  sync.Mutex
+	log     *audit.Log
+	running *tools.RunningCalls // asks a running call's approver; nil: unknown destinations are refused
+	mu      sync.Mutex
 	// calls holds the destinations of calls still running (taken by
 	// take when the command returns).
 	calls map[string]*callNet
@@ -35,13 +37,24 @@ type callNet struct {
 	refused   []string
 }
 
-func newNetTracker(log *audit.Log) *netTracker {
-	return &netTracker{log: log, calls: map[string]*callNet{}}
+func newNetTracker(log *audit.Log, running *tools.RunningCalls) *netTracker {
+	return &netTracker{log: log, running: running, calls: map[string]*callNet{}}
 }
 
-// hooks are the sandbox's network hooks feeding this tracker.
+// hooks are the sandbox's network hooks: this tracker, and questions
+// about unknown destinations put to the call's own approver.
 func (t *netTracker) hooks() sandbox.Network {
-	return sandbox.Network{Audit: t.record}
+	n := sandbox.Network{Audit: t.record}
+	if t.running != nil {
+		n.Approver = func(ctx context.Context, q egress.Question) (egress.Verdict, error) {
+			ok, _, err := t.running.ApproveNetwork(ctx, q.Call, q.Host, q.Port)
+			if err != nil || !ok {
+				return egress.Deny, err
+			}
+			return egress.Allow, nil
+		}
+	}
+	return n
 }
 
 func (t *netTracker) record(ev egress.Event) {

@@ -15,7 +15,7 @@ func TestNetTrackerAuditsAndSummarizes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer log.Close()
-	tr := newNetTracker(log)
+	tr := newNetTracker(log, nil)
 	now := time.Now()
 	for _, ev := range []egress.Event{
 		{Time: now, Call: "c1", Session: "s", Kind: "connect", Host: "a.example", Port: 443, Addr: "192.0.2.1:443", Decision: "allow", By: `network.allow "a.example"`, BytesOut: 2 << 20, BytesIn: 10},

@@ -160,7 +160,8 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Tools, error)
 	}
 	s.Sessions = tools.NewSessionStore(SessionsDir(cfg), cfg.Workspace)
 	s.Grants = tools.NewGrantFile(GrantsPath(cfg))
-	s.sandbox = &lazySandbox{cfg: cfg, log: log, runner: opts.Runner, net: newNetTracker(s.Audit)}
+	running := tools.NewRunningCalls()
+	s.sandbox = &lazySandbox{cfg: cfg, log: log, runner: opts.Runner, net: newNetTracker(s.Audit, running)}
 	s.jobs = &lazyJobs{sb: s.sandbox}
 	s.jobs.snaps.Logger = log
 	s.snaps = NewSnapshots(cfg, log)
@@ -218,6 +219,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Tools, error)
 		MaxInputBytes: cfg.Tools.MaxInputBytes,
 		Parallelism:   cfg.Tools.Parallelism,
 		Logger:        log,
+		Running:       running,
 	})
 	ok = true
 	return s, nil
