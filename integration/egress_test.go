@@ -252,3 +252,60 @@ func TestEgressThroughMCP(t *testing.T) {
 		t.Fatalf("audit verify: %s", out)
 	}
 }
+
+// TestEgressApprovalOverElicitation: a name no rule covers is put to the
+// person through MCP elicitation, in the call's own session; "allow once"
+// lets the connection through, "deny" refuses it, and an explicit deny is
+// never asked about.
+func TestEgressApprovalOverElicitation(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "reached "+r.Host) })}
+	go srv.Serve(ln)
+	defer srv.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	e := newMCPEnv(t, "")
+	// localhost resolves on the host (the proxy's side) through
+	// /etc/hosts; its addresses are allowed exactly, the name is not.
+	cfgText := "mcp:\n  approval_timeout: 30s\nnetwork:\n  mode: allowlist\n  allow: ['127.0.0.1', '::1']\n  deny: ['ip6-localhost']\n"
+	if err := os.WriteFile(e.cfg, []byte(cfgText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	get := func(host string) string {
+		return fmt.Sprintf("curl -sS -w ' status=%%{http_code}' http://%s:%d/", host, port)
+	}
+	res := runTS(t, map[string]any{"transport": "stdio", "command": agentbox, "args": e.args("mcp"),
+		"env": map[string]string{"PATH": os.Getenv("PATH"), "DOCKER_HOST": cli.DaemonHost(), "HOME": os.Getenv("HOME")},
+		"steps": []tsStep{
+			{"op": "call", "id": "yes", "name": "Bash", "args": map[string]any{"command": get("localhost")}, "elicit": []string{"allow_once", "allow_once"}},
+			{"op": "call", "id": "no", "name": "Bash", "args": map[string]any{"command": get("localhost")}, "elicit": []string{"allow_once", "deny"}},
+			{"op": "call", "id": "denied", "name": "Bash", "args": map[string]any{"command": get("ip6-localhost")}, "elicit": []string{"allow_once"}},
+		}})
+	var texts []string
+	var elicits []int
+	for _, r := range res {
+		if r["op"] == "call" {
+			texts = append(texts, r.text())
+			el, _ := r["elicitations"].([]any)
+			elicits = append(elicits, len(el))
+		}
+	}
+	if len(texts) != 3 {
+		t.Fatalf("results: %v", res)
+	}
+	if !strings.Contains(texts[0], fmt.Sprintf("reached localhost:%d status=200", port)) || elicits[0] != 2 {
+		t.Errorf("approved (%d questions):\n%s", elicits[0], texts[0])
+	}
+	if !strings.Contains(texts[1], "status=403") || !strings.Contains(texts[1], "approval-denied") || elicits[1] != 2 {
+		t.Errorf("refused (%d questions):\n%s", elicits[1], texts[1])
+	}
+	if !strings.Contains(texts[2], "status=403") || !strings.Contains(texts[2], "(denied)") || elicits[2] != 1 {
+		t.Errorf("explicit deny (%d questions):\n%s", elicits[2], texts[2])
+	}
+	out, _ := e.agentboxCLI(t, "audit", "--network")
+	if !strings.Contains(out, "allow (mcp-elicitation)") && !strings.Contains(out, "allow (approver)") {
+		t.Errorf("audit --network does not show the approval:\n%s", out)
+	}
+}
