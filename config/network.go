@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/agentbox/agentbox/sandbox/egress"
 )
@@ -27,6 +28,10 @@ type Network struct {
 	// "refuse whatever is not allowed, without asking". A project config
 	// may only add entries.
 	Deny []string `mapstructure:"deny" yaml:"deny"`
+	// FetchMaxBytes caps what the WebFetch tool reads of one page.
+	FetchMaxBytes int64 `mapstructure:"fetch_max_bytes" yaml:"fetch_max_bytes"`
+	// FetchTimeout bounds one WebFetch call, redirects included.
+	FetchTimeout time.Duration `mapstructure:"fetch_timeout" yaml:"fetch_timeout"`
 }
 
 // Network modes.
@@ -35,11 +40,19 @@ const (
 	NetworkAllowlist = "allowlist"
 )
 
-func defaultNetwork() Network { return Network{Mode: NetworkNone} }
+func defaultNetwork() Network {
+	return Network{Mode: NetworkNone, FetchMaxBytes: 10 << 20, FetchTimeout: 30 * time.Second}
+}
 
 func (n *Network) validate() error {
 	if n.Mode != NetworkNone && n.Mode != NetworkAllowlist {
 		return fmt.Errorf("network.mode %q: want none or allowlist", n.Mode)
+	}
+	if n.FetchMaxBytes <= 0 || n.FetchMaxBytes > 100<<20 {
+		return fmt.Errorf("network.fetch_max_bytes %d: want more than 0 and at most 100 MiB", n.FetchMaxBytes)
+	}
+	if n.FetchTimeout <= 0 || n.FetchTimeout > 10*time.Minute {
+		return fmt.Errorf("network.fetch_timeout %s: want more than 0 and at most 10m", n.FetchTimeout)
 	}
 	if _, err := egress.NewPolicy(n.Allow, n.Deny); err != nil {
 		return fmt.Errorf("network.allow/network.deny: %v", err)

@@ -60,6 +60,8 @@ var projectKeys = map[string]tighten{
 	"network.mode":               tightenNetMode,
 	"network.allow":              tightenSubset,
 	"network.deny":               tightenAppend,
+	"network.fetch_max_bytes":    tightenLower,
+	"network.fetch_timeout":      tightenLower,
 }
 
 // applyProject merges the project file (if it exists) into c, refusing

@@ -10,10 +10,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/sandbox"
 	"github.com/agentbox/agentbox/sandbox/egress"
 	"github.com/agentbox/agentbox/tools"
 	"github.com/agentbox/agentbox/tools/audit"
+	"github.com/agentbox/agentbox/tools/webfetch"
 )
 
 // netTracker records the egress proxy's connections: each one in the
@@ -44,17 +46,7 @@ func newNetTracker(log *audit.Log, running *tools.RunningCalls) *netTracker {
 // hooks are the sandbox's network hooks: this tracker, and questions
 // about unknown destinations put to the call's own approver.
 func (t *netTracker) hooks() sandbox.Network {
-	n := sandbox.Network{Audit: t.record}
-	if t.running != nil {
-		n.Approver = func(ctx context.Context, q egress.Question) (egress.Verdict, error) {
-			ok, _, err := t.running.ApproveNetwork(ctx, q.Call, q.Host, q.Port)
-			if err != nil || !ok {
-				return egress.Deny, err
-			}
-			return egress.Allow, nil
-		}
-	}
-	return n
+	return sandbox.Network{Audit: t.record, Approver: t.approver()}
 }
 
 func (t *netTracker) record(ev egress.Event) {
@@ -62,7 +54,7 @@ func (t *netTracker) record(ev egress.Event) {
 	if ev.Port != 0 {
 		dest = net.JoinHostPort(ev.Host, strconv.Itoa(int(ev.Port)))
 	}
-	if ev.Call != "" && dest != "" {
+	if ev.Call != "" && dest != "" && ev.Kind != "fetch" { // WebFetch's own result names its page
 		t.mu.Lock()
 		c := t.calls[ev.Call]
 		if c == nil && len(t.calls) < maxTrackedCalls {
@@ -93,6 +85,38 @@ func (t *netTracker) record(ev egress.Event) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = t.log.Append(ctx, r) // a failing log is sticky: the next call's record reports it
+}
+
+// approver asks the running call's approver about unknown destinations.
+func (t *netTracker) approver() egress.Approver {
+	if t.running == nil {
+		return nil
+	}
+	return func(ctx context.Context, q egress.Question) (egress.Verdict, error) {
+		ok, _, err := t.running.ApproveNetwork(ctx, q.Call, q.Host, q.Port)
+		if err != nil || !ok {
+			return egress.Deny, err
+		}
+		return egress.Allow, nil
+	}
+}
+
+// webFetch is the WebFetch tool over the network policy, or nil when the
+// network is off (then the tool is not offered: nothing is reachable).
+func (t *netTracker) webFetch(cfg *config.Config) (tools.Tool, error) {
+	if cfg.Network.Mode != config.NetworkAllowlist {
+		return nil, nil
+	}
+	p, err := egress.NewPolicy(cfg.Network.Allow, cfg.Network.Deny)
+	if err != nil {
+		return nil, fmt.Errorf("network: %w", err)
+	}
+	var opts []egress.GateOption
+	if a := t.approver(); a != nil {
+		opts = append(opts, egress.WithApprover(a, cfg.MCP.ApprovalTimeout))
+	}
+	f := webfetch.New(egress.NewGate(p, opts...), cfg.Network.FetchMaxBytes, cfg.Network.FetchTimeout, webfetch.WithAudit(t.record))
+	return webfetch.Tool(f), nil
 }
 
 // take returns and forgets the call's network summary ("" when it made

@@ -1,12 +1,19 @@
 package workspace
 
 import (
+	"context"
+	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/sandbox/egress"
+	"github.com/agentbox/agentbox/sandbox/sandboxtest"
+	"github.com/agentbox/agentbox/tools"
 	"github.com/agentbox/agentbox/tools/audit"
+	"github.com/agentbox/agentbox/tools/builtin"
 )
 
 func TestNetTrackerAuditsAndSummarizes(t *testing.T) {
@@ -48,5 +55,31 @@ func TestNetTrackerAuditsAndSummarizes(t *testing.T) {
 	}
 	if n, err := log.Verify(); err != nil || n != 4 {
 		t.Fatalf("verify %d %v", n, err)
+	}
+}
+
+// WebFetch is offered only when the network is on, and goes through the
+// pipeline like any tool: a denied host is refused with the rule named.
+func TestWebFetchOfferedWithTheNetwork(t *testing.T) {
+	for _, mode := range []string{config.NetworkNone, config.NetworkAllowlist} {
+		cfg := testConfig(t)
+		cfg.Network.Mode = mode
+		cfg.Network.Deny = []string{"denied.test"}
+		sys, err := Open(context.Background(), cfg, Options{Register: builtin.Register, Runner: sandboxtest.NewFake(cfg.Workspace)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, ok := sys.Registry.Lookup("WebFetch")
+		if ok != (mode == config.NetworkAllowlist) {
+			t.Fatalf("mode %s: WebFetch offered = %v", mode, ok)
+		}
+		if ok {
+			sess, _ := sys.Sessions.Load("t")
+			r := sys.Pipeline.Run(context.Background(), tools.Request{Session: sess, Tool: "WebFetch", Input: json.RawMessage(`{"url":"https://denied.test/x","prompt":"p"}`)})
+			if r.Err == nil || r.Err.Kind != tools.ErrPermissionDenied || !strings.Contains(r.Content, `network.deny "denied.test"`) {
+				t.Fatalf("denied fetch: %+v", r.Result)
+			}
+		}
+		sys.Close(context.Background())
 	}
 }

@@ -178,6 +178,13 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Tools, error)
 			}
 		}
 	}
+	if wf, err := s.sandbox.net.webFetch(cfg); err != nil {
+		return nil, err
+	} else if wf != nil {
+		if err := s.Registry.Register(tools.SourceBuiltin, wf); err != nil {
+			return nil, fmt.Errorf("registering WebFetch: %w", err)
+		}
+	}
 	if len(cfg.Tools.Discovery) > 0 {
 		found, err := tools.Discover(ctx, s.sandbox, cfg.Tools.Discovery, cfg.Workspace)
 		if err != nil {
