@@ -309,3 +309,66 @@ func TestEgressApprovalOverElicitation(t *testing.T) {
 		t.Errorf("audit --network does not show the approval:\n%s", out)
 	}
 }
+
+// TestWebFetchThroughMCP: the WebFetch tool fetches on the host through the
+// same policy: an allowed name's page comes back as Markdown in an
+// untrusted block with the prompt; http is upgraded to https; a denied
+// name is refused; both are in the audit log.
+func TestWebFetchThroughMCP(t *testing.T) {
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caT := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "webfetch CA"}, IsCA: true,
+		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	caDER, _ := x509.CreateCertificate(rand.Reader, caT, caT, &caKey.PublicKey, caKey)
+	ca, _ := x509.ParseCertificate(caDER)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	leafT := &x509.Certificate{SerialNumber: big.NewInt(2), DNSNames: []string{"localhost"},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	leaf, _ := x509.CreateCertificate(rand.Reader, leafT, ca, &key.PublicKey, caKey)
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{ErrorLog: log.New(io.Discard, "", 0), Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, `<html><head><title>Guide</title></head><body><article><h1>Guide</h1><p>Step one: read the `+
+			`<a href="/more">manual</a>. `+strings.Repeat("Plenty of words make this an article. ", 12)+`</p></article><script>steal()</script></body></html>`)
+	})}
+	go srv.Serve(tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{leaf}, PrivateKey: key}}}))
+	defer srv.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	e := newMCPEnv(t, "")
+	cfgText := "network:\n  mode: allowlist\n  allow: ['localhost', '127.0.0.1', '::1']\n  deny: ['ip6-localhost']\n"
+	if err := os.WriteFile(e.cfg, []byte(cfgText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := runTS(t, map[string]any{"transport": "stdio", "command": agentbox, "args": e.args("mcp"),
+		"env": map[string]string{"PATH": os.Getenv("PATH"), "DOCKER_HOST": cli.DaemonHost(), "HOME": os.Getenv("HOME"), "SSL_CERT_FILE": caFile},
+		"steps": []tsStep{
+			{"op": "call", "id": "fetch", "name": "WebFetch", "args": map[string]any{"url": fmt.Sprintf("http://localhost:%d/guide", port), "prompt": "what is step one?"}},
+			{"op": "call", "id": "denied", "name": "WebFetch", "args": map[string]any{"url": fmt.Sprintf("https://ip6-localhost:%d/", port), "prompt": "x"}},
+		}})
+	var texts []string
+	for _, r := range res {
+		if r["op"] == "call" {
+			texts = append(texts, r.text())
+		}
+	}
+	if len(texts) != 2 {
+		t.Fatalf("results: %v", res)
+	}
+	if c := texts[0]; !strings.Contains(c, "Step one: read the [manual]") || strings.Contains(c, "steal()") ||
+		!strings.Contains(c, fmt.Sprintf(`<untrusted_content source="https://localhost:%d/guide">`, port)) || !strings.Contains(c, "what is step one?") {
+		t.Fatalf("fetch result:\n%s", c)
+	}
+	if !strings.Contains(texts[1], `network.deny "ip6-localhost"`) {
+		t.Fatalf("denied fetch:\n%s", texts[1])
+	}
+	out, _ := e.agentboxCLI(t, "audit", "--network")
+	if !strings.Contains(out, fmt.Sprintf("WebFetch localhost:%d via 127.0.0.1:%d", port, port)) || !strings.Contains(out, "denied") {
+		t.Fatalf("audit --network:\n%s", out)
+	}
+}

@@ -146,8 +146,11 @@ func filterAudit(recs []audit.Record, network bool, call string) []audit.Record 
 // host:port" or "GET host:port", and the address dialed.
 func networkSubject(n *audit.Connection) string {
 	verb := n.Method
-	if n.Kind == "connect" {
+	switch n.Kind {
+	case "connect":
 		verb = "CONNECT"
+	case "fetch":
+		verb = "WebFetch"
 	}
 	s := strings.TrimSpace(fmt.Sprintf("%s %s:%d", verb, n.Host, n.Port))
 	if n.Addr != "" {
