@@ -16,7 +16,8 @@ var (
 // Extension numbers the proxy looks at.
 const (
 	extServerName = 0x0000
-	extECH        = 0xfe0d
+	extECH        = 0xfe0d // encrypted_client_hello
+	extESNI       = 0xffce // encrypted_server_name, ECH's predecessor
 )
 
 // ClientHello is what the proxy needs from a TLS ClientHello.
@@ -24,8 +25,9 @@ type ClientHello struct {
 	// ServerName is the host_name of the server_name extension, as sent
 	// ("" when absent).
 	ServerName string
-	// ECH: an encrypted_client_hello extension is present, so the name
-	// that counts is hidden from the proxy.
+	// ECH: an encrypted_client_hello (or the older encrypted_server_name)
+	// extension is present, so the name that counts is hidden from the
+	// proxy.
 	ECH bool
 }
 
@@ -157,7 +159,7 @@ func ParseClientHello(body []byte) (ClientHello, error) {
 		}
 		seen[typ] = true
 		switch typ {
-		case extECH:
+		case extECH, extESNI:
 			ch.ECH = true
 		case extServerName:
 			name, err := parseSNI(data)

@@ -100,6 +100,7 @@ func TestReadClientHello(t *testing.T) {
 		{"crypto/tls without SNI", goHello(t, ""), ClientHello{}, nil},
 		{"split over records", splitRecords(goRaw, 7), ClientHello{ServerName: "Good.Example"}, nil},
 		{"hand-made with ECH", handHello(sniExt("public.example"), ext(extECH, []byte{0, 1, 2})), ClientHello{ServerName: "public.example", ECH: true}, nil},
+		{"hand-made with ESNI", handHello(ext(extESNI, []byte{0, 1})), ClientHello{ECH: true}, nil},
 		{"no extensions", handHello(), ClientHello{}, nil},
 		{"two host names", handHello(sniExt("a.example", "b.example")), ClientHello{}, ErrBadHello},
 		{"duplicate SNI extension", handHello(sniExt("a.example"), sniExt("b.example")), ClientHello{}, ErrBadHello},
