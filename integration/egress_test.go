@@ -152,7 +152,10 @@ func TestEgressAllowlist(t *testing.T) {
 	})
 	t.Run("denied name", func(t *testing.T) {
 		res, _ := run("c-denied", fmt.Sprintf("curl -sS --cacert %s https://denied.test:%d/", ca, port))
-		if res.ExitCode == 0 || !strings.Contains(string(res.Stderr), "403") {
+		// curl shows only the status of a refused CONNECT; init repeats
+		// the proxy's explanation on stderr.
+		if res.ExitCode == 0 || !strings.Contains(string(res.Stderr), "403") || !strings.Contains(string(res.Stderr), `agentbox network: denied: denied.test:`) ||
+			!strings.Contains(string(res.Stderr), `remove "denied.test" from network.deny`) {
 			t.Fatalf("exit %d, err %q", res.ExitCode, res.Stderr)
 		}
 		if ev := nextEvent(t, events); ev.Reason != egress.ReasonDenied {

@@ -30,6 +30,9 @@ type EgressReq struct {
 // connection when the network is off: tools often show only "403".
 const noNetworkNote = "agentbox: this sandbox has no network (network.mode is none); the operator can set network.mode: allowlist and list the domain in network.allow\n"
 
+// maxRefusalNotes bounds the refusals init repeats on a command's stderr.
+const maxRefusalNotes = 5
+
 // startEgress starts the listener and returns its stop. When the port
 // cannot be bound the command runs anyway: it has no route out, so it
 // fails closed (connection refused).
@@ -48,8 +51,18 @@ func startEgress(e EgressReq, note func(string)) (stop func()) {
 			egress.Refuser{Refusal: egress.NoNetwork, OnRefuse: func() { once.Do(func() { note(noNetworkNote) }) }}.Serve(ctx, ln)
 			return
 		}
+		var mu sync.Mutex
+		seen := map[string]bool{}
 		egress.Relay{Socket: e.Socket, Preamble: egress.Preamble{Token: e.Token,
-			Caller: egress.Caller{Call: e.Call, Session: e.Session}}}.Serve(ctx, ln)
+			Caller: egress.Caller{Call: e.Call, Session: e.Session}},
+			OnRefusal: func(text string) {
+				mu.Lock()
+				defer mu.Unlock()
+				if !seen[text] && len(seen) < maxRefusalNotes {
+					seen[text] = true
+					note(text + "\n")
+				}
+			}}.Serve(ctx, ln)
 	}()
 	return func() { cancel(); <-done }
 }

@@ -85,19 +85,37 @@ func TestEgressRelaysToTheProxy(t *testing.T) {
 	defer cancel()
 	go srv.Serve(ctx, ln)
 	port := freePort(t)
-	stop := startEgress(EgressReq{Port: port, Socket: ln.Addr().String(), Token: token, Call: "c7", Session: "s7"}, func(s string) { t.Errorf("note %q", s) })
+	var notes []string
+	stop := startEgress(EgressReq{Port: port, Socket: ln.Addr().String(), Token: token, Call: "c7", Session: "s7"}, func(s string) { notes = append(notes, s) })
 	resp, err := proxyClient(port).Get("http://" + bln.Addr().String() + "/")
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	stop()
 	if !strings.HasPrefix(string(b), "hello 127.0.0.2:") {
 		t.Fatalf("%d %q", resp.StatusCode, b)
 	}
 	if ev := <-got; ev.Call != "c7" || ev.Session != "s7" || ev.Decision != "allow" {
 		t.Fatalf("audit %+v", ev)
+	}
+	// A refusal reaches the client whole and is repeated once on the
+	// command's stderr.
+	for range 2 {
+		resp, err = proxyClient(port).Get("http://not-listed.example:80/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 403 || resp.Header.Get("X-Agentbox-Error") != egress.ReasonNotAllowed || !strings.Contains(string(b), "network.allow") {
+			t.Fatalf("refusal: %d %q %q", resp.StatusCode, resp.Header, b)
+		}
+		<-got
+	}
+	stop()
+	if len(notes) != 1 || !strings.Contains(notes[0], "not-allowed") {
+		t.Fatalf("notes %q", notes)
 	}
 	// Stopped: nothing listens any more.
 	if _, err := net.Dial("tcp", "127.0.0.1:"+itoa(port)); err == nil {
