@@ -31,7 +31,7 @@ type testCA struct {
 	pool *x509.CertPool
 }
 
-func newTestCA(t *testing.T) *testCA {
+func newTestCA(t testing.TB) *testCA {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -50,7 +50,7 @@ func newTestCA(t *testing.T) *testCA {
 	return &testCA{cert: cert, key: key, pool: pool}
 }
 
-func (ca *testCA) leaf(t *testing.T, names ...string) tls.Certificate {
+func (ca *testCA) leaf(t testing.TB, names ...string) tls.Certificate {
 	t.Helper()
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: names[0]},
@@ -172,7 +172,7 @@ func (s *counted) port() int { return s.ln.Addr().(*net.TCPAddr).Port }
 // proxyEnv is a proxy on a unix socket with a relay on loopback in
 // front of it, the way a sandbox sees it.
 type proxyEnv struct {
-	t        *testing.T
+	t        testing.TB
 	socket   string
 	token    string
 	relay    string // host:port of the relay
@@ -193,7 +193,7 @@ type envConfig struct {
 	unreachable string // dials to addresses with this prefix fail without touching the network
 }
 
-func newProxyEnv(t *testing.T, cfg envConfig) *proxyEnv {
+func newProxyEnv(t testing.TB, cfg envConfig) *proxyEnv {
 	t.Helper()
 	p, err := NewPolicy(cfg.allow, cfg.deny)
 	if err != nil {
