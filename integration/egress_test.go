@@ -17,8 +17,10 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/cgi"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -46,6 +48,16 @@ func (m nameMap) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, e
 // for pkg.test (and evil.test) from a CA whose PEM it returns.
 func egressServer(t *testing.T) (port int, caPEM []byte) {
 	t.Helper()
+	cert, caPEM := testCert(t, "pkg.test", "evil.test")
+	return serveTLS(t, cert, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "hello from %s", r.Host)
+	})), caPEM
+}
+
+// testCert issues a server certificate for names from a fresh CA; it
+// returns the certificate and the CA's PEM.
+func testCert(t *testing.T, names ...string) (tls.Certificate, []byte) {
+	t.Helper()
 	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	caT := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "egress test CA"}, IsCA: true,
 		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
@@ -55,23 +67,26 @@ func egressServer(t *testing.T) (port int, caPEM []byte) {
 	}
 	ca, _ := x509.ParseCertificate(caDER)
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	leafT := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "pkg.test"}, DNSNames: []string{"pkg.test", "evil.test"},
+	leafT := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: names[0]}, DNSNames: names,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
 	leaf, err := x509.CreateCertificate(rand.Reader, leafT, ca, &key.PublicKey, caKey)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return tls.Certificate{Certificate: [][]byte{leaf}, PrivateKey: key}, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+}
+
+// serveTLS serves h with TLS (cert) on a fresh host loopback port.
+func serveTLS(t *testing.T, cert tls.Certificate, h http.Handler) int {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "hello from %s", r.Host)
-	}), ErrorLog: log.New(io.Discard, "", 0)}
-	tln := tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{leaf}, PrivateKey: key}}})
-	go srv.Serve(tln)
+	srv := &http.Server{Handler: h, ErrorLog: log.New(io.Discard, "", 0)}
+	go srv.Serve(tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}}))
 	t.Cleanup(func() { srv.Close() })
-	return ln.Addr().(*net.TCPAddr).Port, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // egressRunner opens a host-image runner with the given network config;
@@ -235,7 +250,7 @@ func TestEgressThroughMCP(t *testing.T) {
 	}
 	cmd := fmt.Sprintf("curl -sS http://127.0.0.1:%d/allowed; echo; curl -sS -o /dev/null -w 'status=%%{http_code}' http://127.0.0.2:%d/refused", port, port)
 	res := runTS(t, map[string]any{"transport": "stdio", "command": agentbox, "args": e.args("mcp"),
-		"env": map[string]string{"PATH": os.Getenv("PATH"), "DOCKER_HOST": cli.DaemonHost(), "HOME": os.Getenv("HOME")},
+		"env":   map[string]string{"PATH": os.Getenv("PATH"), "DOCKER_HOST": cli.DaemonHost(), "HOME": os.Getenv("HOME")},
 		"steps": []tsStep{{"op": "call", "id": "curl", "name": "Bash", "args": map[string]any{"command": cmd}, "elicit": []string{"allow_once"}}}})
 	var text string
 	for _, r := range res {
@@ -321,31 +336,16 @@ func TestEgressApprovalOverElicitation(t *testing.T) {
 // untrusted block with the prompt; http is upgraded to https; a denied
 // name is refused; both are in the audit log.
 func TestWebFetchThroughMCP(t *testing.T) {
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caT := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "webfetch CA"}, IsCA: true,
-		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	caDER, _ := x509.CreateCertificate(rand.Reader, caT, caT, &caKey.PublicKey, caKey)
-	ca, _ := x509.ParseCertificate(caDER)
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	leafT := &x509.Certificate{SerialNumber: big.NewInt(2), DNSNames: []string{"localhost"},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	leaf, _ := x509.CreateCertificate(rand.Reader, leafT, ca, &key.PublicKey, caKey)
+	cert, caPEM := testCert(t, "localhost")
 	caFile := filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o644); err != nil {
+	if err := os.WriteFile(caFile, caPEM, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{ErrorLog: log.New(io.Discard, "", 0), Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	port := serveTLS(t, cert, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		io.WriteString(w, `<html><head><title>Guide</title></head><body><article><h1>Guide</h1><p>Step one: read the `+
 			`<a href="/more">manual</a>. `+strings.Repeat("Plenty of words make this an article. ", 12)+`</p></article><script>steal()</script></body></html>`)
-	})}
-	go srv.Serve(tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{leaf}, PrivateKey: key}}}))
-	defer srv.Close()
-	port := ln.Addr().(*net.TCPAddr).Port
+	}))
 	e := newMCPEnv(t, "")
 	cfgText := "network:\n  mode: allowlist\n  allow: ['localhost', '127.0.0.1', '::1']\n  deny: ['ip6-localhost']\n"
 	if err := os.WriteFile(e.cfg, []byte(cfgText), 0o600); err != nil {
@@ -377,4 +377,48 @@ func TestWebFetchThroughMCP(t *testing.T) {
 	if !strings.Contains(out, fmt.Sprintf("WebFetch localhost:%d via 127.0.0.1:%d", port, port)) || !strings.Contains(out, "denied") {
 		t.Fatalf("audit --network:\n%s", out)
 	}
+}
+
+// TestEgressGitClone: git in the sandbox clones over smart HTTP (git
+// http-backend on the host, HTTPS with a test CA) through the proxy,
+// reading only the proxy variables; an unlisted name is refused.
+func TestEgressGitClone(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "repos")
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main", filepath.Join(src, "work")},
+		{"-C", filepath.Join(src, "work"), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "through the proxy"},
+		{"clone", "-q", "--bare", filepath.Join(src, "work"), filepath.Join(src, "repo.git")},
+	} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	port, ca := gitServer(t, src)
+	r, ws, events := egressRunner(t, config.NetworkAllowlist, []string{"pkg.test", "127.0.0.1"}, nil)
+	caFile := filepath.Join(ws, "ca.pem")
+	if err := os.WriteFile(caFile, ca, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := runIn(t, r, sandbox.Spec{Call: "c-git", Shell: fmt.Sprintf(
+		"git -c http.sslCAInfo=%s clone -q https://pkg.test:%d/repo.git /tmp/clone && git -C /tmp/clone log --format=%%s", caFile, port)})
+	if err != nil || res.ExitCode != 0 || strings.TrimSpace(string(res.Stdout)) != "through the proxy" {
+		t.Fatalf("git clone: %v exit %d\n%s\n%s", err, res.ExitCode, res.Stdout, res.Stderr)
+	}
+	if ev := nextEvent(t, events); ev.Call != "c-git" || ev.Host != "pkg.test" || ev.Decision != "allow" || ev.BytesIn == 0 {
+		t.Fatalf("audit %+v", ev)
+	}
+	res, _ = runIn(t, r, sandbox.Spec{Shell: fmt.Sprintf("git -c http.sslCAInfo=%s clone -q https://other.test:%d/repo.git /tmp/c2", caFile, port)})
+	if res.ExitCode == 0 || !strings.Contains(string(res.Stderr), "not-allowed") {
+		t.Fatalf("unlisted clone: exit %d\n%s", res.ExitCode, res.Stderr)
+	}
+}
+
+// gitServer serves the bare repositories under root over smart HTTP
+// (git http-backend as CGI) with TLS for pkg.test; it returns the port
+// and the CA's PEM.
+func gitServer(t *testing.T, root string) (int, []byte) {
+	t.Helper()
+	cert, caPEM := testCert(t, "pkg.test")
+	h := &cgi.Handler{Path: "/usr/lib/git-core/git-http-backend", Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"}}
+	return serveTLS(t, cert, h), caPEM
 }
