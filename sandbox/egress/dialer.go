@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -205,7 +206,14 @@ func (g *Gate) Dial(ctx context.Context, t Target) (net.Conn, netip.AddrPort, er
 		}
 		last = err
 	}
-	return nil, netip.AddrPort{}, &Refusal{Reason: ReasonDial, Detail: fmt.Sprintf("%s:%d did not accept the connection: %v", t.Host, t.Port, errors.Unwrap(last))}
+	why := "no answer"
+	var se *os.SyscallError
+	if errors.As(last, &se) {
+		why = se.Err.Error() // the errno text, never the address
+	} else if errors.Is(last, context.DeadlineExceeded) {
+		why = "timed out"
+	}
+	return nil, netip.AddrPort{}, &Refusal{Reason: ReasonDial, Detail: fmt.Sprintf("%s:%d did not accept the connection: %s", t.Host, t.Port, why)}
 }
 
 // Connect is Decide then Dial.

@@ -3,7 +3,6 @@ package egress
 import (
 	"bufio"
 	"context"
-	"io"
 	"net"
 	"net/http"
 	"net/textproto"
@@ -131,5 +130,3 @@ func (c *counter) Read(p []byte) (int, error) {
 	c.in += int64(n)
 	return n, err
 }
-
-var _ io.ReadWriter = (*counter)(nil)

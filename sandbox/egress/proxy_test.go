@@ -234,6 +234,9 @@ func TestProxyAttacks(t *testing.T) {
 			if a.dials.Load() != before+1 {
 				t.Fatal("notown.test was not dialed")
 			}
+			if strings.Contains(body, "192.0.2") {
+				t.Fatalf("refusal leaks the address: %q", body)
+			}
 		}, ReasonDial},
 		{"one bad answer among good ones", func(t *testing.T) {
 			resp, body := a.get(t, httpURL("mixed.test"))

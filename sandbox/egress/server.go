@@ -161,12 +161,12 @@ func (s *Server) ServeConn(ctx context.Context, c net.Conn) {
 			if errors.Is(err, errHeadTooLarge) {
 				s.refuse(c, s.event(p.Caller, "refused", start), refusef(ReasonBadRequest, "", "request head larger than %d bytes", MaxHeaderBytes))
 			} else if errors.Is(err, io.ErrUnexpectedEOF) {
-				s.refuse(c, s.event(p.Caller, "refused", start), s.notHTTP(br))
+				s.refuse(c, s.event(p.Caller, "refused", start), notHTTP())
 			}
 			return
 		}
 		if head[0] < 'A' || head[0] > 'Z' {
-			s.refuse(c, s.event(p.Caller, "refused", start), s.notHTTP(br))
+			s.refuse(c, s.event(p.Caller, "refused", start), notHTTP())
 			return
 		}
 		rh, r := parseHead(head)
@@ -191,7 +191,7 @@ func (s *Server) ServeConn(ctx context.Context, c net.Conn) {
 	}
 }
 
-func (s *Server) notHTTP(*bufio.Reader) *Refusal {
+func notHTTP() *Refusal {
 	return refusef(ReasonUnsupported, "", "this proxy speaks HTTP/1.1 forward requests and CONNECT only (no SOCKS, no raw TCP)")
 }
 
