@@ -315,8 +315,9 @@ func (s *Tools) jobsFor(oneShot bool) tools.Jobs {
 }
 
 // lazyJobs runs background jobs on the lazily opened runner. A job's
-// attached snapshot is finished (its changes journaled) by the Kill, the
-// Read that sees it ended, or close.
+// attached snapshot is finished (its changes journaled, protected ones
+// reverted) the moment its command exits; the Kill or the Read that sees
+// it ended reports the entry; close finishes what is left.
 type lazyJobs struct {
 	sb    *lazySandbox
 	mu    sync.Mutex
@@ -326,7 +327,18 @@ type lazyJobs struct {
 
 // AttachSnapshot implements tools.Jobs: job id's end journals snap.
 func (l *lazyJobs) AttachSnapshot(id string, snap tools.SnapshotCall) bool {
-	return l.snaps.AttachSnapshot(id, snap)
+	if !l.snaps.AttachSnapshot(id, snap) {
+		return false
+	}
+	l.mu.Lock()
+	t := l.table
+	l.mu.Unlock()
+	if t != nil {
+		if exited := t.Done(id); exited != nil {
+			l.snaps.FinishOnExit(context.Background(), id, exited)
+		}
+	}
+	return true
 }
 
 func (l *lazyJobs) get(ctx context.Context) (sandboxJobs, error) {
