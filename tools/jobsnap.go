@@ -202,12 +202,18 @@ func (j *JobSnapshots) finish(ctx context.Context, id string, snap SnapshotCall)
 }
 
 // FinishAll journals every attached job's changes (at shutdown, after the
-// jobs were killed), oldest job id first.
+// jobs were killed), oldest job id first, and waits for finishes under way
+// (FinishOnExit's).
 func (j *JobSnapshots) FinishAll(ctx context.Context) {
 	j.mu.Lock()
-	ids := make([]string, 0, len(j.snaps))
+	ids := make([]string, 0, len(j.snaps)+len(j.fin))
 	for id := range j.snaps {
 		ids = append(ids, id)
+	}
+	for id := range j.fin {
+		if _, ok := j.snaps[id]; !ok {
+			ids = append(ids, id)
+		}
 	}
 	j.mu.Unlock()
 	sort.Strings(ids)
