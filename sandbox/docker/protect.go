@@ -103,7 +103,12 @@ func (r *Runner) workspaceSources(readOnly bool) (srcs []bindSource, err error) 
 		}
 	}
 	// Sockets, in both flavours: a read-only mount does not stop a
-	// connect (sockets.go).
+	// connect (sockets.go). Not under gVisor: its sandbox cannot start
+	// with a file mounted over a socket, and it refuses host sockets
+	// altogether (no --host-uds among its runtime arguments).
+	if r.gvisor {
+		return srcs, nil
+	}
 	masks, err := r.maskSources(int(ws.Fd()))
 	srcs = append(srcs, masks...)
 	return srcs, err
