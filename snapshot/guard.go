@@ -23,7 +23,9 @@ import (
 // created or replaced takes everything the call changed beneath it along.
 //
 // The window in which such a change exists on disk is the rest of the
-// command's run plus the post-scan: it ends before the call returns.
+// command's run plus the post-scan: it ends before the call returns. A
+// background job's change is reverted as it happens (jobguard.go) and
+// listed in the job's entry's Reverted.
 // Recovery after a crash applies the same rule, without asking.
 //
 // With concurrent calls (see the package doc) a running command's change

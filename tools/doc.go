@@ -55,10 +55,12 @@
 //     Scope with Detached set (Bash run_in_background) takes a detached
 //     snapshot instead: the tool hands it to its job with
 //     env.AttachJobSnapshot, the store is not locked while the job runs,
-//     and the job's end (KillShell, the BashOutput that sees it exit,
-//     shutdown) journals its changes as one entry: Jobs.AttachSnapshot is
-//     the contract (JobSnapshots implements it), and the entry a Read or
-//     Kill reports in JobStatus.Journal becomes that call's entry. The
+//     and the job's end journals its changes as one entry: the moment
+//     its command exits when the Jobs watches it (JobSnapshots.
+//     FinishOnExit), else KillShell, the BashOutput that sees it exit, or
+//     shutdown. Jobs.AttachSnapshot is the contract (JobSnapshots
+//     implements it), and the entry a Read or Kill reports in
+//     JobStatus.Journal becomes that call's entry. The
 //     rule that ends a snapshot (drop it when the call refused before
 //     acting, else journal it) is EndSnapshot, which `agentbox exec`
 //     uses too. A tool built WritesOnlyFiles (SandboxWriter: Write, Edit,
