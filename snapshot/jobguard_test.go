@@ -116,3 +116,57 @@ func TestLiveGuardRevertsJobPlants(t *testing.T) {
 		})
 	}
 }
+
+// While a foreground shell command runs, the live guard leaves the
+// workspace alone: that command's protected change is judged when it
+// returns, where a person may approve keeping it.
+func TestLiveGuardWaitsForForegroundCommand(t *testing.T) {
+	ctx := context.Background()
+	ws, state := t.TempDir(), t.TempDir()
+	write(t, ws, "main.go", "package main\n")
+	st, err := snapshot.Open(ctx, state, ws, snapshot.WithChangeCapture(snapshot.CaptureAuto),
+		snapshot.WithProtection(func() snapshot.ProtectFunc { return protect }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	first, err := st.Begin(ctx, snapshot.CallInfo{Tool: "Bash"}, snapshot.Whole())
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Finish(ctx)
+	job, err := st.BeginDetached(ctx, snapshot.CallInfo{Tool: "Bash"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fg, err := st.Begin(ctx, snapshot.CallInfo{Tool: "Bash"}, snapshot.Whole())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fg.SetKeep(func(_ context.Context, ch []snapshot.Protected) []string {
+		var keep []string
+		for _, c := range ch {
+			keep = append(keep, c.Path)
+		}
+		return keep
+	})
+	write(t, ws, "app/.envrc", "approved\n")
+	time.Sleep(1200 * time.Millisecond)
+	if got := read(ws, "app/.envrc"); got != "approved\n" {
+		t.Fatalf("the live guard reverted a running foreground command's change: %q", got)
+	}
+	e, err := fg.Finish(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(paths(e.Changes), "app/.envrc") {
+		t.Fatalf("the approved change is not the foreground call's: %v", paths(e.Changes))
+	}
+	time.Sleep(1200 * time.Millisecond)
+	if got := read(ws, "app/.envrc"); got != "approved\n" {
+		t.Fatalf("the live guard reverted an approved change after the command returned: %q", got)
+	}
+	if _, err := job.Finish(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
