@@ -121,14 +121,11 @@ mcp:
 // the server gets it explicitly, true or false).
 func runLoad(ctx context.Context, progress io.Writer, cli *client.Client, exe string, o LoadOptions, serial, setSerial bool) (LoadRun, error) {
 	run := LoadRun{SerialCalls: serial}
-	dir, err := os.MkdirTemp("", "agentbox-bench-load-")
+	dir, remove, err := tempDir("agentbox-bench-load-")
 	if err != nil {
 		return run, err
 	}
-	defer os.RemoveAll(dir)
-	if dir, err = filepath.EvalSymlinks(dir); err != nil {
-		return run, err
-	}
+	defer remove()
 	ws, state, cfgFile := filepath.Join(dir, "ws"), filepath.Join(dir, "state"), filepath.Join(dir, "config.yaml")
 	label := fmt.Sprintf("# agentbox bench load: %s run\n", map[bool]string{false: "concurrent", true: "serial"}[serial])
 	if setSerial {

@@ -36,3 +36,20 @@ func giveTreeToOwner(dir string) error {
 		return os.Lchown(p, OwnerUID, OwnerUID)
 	})
 }
+
+// tempDir makes a temporary directory (prefix as for os.MkdirTemp) and
+// returns its path with symlinks resolved (as agentbox resolves a
+// workspace) and a function that removes it.
+func tempDir(prefix string) (string, func(), error) {
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", nil, err
+	}
+	remove := func() { os.RemoveAll(dir) }
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		remove()
+		return "", nil, err
+	}
+	return real, remove, nil
+}

@@ -75,14 +75,11 @@ func Sandbox(ctx context.Context, progress io.Writer, cfg config.Config, o Sandb
 		return nil, err
 	}
 	defer cli.Close()
-	ws, err := os.MkdirTemp("", "agentbox-bench-")
+	ws, remove, err := tempDir("agentbox-bench-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(ws)
-	if ws, err = filepath.EvalSymlinks(ws); err != nil {
-		return nil, err
-	}
+	defer remove()
 	if err := os.WriteFile(filepath.Join(ws, "main.go"), []byte("package main\n"), 0o644); err != nil {
 		return nil, err
 	}

@@ -231,19 +231,16 @@ func benchSearch(ctx context.Context, progress io.Writer, src string, n int) ([]
 // init). Below the pipeline, the runner alone: Run(true) against
 // WriteFile. A host-side atomic write is the last reference.
 func benchWrites(ctx context.Context, progress io.Writer, cfg config.Config, n int, cpuProfile string) ([]ToolRow, error) {
-	ws, err := os.MkdirTemp("", "agentbox-bench-tools-")
+	ws, removeWS, err := tempDir("agentbox-bench-tools-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(ws)
-	state, err := os.MkdirTemp("", "agentbox-bench-state-")
+	defer removeWS()
+	state, removeState, err := tempDir("agentbox-bench-state-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(state)
-	if ws, err = filepath.EvalSymlinks(ws); err != nil {
-		return nil, err
-	}
+	defer removeState()
 	if err := giveToOwner(ws); err != nil {
 		return nil, err
 	}
