@@ -65,7 +65,7 @@ func TestRefusalNamesTheFix(t *testing.T) {
 			opts: []func(*Options){func(o *Options) {
 				o.Classify = func(ctx context.Context, cmd string) Verdict {
 					v := fakeClassify(ctx, cmd)
-					v.Prefix = nil
+					v.Prefix, v.Parts = nil, nil // not resolved into simple commands
 					return v
 				}
 			}},

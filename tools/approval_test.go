@@ -11,7 +11,7 @@ import (
 )
 
 func TestTTYApprover(t *testing.T) {
-	req := ApprovalRequest{Tool: "Bash", Summary: "Bash: npm test", Reason: "not read-only", Verdict: &Verdict{Class: ClassDangerous, Reasons: []Reason{{Message: "runs scripts", Text: "npm"}}}, Prefix: []string{"npm", "test"}}
+	req := ApprovalRequest{Tool: "Bash", Summary: "Bash: npm test", Reason: "not read-only", Verdict: &Verdict{Class: ClassDangerous, Reasons: []Reason{{Message: "runs scripts", Text: "npm"}}}, Prefixes: [][]string{{"npm", "test"}}}
 	tests := []struct {
 		in       string
 		req      ApprovalRequest
@@ -100,8 +100,8 @@ func TestTTYApproverEscapes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			req := ApprovalRequest{
 				Tool: "Bash", Summary: "Bash: " + tt.raw, Reason: "why " + tt.raw,
-				Verdict: &Verdict{Class: ClassDangerous, Reasons: []Reason{{Message: "msg " + tt.raw, Text: tt.raw}}},
-				Prefix:  []string{tt.raw},
+				Verdict:  &Verdict{Class: ClassDangerous, Reasons: []Reason{{Message: "msg " + tt.raw, Text: tt.raw}}},
+				Prefixes: [][]string{{tt.raw}},
 			}
 			var out bytes.Buffer
 			if _, err := NewTTYApprover(strings.NewReader("n\n"), &out).Approve(context.Background(), req); err != nil {

@@ -9,10 +9,20 @@ import (
 	"github.com/agentbox/agentbox/tools/permission"
 )
 
+// ContainedFunc reports whether a command call judged dangerous stays
+// inside the boundary if it runs: in the sandbox, with its changes
+// journaled so that they can be undone (Pipeline.contained). It is asked
+// only when tools.auto_allow_sandboxed is on and nothing else decided.
+type ContainedFunc func(ctx context.Context, c *Call) bool
+
 // ModeStage turns the rule match, the verdict, grants and the mode into
-// allow, ask or deny. A deny ends the call with a result that says what
-// was refused and why; allow and ask go on (ask to the approval stage).
-func ModeStage(mode permission.Mode, workspace string, grants GrantStore) Stage {
+// allow, ask or deny. Allow rules and grants together cover a command
+// part by part (permission.Rules.Cover). A dangerous command that no rule
+// or grant covers runs unasked in the default and acceptEdits modes when
+// contained says it is contained (nil: never). A deny ends the call with
+// a result that says what was refused and why; allow and ask go on (ask
+// to the approval stage).
+func ModeStage(mode permission.Mode, rs permission.Rules, pctx permission.Context, grants GrantStore, contained ContainedFunc) Stage {
 	return func(next Handler) Handler {
 		return func(ctx context.Context, c *Call) Result {
 			pc := permissionCall(c)
@@ -20,14 +30,18 @@ func ModeStage(mode permission.Mode, workspace string, grants GrantStore) Stage 
 				Mode:        mode,
 				Match:       c.Match,
 				Kind:        string(c.Tool.Kind()),
-				InWorkspace: allWithin(pc.Paths, workspace),
-				Granted:     granted(c, pc, grants),
+				InWorkspace: allWithin(pc.Paths, pctx.Workspace),
+				Granted:     rs.Cover(pctx, pc, grantsOf(c, grants)).Covered(),
 			}
 			if c.Verdict != nil {
 				in.Class = c.Verdict.Class
 				in.ReadOnly = c.Verdict.Class == ClassReadOnly
 			} else {
 				in.ReadOnly = c.Tool.ReadOnly(c.Params)
+			}
+			if contained != nil && in.Class == ClassDangerous && c.Match.Action == "" && !in.Granted &&
+				(mode == permission.ModeDefault || mode == permission.ModeAcceptEdits) {
+				in.Contained = contained(ctx, c)
 			}
 			out := permission.Decide(in)
 			c.Decision = Decision{Action: out.Action, By: out.By, Reason: out.Reason}
@@ -55,7 +69,9 @@ func allWithin(paths []string, dir string) bool {
 	return true
 }
 
-func granted(c *Call, pc permission.Call, store GrantStore) bool {
+// grantsOf lists the grants in force for c: its session's and the
+// project's.
+func grantsOf(c *Call, store GrantStore) []permission.Grant {
 	var all []Grant
 	if c.Session != nil {
 		all = append(all, c.Session.Grants()...)
@@ -63,12 +79,11 @@ func granted(c *Call, pc permission.Call, store GrantStore) bool {
 	if store != nil {
 		all = append(all, store.List()...)
 	}
+	out := make([]permission.Grant, 0, len(all))
 	for _, g := range all {
-		if (permission.Grant{Tool: g.Tool, Prefix: g.Prefix}).Covers(pc) {
-			return true
-		}
+		out = append(out, permission.Grant{Tool: g.Tool, Prefix: g.Prefix})
 	}
-	return false
+	return out
 }
 
 // refusal is the model-facing text of a refused call.

@@ -129,6 +129,10 @@ type Part struct {
 	// redirections and assignments included: read_only, dangerous or
 	// forbidden.
 	Class string
+	// Prefix is the argv prefix an "always allow" of this part would be
+	// keyed by (nil: none can be offered). Only carried through: Cover
+	// does not look at it.
+	Prefix []string
 }
 
 // Context resolves relative rule paths, and the paths of a call.
