@@ -95,6 +95,21 @@ var nastyStrings = []struct{ name, raw, shown string }{
 	{"bidi override", "ls \u202eexe.sh", `ls \u202eexe.sh`},
 }
 
+// TestTTYApproverParts: "always allow" on the terminal offers every part
+// of a command not allowed yet, and the answer covers them all.
+func TestTTYApproverParts(t *testing.T) {
+	req := ApprovalRequest{Tool: "Bash", Summary: "Bash: make && npm test", Reason: "r", Verdict: &Verdict{Class: ClassDangerous},
+		Prefixes: [][]string{{"make"}, {"npm", "test"}}}
+	var out bytes.Buffer
+	got, err := NewTTYApprover(strings.NewReader("p\n"), &out).Approve(context.Background(), req)
+	if err != nil || !got.Allow || got.Remember != GrantProject || got.Prefixes != nil {
+		t.Fatalf("%+v %v", got, err)
+	}
+	if !strings.Contains(out.String(), "allow Bash(make:*), Bash(npm test:*)") {
+		t.Fatalf("prompt does not offer both parts:\n%s", out.String())
+	}
+}
+
 func TestTTYApproverEscapes(t *testing.T) {
 	for _, tt := range nastyStrings {
 		t.Run(tt.name, func(t *testing.T) {

@@ -63,6 +63,13 @@ func TestAutoAllowSandboxed(t *testing.T) {
 		{name: "dontAsk still denies", opts: []func(*Options){contained, mode(permission.ModeDontAsk)}, command: "npm test", errKind: ErrPermissionDenied, by: "classifier"},
 		{name: "plan still denies", opts: []func(*Options){contained, mode(permission.ModePlan)}, command: "npm test", errKind: ErrPermissionDenied, by: "mode"},
 		{name: "read-only is the mode's", opts: []func(*Options){contained}, command: "ls", by: "mode"},
+		{name: "reading a secret asks", opts: []func(*Options){contained, func(o *Options) {
+			o.Classify = func(ctx context.Context, cmd string) Verdict {
+				v := fakeClassify(ctx, cmd)
+				v.Reasons = append(v.Reasons, Reason{Rule: "read.credential", Text: ".env", Message: "reads a credential or secret file"})
+				return v
+			}
+		}}, command: "npm test .env", asked: true, errKind: ErrPermissionDenied, by: "test"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -39,8 +39,10 @@ func ModeStage(mode permission.Mode, rs permission.Rules, pctx permission.Contex
 			} else {
 				in.ReadOnly = c.Tool.ReadOnly(c.Params)
 			}
+			// Only a command no rule matched: an ask rule (the secret-file
+			// rules are ask rules) always asks.
 			if contained != nil && in.Class == ClassDangerous && c.Match.Action == "" && !in.Granted &&
-				(mode == permission.ModeDefault || mode == permission.ModeAcceptEdits) {
+				(mode == permission.ModeDefault || mode == permission.ModeAcceptEdits) && !readsSecrets(c.Verdict) {
 				in.Contained = contained(ctx, c)
 			}
 			out := permission.Decide(in)
@@ -58,6 +60,22 @@ func ModeStage(mode permission.Mode, rs permission.Rules, pctx permission.Contex
 			return next(ctx, c)
 		}
 	}
+}
+
+// readsSecrets reports whether the classifier found that the command may
+// read a credential or secret file: its output would carry the secret out
+// of the sandbox to the model, so such a command is never auto-allowed as
+// contained.
+func readsSecrets(v *Verdict) bool {
+	if v == nil {
+		return false
+	}
+	for _, r := range v.Reasons {
+		if r.Rule == "read.credential" || r.Rule == "read.secret" {
+			return true
+		}
+	}
+	return false
 }
 
 func allWithin(paths []string, dir string) bool {
