@@ -182,6 +182,17 @@ func TestCompoundGrants(t *testing.T) {
 			}
 		}
 	}
+	// An ask rule beats grants: no "always allow" is offered for it.
+	h2 := newHarness(t, func(o *Options) {
+		o.Rules.Ask = []permission.Rule{{Raw: "Bash(git push:*)", Tool: "Bash", Spec: "git push:*"}}
+		o.Approver = ApproverFunc(func(ctx context.Context, r ApprovalRequest) (Approval, error) {
+			reqs = append(reqs, r)
+			return Approval{Allow: true, Remember: GrantSession, By: "test"}, nil
+		})
+	})
+	if r := h2.run("Bash", `{"command":"git push"}`); r.Err != nil || reqs[len(reqs)-1].OffersGrant() || len(h2.sess.Grants()) != 0 {
+		t.Fatalf("an ask rule's question offered always allow: %+v, %+v", reqs[len(reqs)-1], h2.sess.Grants())
+	}
 	if gs := h.sess.Grants(); len(gs) != 1 || strings.Join(gs[0].Prefix, " ") != "make" {
 		t.Fatalf("session grants %+v, want only make", gs)
 	}

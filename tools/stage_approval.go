@@ -38,7 +38,9 @@ func ApprovalStage(ap Approver, store GrantStore, rs permission.Rules, pctx perm
 				Reason:  c.Decision.Reason,
 				Verdict: c.Verdict,
 			}
-			if c.Verdict != nil {
+			// An ask rule beats every grant: "always allow" would not
+			// stop the next question, so it is not offered.
+			if c.Verdict != nil && c.Decision.By != "rule" {
 				req.Prefixes = offeredPrefixes(rs.Cover(pctx, permissionCall(c), grantsOf(c, store)))
 			}
 			askedBy := c.Decision.By // what made the call ask: rule, classifier, mode, protected
@@ -147,8 +149,8 @@ func refuseAfterApproval(c *Call, req ApprovalRequest, ans Approval, askedBy, wo
 func allowHints(c *Call, prefixes [][]string, askedBy, workspace string) string {
 	var b strings.Builder
 	const userConfig = "the user config (~/.config/agentbox/config.yaml, or AGENTBOX_TOOLS_ALLOW; a project's .agentbox/config.yaml cannot allow)"
-	grantCmd := func(rule string) string {
-		return fmt.Sprintf("agentbox --workspace %s grants add %s", ShellQuote(workspace), ShellQuote(rule))
+	grantCmd := func(rules string) string {
+		return fmt.Sprintf("agentbox --workspace %s grants add %s", ShellQuote(workspace), rules)
 	}
 	name := c.Tool.Name()
 	_, isCmd := CommandOf(c.Params)
@@ -170,24 +172,29 @@ func allowHints(c *Call, prefixes [][]string, askedBy, workspace string) string 
 			rules[i] = GrantRule(Grant{Tool: name, Prefix: p})
 		}
 		if len(prefixes) == 1 {
-			fmt.Fprintf(&b, "\n- grant it for this workspace: `%s` (commands starting with %q);", grantCmd(rules[0]), strings.Join(prefixes[0], " "))
+			fmt.Fprintf(&b, "\n- grant it for this workspace: `%s` (commands starting with %q);", grantCmd(ShellQuote(rules[0])), strings.Join(prefixes[0], " "))
 			fmt.Fprintf(&b, "\n- or add the allow rule %s to tools.allow in %s;", rules[0], userConfig)
 			break
 		}
-		b.WriteString("\n- grant each part of it that is not allowed yet for this workspace:")
-		for _, r := range rules {
-			fmt.Fprintf(&b, " `%s`", grantCmd(r))
-		}
-		b.WriteString(";")
+		fmt.Fprintf(&b, "\n- grant each part of it that is not allowed yet for this workspace: `%s`;", grantCmd(strings.Join(quoted(rules), " ")))
 		fmt.Fprintf(&b, "\n- or add the allow rules %s to tools.allow in %s;", strings.Join(rules, ", "), userConfig)
 	case isCmd:
 		b.WriteString("\n- no rule or grant can cover this command: the classifier could not break it into simple commands with a safe prefix to allow (substitutions, variables, eval, loops, functions and wrappers are never covered); a person can run it themselves;")
 	default:
-		fmt.Fprintf(&b, "\n- grant it for this workspace: `%s` (every %s call);", grantCmd(name), name)
+		fmt.Fprintf(&b, "\n- grant it for this workspace: `%s` (every %s call);", grantCmd(ShellQuote(name)), name)
 		fmt.Fprintf(&b, "\n- or add the allow rule %s to tools.allow in %s;", name, userConfig)
 	}
 	b.WriteString("\n- or use the mode bypassPermissions (`--mode bypassPermissions` on the agentbox command line, or tools.mode in the user config): everything not forbidden runs, still in the sandbox.")
 	return b.String()
+}
+
+// quoted is each of words ShellQuoted.
+func quoted(words []string) []string {
+	out := make([]string, len(words))
+	for i, w := range words {
+		out[i] = ShellQuote(w)
+	}
+	return out
 }
 
 // ShellQuote quotes s for a POSIX shell (single quotes) unless it is made
