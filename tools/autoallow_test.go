@@ -100,7 +100,7 @@ func TestAutoAllowSandboxed(t *testing.T) {
 			// The model and the operator learn why it ran and how to undo it.
 			id := "j-" + r.CallID
 			if r.Meta["auto_allowed"] != "contained" || !strings.Contains(r.Content, "ran this without asking") ||
-				!strings.Contains(r.Content, "agentbox undo "+id) || !strings.Contains(r.Content, "Undo tool") {
+				!strings.Contains(r.Content, "agentbox undo "+id) || strings.Contains(r.Content, "Undo tool") {
 				t.Fatalf("result does not say it was auto-allowed and how to undo it: %q %v", r.Content, r.Meta)
 			}
 			if !strings.Contains(rec.Reason, "contained") || !strings.Contains(rec.Reason, "agentbox undo "+id) || rec.JournalID != id {
@@ -110,7 +110,21 @@ func TestAutoAllowSandboxed(t *testing.T) {
 	}
 }
 
-// detachedTool is a command tool whose call runs as a background job.
+// TestAutoAllowNamesUndoTool: when the model has an Undo tool, the note
+// names it.
+func TestAutoAllowNamesUndoTool(t *testing.T) {
+	h := newHarness(t, contained)
+	undo := New("Undo", func(ctx context.Context, env *Env, p *echoParams) (Result, error) { return Result{}, nil }, ReadOnly())
+	if err := h.p.Registry().Register(SourceBuiltin, undo); err != nil {
+		t.Fatal(err)
+	}
+	r := h.run("Bash", `{"command":"npm test"}`)
+	if r.Err != nil || !strings.Contains(r.Content, `the Undo tool, call_id "j-`+r.CallID+`"`) {
+		t.Fatalf("%+v", r.Result)
+	}
+}
+
+// A command tool whose call runs as a background job.
 func TestAutoAllowBackgroundNeedsJobJournal(t *testing.T) {
 	bg := New("Bg", func(ctx context.Context, env *Env, p *bashParams) (Result, error) {
 		return Result{Content: "started"}, nil

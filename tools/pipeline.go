@@ -292,7 +292,7 @@ func NewPipeline(reg *Registry, opts Options) *Pipeline {
 		ModeStage(opts.Mode, opts.Rules, pc, opts.Grants, p.containedFunc()),
 		ProtectStage(opts.Protected, opts.Workspace, opts.Root, opts.Mode),
 		ApprovalStage(opts.Approver, opts.Grants, opts.Rules, pc, opts.Now),
-		ContainedNote(),
+		ContainedNote(func() bool { _, ok := reg.Lookup("Undo"); return ok }),
 		ReadBeforeWrite(p.newEnv),
 		SnapshotStage(opts.Snapshots, opts.Approver),
 	)
