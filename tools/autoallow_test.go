@@ -46,15 +46,16 @@ func TestAutoAllowSandboxed(t *testing.T) {
 		asked   bool      // the approver was asked (it refuses)
 		errKind ErrorKind // "" = ran
 		by      string    // Decision.By in the audit record
+		whyNot  string    // in the reason of a call that asked
 	}{
 		{name: "contained dangerous runs", opts: []func(*Options){contained}, command: "npm test", by: permission.ByContained},
 		{name: "compound runs", opts: []func(*Options){contained}, command: "npm test && rm x", by: permission.ByContained},
 		{name: "unresolved runs", opts: []func(*Options){contained}, command: "npm test $(curl x)", by: permission.ByContained},
 		{name: "acceptEdits runs", opts: []func(*Options){contained, mode(permission.ModeAcceptEdits)}, command: "npm test", by: permission.ByContained},
 		{name: "off asks", opts: []func(*Options){contained, func(o *Options) { o.AutoAllowSandboxed = false }}, command: "npm test", asked: true, errKind: ErrPermissionDenied, by: "test"},
-		{name: "sandbox unavailable asks", opts: []func(*Options){contained, func(o *Options) { o.Sandbox = okSandbox{err: errors.New("no engine")} }}, command: "npm test", asked: true, errKind: ErrPermissionDenied, by: "test"},
-		{name: "no sandbox asks", opts: []func(*Options){contained, func(o *Options) { o.Sandbox = nil }}, command: "npm test", asked: true, errKind: ErrPermissionDenied, by: "test"},
-		{name: "not journaled asks", opts: []func(*Options){contained, func(o *Options) { o.Snapshots = nil }}, command: "npm test", asked: true, errKind: ErrPermissionDenied, by: "test"},
+		{name: "sandbox unavailable asks", opts: []func(*Options){contained, func(o *Options) { o.Sandbox = okSandbox{err: errors.New("no engine")} }}, command: "npm test", asked: true, errKind: ErrPermissionDenied, by: "test", whyNot: "the sandbox is unavailable"},
+		{name: "no sandbox asks", opts: []func(*Options){contained, func(o *Options) { o.Sandbox = nil }}, command: "npm test", asked: true, errKind: ErrPermissionDenied, by: "test", whyNot: "would not run in the sandbox"},
+		{name: "not journaled asks", opts: []func(*Options){contained, func(o *Options) { o.Snapshots = nil }}, command: "npm test", asked: true, errKind: ErrPermissionDenied, by: "test", whyNot: "would not be journaled"},
 		{name: "an ask rule still asks", opts: []func(*Options){contained, askRule}, command: "npm test", asked: true, errKind: ErrPermissionDenied, by: "test"},
 		{name: "an ask rule on one part asks", opts: []func(*Options){contained, askRule}, command: "ls && npm test", asked: true, errKind: ErrPermissionDenied, by: "test"},
 		{name: "a deny rule denies", opts: []func(*Options){contained, denyRule}, command: "npm test", errKind: ErrPermissionDenied, by: "rule"},
@@ -90,6 +91,9 @@ func TestAutoAllowSandboxed(t *testing.T) {
 			rec := h.audit.recs[len(h.audit.recs)-1]
 			if rec.DecidedBy != tt.by {
 				t.Fatalf("audit decided by %q (%s), want %q", rec.DecidedBy, rec.Reason, tt.by)
+			}
+			if tt.whyNot != "" && (!strings.Contains(rec.Reason, tt.whyNot) || !strings.Contains(r.Content, tt.whyNot)) {
+				t.Fatalf("the refusal does not say why it did not run unasked (%q): %s / %s", tt.whyNot, rec.Reason, r.Content)
 			}
 			if tt.by != permission.ByContained {
 				if strings.Contains(r.Content, "without asking") {

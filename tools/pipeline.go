@@ -314,30 +314,28 @@ func (p *Pipeline) containedFunc() ContainedFunc {
 // workspace are journaled, so that they can be undone. It fails closed:
 // no sandbox or snapshot store, a sandbox that cannot be opened, a call
 // that would not be snapshotted as a whole, or a background job whose
-// changes could not be journaled when it ends — not contained.
-func (p *Pipeline) contained(ctx context.Context, c *Call) bool {
-	if p.opts.Sandbox == nil || p.opts.Snapshots == nil {
-		return false
-	}
-	if _, ok := CommandOf(c.Params); !ok {
-		return false
+// changes could not be journaled when it ends — not contained, and whyNot
+// says which.
+func (p *Pipeline) contained(ctx context.Context, c *Call) (ok bool, whyNot string) {
+	if _, isCmd := CommandOf(c.Params); !isCmd || p.opts.Sandbox == nil {
+		return false, "it would not run in the sandbox"
 	}
 	sc := ScopeOf(c)
-	if sc.Kind != ScopeWorkspace {
-		return false
+	if p.opts.Snapshots == nil || sc.Kind != ScopeWorkspace {
+		return false, "its changes would not be journaled for undo"
 	}
 	if sc.Detached {
 		if _, ok := p.opts.Snapshots.(DetachedSnapshotter); !ok || p.opts.Jobs == nil {
-			return false
+			return false, "a background job's changes would not be journaled for undo here"
 		}
 	}
-	if sc, ok := p.opts.Sandbox.(SandboxChecker); ok {
-		if err := sc.Available(ctx); err != nil {
+	if ch, ok := p.opts.Sandbox.(SandboxChecker); ok {
+		if err := ch.Available(ctx); err != nil {
 			p.opts.Logger.Info("not auto-allowed: the sandbox is unavailable", "call", c.ID, "err", err)
-			return false
+			return false, "the sandbox is unavailable"
 		}
 	}
-	return true
+	return true, ""
 }
 
 // SandboxChecker is implemented by a Sandbox that can say before a call

@@ -11,9 +11,11 @@ import (
 
 // ContainedFunc reports whether a command call judged dangerous stays
 // inside the boundary if it runs: in the sandbox, with its changes
-// journaled so that they can be undone (Pipeline.contained). It is asked
-// only when tools.auto_allow_sandboxed is on and nothing else decided.
-type ContainedFunc func(ctx context.Context, c *Call) bool
+// journaled so that they can be undone (Pipeline.contained); when it does
+// not, why not, in a few words for the model ("the sandbox is
+// unavailable"). It is asked only when tools.auto_allow_sandboxed is on
+// and nothing else decided.
+type ContainedFunc func(ctx context.Context, c *Call) (ok bool, whyNot string)
 
 // ModeStage turns the rule match, the verdict, grants and the mode into
 // allow, ask or deny. Allow rules and grants together cover a command
@@ -26,6 +28,7 @@ func ModeStage(mode permission.Mode, rs permission.Rules, pctx permission.Contex
 	return func(next Handler) Handler {
 		return func(ctx context.Context, c *Call) Result {
 			pc := permissionCall(c)
+			whyNot := ""
 			in := permission.Input{
 				Mode:        mode,
 				Match:       c.Match,
@@ -43,9 +46,12 @@ func ModeStage(mode permission.Mode, rs permission.Rules, pctx permission.Contex
 			// rules are ask rules) always asks.
 			if contained != nil && in.Class == ClassDangerous && c.Match.Action == "" && !in.Granted &&
 				(mode == permission.ModeDefault || mode == permission.ModeAcceptEdits) && !readsSecrets(c.Verdict) {
-				in.Contained = contained(ctx, c)
+				in.Contained, whyNot = contained(ctx, c)
 			}
 			out := permission.Decide(in)
+			if out.Action != permission.Allow && whyNot != "" {
+				out.Reason += "; it did not run unasked because " + whyNot
+			}
 			c.Decision = Decision{Action: out.Action, By: out.By, Reason: out.Reason}
 			if c.Match.Rule != nil {
 				c.Decision.Rule = c.Match.Rule.Raw
