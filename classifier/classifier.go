@@ -17,6 +17,10 @@
 //   - caps on size, nesting depth and number of commands never lower the
 //     class: hitting one makes the verdict at least dangerous and keeps
 //     every finding made before it.
+//   - Parts (what permission rules and grants cover part by part) are
+//     reported only for a command made wholly of simple commands whose
+//     every word is known before it runs, and every finding is some part's:
+//     the worst part's class is the verdict's class.
 //
 // Classify is safe for concurrent use.
 package classifier
