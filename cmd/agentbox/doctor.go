@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/config/frontdoor"
 	"github.com/agentbox/agentbox/sandbox"
 	"github.com/agentbox/agentbox/sandbox/engine"
 	"github.com/agentbox/agentbox/snapshot"
@@ -250,7 +251,7 @@ func checkWorkspace(cfg *config.Config) check {
 func checkMCP(cfg *config.Config) check {
 	c := check{Name: "mcp", Status: statusOK}
 	if cfg.MCP.BearerToken == "" {
-		c.Detail = "stdio ready; HTTP only on loopback until a bearer token is set"
+		c.Detail = "stdio ready; HTTP only on loopback, every request with the token in " + frontdoor.KeyPath(cfg.StateDir, mcpDoorName)
 	} else {
 		c.Detail = "stdio ready; HTTP requires the configured bearer token"
 	}
