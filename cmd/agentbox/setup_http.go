@@ -136,31 +136,25 @@ func httpSetupEdits(t setupTarget) []configEdit {
 	return edits
 }
 
-// replaceServer sets mcpServers.agentbox to entry's transport, dropping
-// the transport fields entry does not have and keeping the others a
-// person added (timeout, trust, ...).
+// replaceServer sets mcpServers.agentbox to entry's transport: setServer,
+// then the transport fields entry does not have are dropped; the others
+// a person added (timeout, trust, ...) stay.
 func replaceServer(entry *jsonObject) func(*jsonObject) error {
+	set := setServer(entry)
 	return func(o *jsonObject) error {
+		if err := set(o); err != nil {
+			return err
+		}
 		servers, err := objectAt(o, "mcpServers")
 		if err != nil {
 			return err
 		}
-		cur, ok := servers.get("agentbox")
-		obj, isObj := cur.(*jsonObject)
-		if !ok || cur == nil {
-			obj, isObj = newJSONObject(), true
-			servers.set("agentbox", obj)
-		}
-		if !isObj {
-			return errors.New("mcpServers.agentbox is not a JSON object")
-		}
+		cur, _ := servers.get("agentbox")
+		obj := cur.(*jsonObject) // setServer made it one or failed
 		for _, k := range transportKeys {
 			if _, keep := entry.get(k); !keep {
 				obj.del(k)
 			}
-		}
-		for _, k := range entry.keys {
-			obj.set(k, entry.vals[k])
 		}
 		return nil
 	}
