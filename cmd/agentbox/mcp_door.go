@@ -43,6 +43,11 @@ func openMCPDoor(cfg *config.Config, httpAddr, socket string, log *slog.Logger) 
 			}
 			socket = abs
 		}
+		// Sandboxed commands run as the workspace owner and see the
+		// workspace: a socket there would let them in as "this uid".
+		if ws, err := filepath.EvalSymlinks(cfg.Workspace); err == nil && (config.Within(socket, cfg.Workspace) || config.Within(resolveExisting(socket), ws)) {
+			return nil, fmt.Errorf("--socket %s is inside the workspace, where sandboxed commands (which run as the workspace owner) could reach it: put it outside, e.g. %s", socket, filepath.Join(cfg.StateDir, "run", "mcp.sock"))
+		}
 		l, err := frontdoor.ListenUnix(socket, frontdoor.WithLogger(log))
 		if err != nil {
 			return nil, fmt.Errorf("--socket: %w (use a path in a directory only you can enter, e.g. %s)", err, filepath.Join(cfg.StateDir, "run", "mcp.sock"))
@@ -170,6 +175,23 @@ only one the server accepts and the file is not used.`,
 		},
 	})
 	return cmd
+}
+
+// resolveExisting resolves the symlinks of the longest part of p that
+// exists and appends the rest.
+func resolveExisting(p string) string {
+	rest := ""
+	for {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(r, rest)
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return filepath.Join(p, rest)
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+		p = parent
+	}
 }
 
 // shellQuote quotes s for a POSIX shell.

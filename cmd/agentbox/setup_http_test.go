@@ -219,3 +219,24 @@ func TestMCPTokenCommand(t *testing.T) {
 		t.Errorf("--header with an explicit token: %q", out)
 	}
 }
+
+// TestMCPSocketRefusedInWorkspace: a socket in the workspace, even reached
+// through a symlink, would let sandboxed commands (the workspace owner's
+// uid) in; agentbox refuses to listen there and creates nothing there.
+func TestMCPSocketRefusedInWorkspace(t *testing.T) {
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	ws := filepath.Join(base, "ws")
+	os.Mkdir(ws, 0o755)
+	os.Symlink(ws, filepath.Join(base, "link"))
+	t.Setenv("AGENTBOX_STATE_DIR", filepath.Join(base, "state"))
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(base, "config"))
+	for _, sock := range []string{filepath.Join(ws, "run", "mcp.sock"), filepath.Join(base, "link", "run", "mcp.sock")} {
+		_, _, err := runCLI(t, "--workspace", ws, "mcp", "--socket", sock)
+		if err == nil || !strings.Contains(err.Error(), "inside the workspace") {
+			t.Errorf("--socket %s: %v", sock, err)
+		}
+	}
+	if entries, _ := os.ReadDir(ws); len(entries) != 0 {
+		t.Errorf("the refused socket left %d entries in the workspace", len(entries))
+	}
+}
