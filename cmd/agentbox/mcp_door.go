@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -128,7 +129,7 @@ When mcp.bearer_token (or AGENTBOX_MCP_BEARER_TOKEN) is set, that token is the
 only one the server accepts and the file is not used.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.Config()
+			cfg, err := tokenConfig(a)
 			if err != nil {
 				return err
 			}
@@ -158,7 +159,7 @@ only one the server accepts and the file is not used.`,
 		Short: "Replace the MCP server's bearer token; running servers refuse the old one from their next request",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.Config()
+			cfg, err := tokenConfig(a)
 			if err != nil {
 				return err
 			}
@@ -175,6 +176,28 @@ only one the server accepts and the file is not used.`,
 		},
 	})
 	return cmd
+}
+
+// tokenConfig is the configuration for the token commands. The token
+// belongs to the state dir, not to a workspace, and a header helper runs
+// wherever its client runs (the home directory too, which holds the
+// default state dir and so is no valid workspace): unless --workspace is
+// given, the configuration is loaded for an empty directory of its own.
+func tokenConfig(a *app) (*config.Config, error) {
+	if a.root.PersistentFlags().Changed("workspace") {
+		return a.Config()
+	}
+	dir, err := os.MkdirTemp("", "agentbox-token-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(dir)
+	return config.Load(config.LoadOptions{File: a.configFile, Flags: configFlags(a.root.PersistentFlags()), Getenv: func(k string) string {
+		if k == "AGENTBOX_WORKSPACE" {
+			return dir
+		}
+		return os.Getenv(k)
+	}})
 }
 
 // resolveExisting resolves the symlinks of the longest part of p that

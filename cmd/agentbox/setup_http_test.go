@@ -176,9 +176,10 @@ func TestMCPTokenCommand(t *testing.T) {
 	t.Setenv("AGENTBOX_STATE_DIR", state)
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(base, "config"))
 	t.Setenv("AGENTBOX_MCP_BEARER_TOKEN", "")
-	ws := filepath.Join(base, "ws")
-	os.Mkdir(ws, 0o755)
-	out, stderr, err := runCLI(t, "--workspace", ws, "mcp", "token")
+	// Run where a header helper may run: a directory holding the state
+	// dir (a home directory), which is no valid workspace.
+	t.Chdir(base)
+	out, stderr, err := runCLI(t, "mcp", "token")
 	if err != nil {
 		t.Fatalf("%v %s", err, stderr)
 	}
@@ -191,7 +192,7 @@ func TestMCPTokenCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	old, _ := k.Token()
-	out, _, err = runCLI(t, "--workspace", ws, "mcp", "token", "--header")
+	out, _, err = runCLI(t, "mcp", "token", "--header")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +200,7 @@ func TestMCPTokenCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &h); err != nil || len(h) != 1 || h["Authorization"] != "Bearer "+old {
 		t.Fatalf("--header printed something else than the header object (%v)", err)
 	}
-	out, stderr, err = runCLI(t, "--workspace", ws, "mcp", "token", "rotate")
+	out, stderr, err = runCLI(t, "mcp", "token", "rotate")
 	if err != nil {
 		t.Fatalf("%v %s", err, stderr)
 	}
@@ -211,10 +212,10 @@ func TestMCPTokenCommand(t *testing.T) {
 	}
 	// With mcp.bearer_token set, that is the token and rotate refuses.
 	t.Setenv("AGENTBOX_MCP_BEARER_TOKEN", "explicit-token-0123456789abcdef")
-	if _, _, err := runCLI(t, "--workspace", ws, "mcp", "token", "rotate"); err == nil || !strings.Contains(err.Error(), "mcp.bearer_token") {
+	if _, _, err := runCLI(t, "mcp", "token", "rotate"); err == nil || !strings.Contains(err.Error(), "mcp.bearer_token") {
 		t.Errorf("rotate with an explicit token: %v", err)
 	}
-	out, _, _ = runCLI(t, "--workspace", ws, "mcp", "token", "--header")
+	out, _, _ = runCLI(t, "mcp", "token", "--header")
 	if !strings.Contains(out, "Bearer explicit-token-0123456789abcdef") {
 		t.Errorf("--header with an explicit token: %q", out)
 	}
