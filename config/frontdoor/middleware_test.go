@@ -185,3 +185,21 @@ func TestRequireShutWhenKeyUnreadable(t *testing.T) {
 		t.Errorf("log:\n%s", logs.String())
 	}
 }
+
+// BenchmarkRequire is the cost the door adds to a request: header parsing,
+// one lstat of the token file, two SHA-256 and a constant-time compare.
+func BenchmarkRequire(b *testing.B) {
+	k, err := Ensure(KeyPath(b.TempDir(), "mcp"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	tok, _ := k.Token()
+	h := Require(k, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	req := httptest.NewRequest("POST", "/mcp", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	w := httptest.NewRecorder()
+	b.ReportAllocs()
+	for b.Loop() {
+		h.ServeHTTP(w, req)
+	}
+}
