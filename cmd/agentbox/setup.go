@@ -88,15 +88,15 @@ default) writes the workspace's files, --user the person's own:
                --user     ~/.cursor/mcp.json and ~/.cursor/cli-config.json
 
 A project entry names the workspace (--workspace, default the current
-directory); a user entry serves whatever directory the client runs in.
+directory); a user entry serves whatever directory the client runs in. These
+files are protected paths for agents (an agent cannot change them through
+agentbox); setup is for the person at the host.
 
 --http URL points the client at a running "agentbox mcp --http" instead, with
 the bearer token every request needs: Claude Code runs "agentbox mcp token
 --header" for it (headersHelper; rotation is picked up by itself); for the
 others --user writes the token into the file (made 0600) and --project names
-the variable AGENTBOX_MCP_TOKEN instead (a project file is no place for it). These
-files are protected paths for agents (an agent cannot change them through
-agentbox); setup is for the person at the host.`,
+the variable AGENTBOX_MCP_TOKEN instead (a project file is no place for it).`,
 		Args:      cobra.ExactArgs(1),
 		ValidArgs: setupClients,
 		RunE: func(cmd *cobra.Command, args []string) error {
