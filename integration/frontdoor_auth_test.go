@@ -283,6 +283,38 @@ func TestFrontDoorHTTP(t *testing.T) {
 		}
 	})
 
+	t.Run("codex set up by agentbox setup --http", func(t *testing.T) {
+		codex := codexBin(t)
+		c := newClientEnv(t)
+		for i, kv := range c.env {
+			if strings.HasPrefix(kv, "AGENTBOX_STATE_DIR=") {
+				c.env[i] = "AGENTBOX_STATE_DIR=" + e.state
+			}
+		}
+		// The helper setup writes runs this wrapper, which notes each run.
+		marker := filepath.Join(c.home, "helper-runs")
+		wrapper := filepath.Join(c.home, "agentbox-wrapper")
+		script := fmt.Sprintf("#!/bin/sh\necho \"$*\" >> %s\nexec %s \"$@\"\n", marker, agentbox)
+		if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		c.run(t, "agentbox", "setup", "codex", "--user", "--http", url, "--command", wrapper)
+		for round := range 2 {
+			refusals := strings.Count(logs.String(), "refused a request")
+			out := runCodexUntilConnected(t, codex, c, marker, round+1)
+			if strings.Contains(out, "AuthRequired") || strings.Contains(out, "headers helper") {
+				t.Errorf("round %d: Codex did not authenticate:\n%s", round, out)
+			}
+			if n := strings.Count(logs.String(), "refused a request"); n != refusals {
+				t.Errorf("round %d: the server refused %d of Codex's requests", round, n-refusals)
+			}
+			// The second round runs after a rotation: the helper hands
+			// Codex the new token.
+			e.agentboxCLI(t, "mcp", "token", "rotate")
+			tokens = append(tokens, readToken(t, keyPath))
+		}
+	})
+
 	if l := logs.String(); !strings.Contains(l, "refused a request without a valid bearer token") {
 		t.Errorf("the server logged no refusal:\n%s", l)
 	}
@@ -338,4 +370,77 @@ func TestFrontDoorSocket(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// codexPkg is the real Codex CLI (from npm) whose http_headers_helper
+// setup --http writes.
+const codexPkg = "@openai/codex@0.169.0"
+
+var (
+	codexOnce sync.Once
+	codexPath string
+	codexErr  error
+)
+
+// codexBin installs Codex once into the tests' cache and returns it.
+func codexBin(t *testing.T) string {
+	t.Helper()
+	codexOnce.Do(func() {
+		if _, err := exec.LookPath("npm"); err != nil {
+			codexErr = fmt.Errorf("npm is required for the Codex check (apt-get install nodejs npm): %v", err)
+			return
+		}
+		dir, err := testCacheDir("codex-0.169.0")
+		if err != nil {
+			codexErr = err
+			return
+		}
+		codexPath = filepath.Join(dir, "node_modules", ".bin", "codex")
+		if _, err := os.Stat(codexPath); err == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+		defer cancel()
+		if out, err := exec.CommandContext(ctx, "npm", "install", "--prefix", dir, "--no-audit", "--no-fund", "--loglevel=error", codexPkg).CombinedOutput(); err != nil {
+			codexErr = fmt.Errorf("npm install %s: %v\n%s", codexPkg, err, out)
+		}
+	})
+	if codexErr != nil {
+		t.Fatal(codexErr)
+	}
+	return codexPath
+}
+
+// runCodexUntilConnected starts `codex exec` (which connects its MCP
+// servers before it asks a model; there is no model here, so it would
+// retry forever), waits until the header helper has run runs times and
+// Codex had a moment to connect, stops it and returns its output.
+func runCodexUntilConnected(t *testing.T, codex string, c clientEnv, marker string, runs int) string {
+	t.Helper()
+	cmd := exec.Command(codex, "exec", "--skip-git-repo-check", "say hi")
+	cmd.Dir = c.ws
+	cmd.Env = append(c.env, "OPENAI_API_KEY=sk-agentbox-test-no-model")
+	out := &syncBuf{}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		b, _ := os.ReadFile(marker)
+		if strings.Count(string(b), "mcp token --header") >= runs {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Codex never ran the header helper (%d runs wanted):\n%s", runs, out.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(3 * time.Second)
+	return out.String()
 }

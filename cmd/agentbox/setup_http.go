@@ -22,16 +22,17 @@ import (
 //	             (`agentbox mcp token --header`) Claude Code runs for the
 //	             headers, and runs again after a 401; no token in any file,
 //	             and a rotation is picked up by itself.
+//	codex        url and http_headers_helper = the same command (Codex runs
+//	             it when it connects); no token in any file either.
 //	gemini-cli   "httpUrl" and "headers": {"Authorization": "Bearer …"}
 //	cursor       "url" and "headers": {"Authorization": "Bearer …"}
-//	codex        url and http_headers = { Authorization = "Bearer …" }
 //
-// With --user the token is written into the person's own file, which is
-// then made 0600. With --project the file sits in the workspace (shared,
-// often committed, readable by other accounts), so it never holds the
-// token: Gemini CLI and Cursor get a reference to the environment
-// variable AGENTBOX_MCP_TOKEN (${AGENTBOX_MCP_TOKEN}, ${env:…}) and Codex
-// bearer_token_env_var; setup says how to set it.
+// For Gemini CLI and Cursor, which have no header helper, --user writes
+// the token into the person's own file, which is then made 0600; with
+// --project the file sits in the workspace (shared, often committed,
+// readable by other accounts), so it never holds the token: it names the
+// environment variable AGENTBOX_MCP_TOKEN (${AGENTBOX_MCP_TOKEN},
+// ${env:…}) and setup says how to set it.
 
 // mcpTokenEnv is the variable project entries name for the token.
 const mcpTokenEnv = "AGENTBOX_MCP_TOKEN"
@@ -108,14 +109,9 @@ func httpSetupEdits(t setupTarget) []configEdit {
 		then = jsonEdit(replaceServer(entry(bearer)))
 		manual = redactTokens(manualJSON("mcpServers.agentbox", entry(bearer)))
 	case "codex":
-		kv := []tomlKV{{"url", tomlString(h.url)}}
-		if t.user {
-			kv = append(kv, tomlKV{"http_headers", "{ Authorization = " + tomlString(bearer) + " }"})
-		} else {
-			kv = append(kv, tomlKV{"bearer_token_env_var", tomlString(mcpTokenEnv)})
-		}
-		then = func(old []byte) ([]byte, error) { return codexHTTPEdit(old, kv, h, t.user) }
-		manual = "[mcp_servers.agentbox]\n" + redactTokens(kv[0].key+" = "+kv[0].value+"\n"+kv[1].key+" = "+kv[1].value)
+		kv := []tomlKV{{"url", tomlString(h.url)}, {"http_headers_helper", tomlString(h.helper)}}
+		then = func(old []byte) ([]byte, error) { return codexHTTPEdit(old, kv, h) }
+		manual = "[mcp_servers.agentbox]\n" + kv[0].key + " = " + kv[0].value + "\n" + kv[1].key + " = " + kv[1].value
 	}
 	first.edit = func(old []byte) ([]byte, error) {
 		mid, err := stdio(old)
@@ -132,7 +128,7 @@ func httpSetupEdits(t setupTarget) []configEdit {
 		return next, nil
 	}
 	first.manual = manual
-	first.private = t.user && t.client != "claude-code"
+	first.private = h.token != ""
 	return edits
 }
 
@@ -170,7 +166,7 @@ func (o *jsonObject) del(k string) {
 }
 
 // codexTransportKeys are the transport fields of a Codex server table.
-var codexTransportKeys = []string{"command", "args", "cwd", "url", "http_headers", "env_http_headers", "bearer_token_env_var"}
+var codexTransportKeys = []string{"command", "args", "cwd", "env", "env_vars", "url", "http_headers", "env_http_headers", "bearer_token_env_var", "http_headers_helper"}
 
 // dropMark marks a line setTOMLKeys wrote only so that it can be removed
 // (setTOMLKeys replaces a multi-line value whole).
@@ -178,7 +174,7 @@ const dropMark = "\"\x00drop\""
 
 // codexHTTPEdit sets the HTTP transport kv in [mcp_servers.agentbox],
 // removing the other transport keys, and checks the result.
-func codexHTTPEdit(old []byte, kv []tomlKV, h *httpTarget, user bool) ([]byte, error) {
+func codexHTTPEdit(old []byte, kv []tomlKV, h *httpTarget) ([]byte, error) {
 	lines := strings.Split(strings.TrimSuffix(string(old), "\n"), "\n")
 	for _, k := range codexTransportKeys {
 		lines = setTOMLKeys(lines, "mcp_servers.agentbox", []tomlKV{{k, dropMark}})
@@ -196,14 +192,7 @@ func codexHTTPEdit(old []byte, kv []tomlKV, h *httpTarget, user bool) ([]byte, e
 		return nil, fmt.Errorf("the merged file would not be valid TOML (%v)", err)
 	}
 	srv := got.MCPServers["agentbox"]
-	ok := srv["url"] == h.url && srv["command"] == nil
-	if user {
-		hd, _ := srv["http_headers"].(map[string]any)
-		ok = ok && hd["Authorization"] == "Bearer "+h.token
-	} else {
-		ok = ok && srv["bearer_token_env_var"] == mcpTokenEnv
-	}
-	if !ok {
+	if srv["url"] != h.url || srv["http_headers_helper"] != h.helper || srv["command"] != nil {
 		return nil, errors.New("its mcp_servers table is written in a form setup does not edit (dotted keys or inline tables)")
 	}
 	return []byte(out), nil
@@ -216,11 +205,13 @@ var bearerToken = regexp.MustCompile(`(Bearer )[A-Za-z0-9._~+/-]+=*`)
 // to add by hand); references to a variable (${…}) stay readable.
 func redactTokens(s string) string { return bearerToken.ReplaceAllString(s, "${1}<token>") }
 
+var clientNames = map[string]string{"claude-code": "Claude Code", "codex": "Codex"}
+
 // httpSetupNote is what the person still has to do after an HTTP setup.
 func httpSetupNote(t setupTarget, tokenPath string) string {
 	switch {
-	case t.client == "claude-code":
-		return "Claude Code asks `" + t.http.helper + "` for the header on connect and after a 401, so a rotated token is picked up by itself."
+	case t.client == "claude-code" || t.client == "codex":
+		return clientNames[t.client] + " asks `" + t.http.helper + "` for the header when it connects, so the token is in no config file and a rotated one is picked up."
 	case t.user:
 		return "The file holds the token (it was made 0600). After `agentbox mcp token rotate`, run this setup again."
 	default:
@@ -246,7 +237,7 @@ func runSetupHTTP(a *app, t setupTarget, cfg *config.Config, rawURL string, dryR
 		return err
 	}
 	t.http = &httpTarget{url: u, helper: helper + " mcp token --header"}
-	if t.user && t.client != "claude-code" {
+	if t.user && (t.client == "gemini-cli" || t.client == "cursor") {
 		t.http.token = tok
 	}
 	if err := runSetup(a, t, dryRun); err != nil {

@@ -52,19 +52,8 @@ func TestSetupHTTP(t *testing.T) {
 				t.Errorf("entry %v", e)
 			}
 		}},
-		{"codex", true, ".codex/config.toml", func(t *testing.T, b []byte, token, _ string) {
-			e := tomlEntry(t, b)
-			hd, _ := e["http_headers"].(map[string]any)
-			if e["url"] != wantURL || hd["Authorization"] != "Bearer "+token || e["bearer_token_env_var"] != nil {
-				t.Errorf("entry %v", e)
-			}
-		}},
-		{"codex", false, ".codex/config.toml", func(t *testing.T, b []byte, _, _ string) {
-			e := tomlEntry(t, b)
-			if e["url"] != wantURL || e["bearer_token_env_var"] != "AGENTBOX_MCP_TOKEN" || e["http_headers"] != nil {
-				t.Errorf("entry %v", e)
-			}
-		}},
+		{"codex", true, ".codex/config.toml", checkCodex},
+		{"codex", false, ".codex/config.toml", checkCodex},
 	}
 	for _, tc := range cases {
 		scope := "--project"
@@ -134,6 +123,18 @@ func checkClaude(t *testing.T, b []byte, token, state string) {
 	}
 	if strings.Contains(string(b), token) {
 		t.Error("the Claude Code entry holds the token")
+	}
+}
+
+func checkCodex(t *testing.T, b []byte, token, state string) {
+	t.Helper()
+	e := tomlEntry(t, b)
+	h, _ := e["http_headers_helper"].(string)
+	if e["url"] != "http://127.0.0.1:8787/mcp" || !strings.Contains(h, "--state-dir "+state) || !strings.HasSuffix(h, " mcp token --header") || e["http_headers"] != nil {
+		t.Errorf("entry %v", e)
+	}
+	if strings.Contains(string(b), token) {
+		t.Error("the Codex entry holds the token")
 	}
 }
 
