@@ -261,6 +261,10 @@ func checkMCP(cfg *config.Config) check {
 			return c
 		}
 	}
+	if err := mcpKeyHealth(cfg); err != nil {
+		c.Status, c.Detail, c.Fix = statusFail, err.Error(), "agentbox mcp token rotate"
+		return c
+	}
 	if cfg.MCP.NonInteractive == "allow" {
 		c.Status = statusWarn
 		c.Detail += "; calls that need approval are ALLOWED when the client cannot ask its user"

@@ -97,6 +97,19 @@ func mcpKey(cfg *config.Config) (*frontdoor.Key, error) {
 	return k, err
 }
 
+// mcpKeyHealth reports a token file agentbox would refuse (for doctor); a
+// missing one is fine (it is made on first use) and nothing is created.
+func mcpKeyHealth(cfg *config.Config) error {
+	if cfg.MCP.BearerToken != "" {
+		return nil
+	}
+	_, err := frontdoor.Load(frontdoor.KeyPath(cfg.StateDir, mcpDoorName))
+	if errors.Is(err, frontdoor.ErrNoKey) {
+		return nil
+	}
+	return err
+}
+
 // mcpToken is the token clients of cfg's MCP server send.
 func mcpToken(cfg *config.Config) (string, error) {
 	if cfg.MCP.BearerToken != "" {

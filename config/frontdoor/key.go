@@ -275,6 +275,10 @@ func checkDir(dir string, create bool) error {
 	}
 	var st unix.Stat_t
 	if err := unix.Lstat(dir, &st); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			// No directory, so no token file in it (or socket yet).
+			return fmt.Errorf("frontdoor: directory %s: %w", dir, ErrNoKey)
+		}
 		return fmt.Errorf("frontdoor: directory %s: %w", dir, err)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {

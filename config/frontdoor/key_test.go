@@ -63,6 +63,12 @@ func TestEnsureCreatesAPrivateFile(t *testing.T) {
 	}
 }
 
+func TestLoadWithoutDirectory(t *testing.T) {
+	if _, err := Load(KeyPath(filepath.Join(t.TempDir(), "state"), "mcp")); !errors.Is(err, ErrNoKey) {
+		t.Errorf("Load in a state dir that does not exist = %v, want ErrNoKey", err)
+	}
+}
+
 func TestNewTokenIsRandom(t *testing.T) {
 	seen := map[string]bool{}
 	for range 64 {
