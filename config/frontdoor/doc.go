@@ -14,7 +14,9 @@
 //     refuses the old token from the next request on;
 //   - a unix socket in a 0700 directory (ListenUnix) whose listener
 //     accepts only peers whose SO_PEERCRED uid (recorded by the kernel at
-//     connect time) is this process's uid or root.
+//     connect time) is this process's uid or root — or one named with
+//     AllowUID, for which the directory is made 0711 and the socket 0666
+//     so that it can connect, and the peer check alone turns others away.
 //
 // What it does not protect against: root, and any process of the same
 // uid (it can read the token file and connect to the socket). Those are

@@ -267,7 +267,10 @@ func private(path, what string, uid, mode, forbidden uint32) error {
 
 // checkDir checks that dir is a real directory (not a symlink) of this
 // uid that only it can enter. With create, a missing dir is made 0700.
-func checkDir(dir string, create bool) error {
+func checkDir(dir string, create bool) error { return checkDirMode(dir, create, 0o077) }
+
+// checkDirMode is checkDir with the permission bits that must be clear.
+func checkDirMode(dir string, create bool, forbidden uint32) error {
 	if create {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("frontdoor: %w", err)
@@ -284,7 +287,7 @@ func checkDir(dir string, create bool) error {
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return fmt.Errorf("frontdoor: %s is not a directory (a symlink?): %w", dir, ErrInsecure)
 	}
-	return private(dir, "directory", st.Uid, st.Mode, 0o077)
+	return private(dir, "directory", st.Uid, st.Mode, forbidden)
 }
 
 // lockDir makes sure dir exists and is private, and holds an exclusive

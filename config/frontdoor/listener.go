@@ -28,7 +28,10 @@ type Peer struct {
 
 // AllowUID lets peers of these uids in as well (e.g. the uid a sandboxed
 // executor runs as, for the egress proxy). This process's uid and root
-// are always allowed.
+// are always allowed. So that those peers can reach the socket at all,
+// its directory becomes 0711 (searchable, not listable) and the socket
+// 0666: the kernel then lets every local user connect, and the
+// SO_PEERCRED check alone turns away the uids not allowed.
 func AllowUID(uids ...uint32) Option {
 	return func(o *options) { o.uids = append(o.uids, uids...) }
 }
@@ -55,9 +58,10 @@ type Conn struct {
 
 // ListenUnix listens on the unix socket path, which must be absolute. Its
 // directory is created 0700 when missing and must otherwise be a real
-// directory of this uid with no group or other permissions (ErrInsecure).
-// A stale socket left by a dead server is replaced; a live one is
-// ErrInUse; any other file there is an error. The socket itself is 0600.
+// directory of this uid with no group or other permissions (ErrInsecure;
+// with AllowUID it is made 0711). A stale socket left by a dead server is
+// replaced; a live one is ErrInUse; any other file there is an error. The
+// socket itself is 0600 (0666 with AllowUID).
 func ListenUnix(path string, opts ...Option) (*Listener, error) {
 	if !filepath.IsAbs(path) {
 		return nil, fmt.Errorf("frontdoor: socket path %q is not absolute", path)
@@ -66,8 +70,18 @@ func ListenUnix(path string, opts ...Option) (*Listener, error) {
 	if len(path) > maxSocketPath {
 		return nil, fmt.Errorf("frontdoor: socket path %s is %d bytes, longer than a unix socket address holds (%d)", path, len(path), maxSocketPath)
 	}
-	if err := checkDir(filepath.Dir(path), true); err != nil {
+	o := newOptions(opts)
+	dir := filepath.Dir(path)
+	var forbidden uint32 = 0o077
+	dirMode, sockMode := os.FileMode(0o700), os.FileMode(0o600)
+	if len(o.uids) > 0 {
+		forbidden, dirMode, sockMode = 0o066, 0o711, 0o666
+	}
+	if err := checkDirMode(dir, true, forbidden); err != nil {
 		return nil, err
+	}
+	if err := os.Chmod(dir, dirMode); err != nil {
+		return nil, fmt.Errorf("frontdoor: %w", err)
 	}
 	if err := clearStale(path); err != nil {
 		return nil, err
@@ -76,11 +90,10 @@ func ListenUnix(path string, opts ...Option) (*Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("frontdoor: %w", err)
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
+	if err := os.Chmod(path, sockMode); err != nil {
 		ul.Close()
 		return nil, fmt.Errorf("frontdoor: %w", err)
 	}
-	o := newOptions(opts)
 	allow := append([]uint32{uint32(os.Geteuid()), 0}, o.uids...)
 	return &Listener{ul: ul, path: path, allow: allow, o: o}, nil
 }

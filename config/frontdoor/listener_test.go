@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -188,3 +189,30 @@ func TestListenUnixRefusesUnsafePlaces(t *testing.T) {
 }
 
 func uid(u uint32) string { return strconv.FormatUint(uint64(u), 10) }
+
+// TestAllowUIDOpensTheDirectory: peers of another allowed uid must reach
+// the socket, so the directory becomes searchable and the socket
+// connectable by everyone; the peer check still admits only the list.
+func TestAllowUIDOpensTheDirectory(t *testing.T) {
+	path := filepath.Join(shortDir(t), "run", "egress.sock")
+	l, err := ListenUnix(path, AllowUID(4242))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if m := statMode(t, filepath.Dir(path)); m != 0o711 {
+		t.Errorf("directory mode %#o, want 0711", m)
+	}
+	if m := statMode(t, path); m != 0o666 {
+		t.Errorf("socket mode %#o, want 0666", m)
+	}
+	want := []uint32{uint32(os.Geteuid()), 0, 4242}
+	if !slices.Equal(l.allow, want) {
+		t.Errorf("allowed uids %v, want %v", l.allow, want)
+	}
+	// A directory open to listing or writing is still refused.
+	os.Chmod(filepath.Dir(path), 0o755)
+	if _, err := ListenUnix(filepath.Join(filepath.Dir(path), "other.sock"), AllowUID(4242)); !errors.Is(err, ErrInsecure) {
+		t.Errorf("0755 directory with AllowUID: %v", err)
+	}
+}
