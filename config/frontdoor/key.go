@@ -107,6 +107,7 @@ type Key struct {
 
 	mu    sync.Mutex
 	stamp stamp  // of the file the token was read from
+	dir   stamp  // of its directory then (owner, mode, inode)
 	token string // "" when err is set
 	err   error  // why the file at stamp is unusable
 }
@@ -158,9 +159,18 @@ func Ensure(path string) (*Key, error) {
 
 // Rotate replaces the token file at path (or creates it) with a new
 // token. Every Key on that file, in this process or another, refuses the
-// old token from its next check on.
+// old token from its next check on. A directory of this uid that was
+// opened to others is closed again (0700) first: the token that was in
+// it is the one being replaced.
 func Rotate(path string) (*Key, error) {
-	unlock, err := lockDir(filepath.Dir(path))
+	dir := filepath.Dir(path)
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR && st.Uid == uint32(os.Geteuid()) {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("frontdoor: %w", err)
+		}
+	}
+	unlock, err := lockDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -193,23 +203,31 @@ func (k *Key) Verify(presented string) error {
 // current returns the token in the file, reading it again when lstat
 // shows a different file (or version of it) than last time.
 func (k *Key) current() (string, error) {
-	var st unix.Stat_t
-	s := stamp{statFailed: true}
-	if err := unix.Lstat(k.path, &st); err == nil {
-		s = stampOf(&st)
-	}
+	s, d := lstamp(k.path), lstamp(filepath.Dir(k.path))
+	// A directory's times change with every file made in it; its owner,
+	// mode and identity are what matter.
+	d.size, d.mtime, d.ctime, d.nlink = 0, unix.Timespec{}, unix.Timespec{}, 0
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.stamp == s && (k.token != "" || k.err != nil) && !s.statFailed {
+	if k.stamp == s && k.dir == d && (k.token != "" || k.err != nil) && !s.statFailed && !d.statFailed {
 		return k.token, k.err
 	}
 	tok, read, err := readKey(k.path)
 	k.token, k.err = tok, err
-	k.stamp = read
+	k.stamp, k.dir = read, d
 	if err != nil {
 		k.token = ""
 	}
 	return k.token, k.err
+}
+
+// lstamp is the stamp of what is at path, without following a symlink.
+func lstamp(path string) stamp {
+	var st unix.Stat_t
+	if err := unix.Lstat(path, &st); err != nil {
+		return stamp{statFailed: true}
+	}
+	return stampOf(&st)
 }
 
 // readKey reads and checks a token file through one descriptor: what is

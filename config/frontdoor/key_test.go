@@ -199,6 +199,25 @@ func TestRotate(t *testing.T) {
 	if err := k.Verify(neu); !errors.Is(err, ErrWrongToken) {
 		t.Errorf("after the second rotation: %v", err)
 	}
+	// A directory opened to others: Ensure refuses, Rotate closes it and
+	// replaces the token that was in it.
+	third, _ := k.Token()
+	os.Chmod(filepath.Dir(path), 0o755)
+	if err := k.Verify(third); !errors.Is(err, ErrInsecure) {
+		t.Errorf("a key whose directory was opened to others still verifies: %v", err)
+	}
+	if _, err := Ensure(path); !errors.Is(err, ErrInsecure) {
+		t.Errorf("Ensure in a 0755 directory: %v", err)
+	}
+	if _, err := Rotate(path); err != nil {
+		t.Fatal(err)
+	}
+	if m := statMode(t, filepath.Dir(path)); m != 0o700 {
+		t.Errorf("directory mode after rotation %#o", m)
+	}
+	if err := k.Verify(third); !errors.Is(err, ErrWrongToken) {
+		t.Errorf("the token from the opened directory still verifies: %v", err)
+	}
 }
 
 func TestEqual(t *testing.T) {
