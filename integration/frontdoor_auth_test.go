@@ -160,8 +160,12 @@ func TestFrontDoorHTTP(t *testing.T) {
 	keyPath := filepath.Join(e.state, "frontdoor", "mcp.token")
 	logs := startDoor(t, e, func() bool {
 		code, _, _ := curlAs(t, 0, url)
-		return code == "401"
+		return code != "000"
 	}, "--http", addr)
+	// The attack of issue 19, as it was made: nobody, no credential.
+	if code, body, _ := curlAs(t, nobodyUID, mcpPost(url, initializeBody)...); code != "401" {
+		t.Fatalf("nobody opened an MCP session without a credential: status %s: %.300s", code, body)
+	}
 	token := readToken(t, keyPath)
 	fi, err := os.Stat(keyPath)
 	if err != nil || fi.Mode().Perm() != 0o600 {
