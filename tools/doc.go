@@ -7,6 +7,14 @@
 //	→ mode → approval → snapshot → execute → change capture + journal
 //	→ truncate → audit
 //
+// Rules and "always allow" grants cover a shell command part by part (the
+// classifier's Verdict.Parts; an unresolved command only by a whole-tool
+// rule). In the default and acceptEdits modes a dangerous command that
+// nothing covers runs without asking when it is contained — it runs in
+// the sandbox and is journaled (Options.AutoAllowSandboxed, the
+// tools.auto_allow_sandboxed key) — and its result and audit record say
+// so and how to undo it (ContainedNote); deny and ask rules still win.
+//
 // Each stage is a Stage (middleware around a Handler) in its own file and
 // can be tested alone. A refusal at any stage is a Result with Err set,
 // written for the model; a Go error means agentbox itself failed and

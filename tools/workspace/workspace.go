@@ -205,10 +205,13 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Tools, error)
 		Classify:     classifierFunc(classifier.FromConfig(cfg.Classifier)),
 		Approver:     approver,
 		Grants:       s.Grants,
-		Sandbox:      s.sandbox,
-		Jobs:         s.jobsFor(opts.OneShot),
-		Snapshots:    s.snaps,
-		Audit:        s.Audit,
+		// Contained: the sandbox and the snapshot store are always wired
+		// here; the sandbox says at the call whether it is available.
+		AutoAllowSandboxed: cfg.Tools.AutoAllowSandboxed,
+		Sandbox:            s.sandbox,
+		Jobs:               s.jobsFor(opts.OneShot),
+		Snapshots:          s.snaps,
+		Audit:              s.Audit,
 		Limits: tools.Limits{
 			MaxOutputBytes: cfg.Tools.MaxOutputBytes,
 			DefaultTimeout: cfg.Sandbox.DefaultTimeout,
@@ -286,6 +289,13 @@ func (l *lazySandbox) get(ctx context.Context) (sandbox.Runner, error) {
 	}
 	l.runner, l.owned = r, true
 	return r, nil
+}
+
+// Available implements tools.SandboxChecker: it opens the runner if it
+// is not open yet.
+func (l *lazySandbox) Available(ctx context.Context) error {
+	_, err := l.get(ctx)
+	return err
 }
 
 func (l *lazySandbox) Exec(ctx context.Context, req tools.ExecRequest) (tools.ExecResult, error) {
