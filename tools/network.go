@@ -78,9 +78,9 @@ func (r *RunningCalls) ApproveNetwork(ctx context.Context, callID, host string, 
 	in, _ := json.Marshal(map[string]any{"host": host, "port": port})
 	ans, err := rc.approver.Approve(ctx, ApprovalRequest{
 		CallID: callID, Session: rc.c.Session.ID, Tool: NetworkTool, Input: in,
-		Summary: fmt.Sprintf("the sandboxed command of call %s connects to %s", callID, dest),
-		Reason:  fmt.Sprintf("%s is not in network.allow (network.deny does not list it either)", host),
-		Prefix:  []string{host},
+		Summary:  fmt.Sprintf("the sandboxed command of call %s connects to %s", callID, dest),
+		Reason:   fmt.Sprintf("%s is not in network.allow (network.deny does not list it either)", host),
+		Prefixes: [][]string{{host}},
 	})
 	if err != nil {
 		return false, "approver", err

@@ -15,7 +15,7 @@ func TestRunningCallsApproveNetwork(t *testing.T) {
 	}
 	ap := ApproverFunc(func(_ context.Context, req ApprovalRequest) (Approval, error) {
 		asked = append(asked, req)
-		return answers[req.Prefix[0]], nil
+		return answers[req.Prefixes[0][0]], nil
 	})
 	store := &memGrants{}
 	rc := NewRunningCalls()
