@@ -128,7 +128,7 @@ func (l *Listener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		p, err := peerCred(c)
+		p, err := PeerCred(c)
 		if err != nil {
 			l.o.log.Warn("refused a connection: no peer credentials", "socket", l.path, "err", err)
 			c.Close()
@@ -152,8 +152,11 @@ func (l *Listener) Addr() net.Addr { return l.ul.Addr() }
 // Path is the socket's path.
 func (l *Listener) Path() string { return l.path }
 
-// peerCred asks the kernel who connected.
-func peerCred(c *net.UnixConn) (Peer, error) {
+// PeerCred asks the kernel who is on the other end of c (SO_PEERCRED):
+// the credentials the peer had when it connected, which it cannot forge.
+// Doors that manage their own socket (the egress proxy) check callers
+// with it, as Listener does.
+func PeerCred(c *net.UnixConn) (Peer, error) {
 	rc, err := c.SyscallConn()
 	if err != nil {
 		return Peer{}, err

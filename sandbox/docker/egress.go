@@ -77,7 +77,7 @@ func (r *Runner) startEgress(cfg *config.Config, o options) error {
 		}
 		gopts = append(gopts, egress.WithApprover(o.egressApprover, t))
 	}
-	auth, token, err := egress.NewTokenAuth()
+	auth, token, err := egress.NewToken()
 	if err != nil {
 		return err
 	}

@@ -2,48 +2,28 @@ package egress
 
 import (
 	"bufio"
-	"crypto/rand"
-	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"strings"
 
-	"golang.org/x/sys/unix"
+	"github.com/agentbox/agentbox/config/frontdoor"
 )
 
 // ErrUnauthenticated is returned when a caller fails the peer or token
 // check.
 var ErrUnauthenticated = errors.New("caller not authenticated")
 
-// Authenticator checks the token a relay presents. It is the seam for
-// the shared front-door credential check.
-type Authenticator interface {
-	Authenticate(token string) error
-}
-
-// TokenAuth accepts exactly one token, compared in constant time.
-type TokenAuth struct{ token []byte }
-
-// NewTokenAuth returns a TokenAuth over a fresh random token (256 bits,
-// hex) and the token to hand to the relay.
-func NewTokenAuth() (*TokenAuth, string, error) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
+// NewToken returns a verifier over a fresh random token and the token to
+// hand to the relay. The token and its check are the front door's
+// (config/frontdoor): one mechanism guards every door agentbox opens.
+func NewToken() (frontdoor.Verifier, string, error) {
+	t, err := frontdoor.NewToken()
+	if err != nil {
 		return nil, "", fmt.Errorf("egress token: %w", err)
 	}
-	t := hex.EncodeToString(b)
-	return &TokenAuth{token: []byte(t)}, t, nil
-}
-
-// Authenticate implements Authenticator.
-func (a *TokenAuth) Authenticate(token string) error {
-	if len(a.token) == 0 || subtle.ConstantTimeCompare([]byte(token), a.token) != 1 {
-		return ErrUnauthenticated
-	}
-	return nil
+	return frontdoor.Fixed(t), t, nil
 }
 
 // PreambleMagic starts the one line a relay sends before the client's
@@ -104,25 +84,15 @@ func ReadPreamble(br *bufio.Reader) (Preamble, error) {
 }
 
 // peerUID returns the uid of the process on the other end of a unix
-// socket (SO_PEERCRED).
+// socket, as the kernel reports it (frontdoor.PeerCred).
 func peerUID(c net.Conn) (uint32, error) {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
 		return 0, fmt.Errorf("%w: not a unix socket", ErrUnauthenticated)
 	}
-	rc, err := uc.SyscallConn()
+	p, err := frontdoor.PeerCred(uc)
 	if err != nil {
 		return 0, err
 	}
-	var cred *unix.Ucred
-	var cerr error
-	if err := rc.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
-		return 0, err
-	}
-	if cerr != nil {
-		return 0, cerr
-	}
-	return cred.Uid, nil
+	return p.UID, nil
 }

@@ -222,7 +222,7 @@ func newProxyEnv(t testing.TB, cfg envConfig) *proxyEnv {
 	if cfg.maxPending > 0 {
 		opts = append(opts, WithMaxPending(cfg.maxPending))
 	}
-	auth, token, err := NewTokenAuth()
+	auth, token, err := NewToken()
 	if err != nil {
 		t.Fatal(err)
 	}

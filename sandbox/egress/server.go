@@ -16,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/agentbox/agentbox/config/frontdoor"
 )
 
 // Event is one audited connection attempt.
@@ -43,7 +45,7 @@ type AuditFunc func(Event)
 // concurrent use.
 type Server struct {
 	gate        *Gate
-	auth        Authenticator
+	auth        frontdoor.Verifier
 	audit       AuditFunc
 	uids        []uint32
 	helloWait   time.Duration
@@ -72,7 +74,7 @@ func WithTimeouts(hello, idle time.Duration) ServerOption {
 func WithLogger(l *slog.Logger) ServerOption { return func(s *Server) { s.log = l } }
 
 // NewServer builds a proxy over g; every caller must pass auth.
-func NewServer(g *Gate, auth Authenticator, opts ...ServerOption) *Server {
+func NewServer(g *Gate, auth frontdoor.Verifier, opts ...ServerOption) *Server {
 	s := &Server{gate: g, auth: auth, audit: func(Event) {}, uids: []uint32{uint32(os.Getuid())},
 		helloWait: 10 * time.Second, idle: 2 * time.Minute,
 		log: slog.New(slog.NewTextHandler(io.Discard, nil))}
@@ -146,7 +148,9 @@ func (s *Server) ServeConn(ctx context.Context, c net.Conn) {
 		p, err = ReadPreamble(br)
 	}
 	if err == nil {
-		err = s.auth.Authenticate(p.Token)
+		if verr := s.auth.Verify(p.Token); verr != nil {
+			err = fmt.Errorf("%w: %w", ErrUnauthenticated, verr)
+		}
 	}
 	if err != nil {
 		s.log.Debug("egress caller refused", "err", err)

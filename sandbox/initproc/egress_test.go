@@ -74,7 +74,7 @@ func TestEgressRelaysToTheProxy(t *testing.T) {
 	go backend.Serve(bln)
 	defer backend.Close()
 	p, _ := egress.NewPolicy([]string{"127.0.0.2"}, nil)
-	auth, token, _ := egress.NewTokenAuth()
+	auth, token, _ := egress.NewToken()
 	got := make(chan egress.Event, 4)
 	srv := egress.NewServer(egress.NewGate(p), auth, egress.WithAudit(func(ev egress.Event) { got <- ev }))
 	ln, err := egress.Listen(t.TempDir() + "/e")
