@@ -11,6 +11,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentbox/agentbox/tools"
+	"github.com/agentbox/agentbox/tools/termtext"
 )
 
 // Decisions a person can pick in the elicitation form.
@@ -196,38 +197,43 @@ func offersGrant(req tools.ApprovalRequest) bool {
 	return len(req.Prefix) > 0 || req.Verdict == nil
 }
 
-// elicitParams builds the form shown to the person.
+// elicitParams builds the form shown to the person. Everything in the
+// message comes from the call (the command, paths, reasons that quote the
+// command): each piece is escaped with termtext.Line, so that no escape
+// sequence, bidi override or newline can redraw or reorder the question.
+// The summary is never cut: for a command it is the whole command.
 func elicitParams(req tools.ApprovalRequest) *sdk.ElicitParams {
+	l := termtext.Line
 	var b strings.Builder
-	fmt.Fprintf(&b, "agentbox: allow this %s call?\n", req.Tool)
+	fmt.Fprintf(&b, "agentbox: allow this %s call?\n", l(req.Tool))
 	if req.Summary != "" {
-		fmt.Fprintf(&b, "\n  %s\n", req.Summary)
+		fmt.Fprintf(&b, "\n  %s\n", l(req.Summary))
 	}
 	if v := req.Verdict; v != nil {
-		fmt.Fprintf(&b, "\nclass: %s\n", v.Class)
+		fmt.Fprintf(&b, "\nclass: %s\n", l(v.Class))
 		if len(v.Reasons) > 0 {
 			b.WriteString("reasons:\n")
 			for _, r := range v.Reasons {
-				fmt.Fprintf(&b, "  - %s", r.Message)
+				fmt.Fprintf(&b, "  - %s", l(r.Message))
 				if r.Text != "" {
-					fmt.Fprintf(&b, " (%q at byte %d, rule %s)", r.Text, r.Offset, r.Rule)
+					fmt.Fprintf(&b, " (\"%s\" at byte %d, rule %s)", l(r.Text), r.Offset, l(r.Rule))
 				} else if r.Rule != "" {
-					fmt.Fprintf(&b, " (rule %s)", r.Rule)
+					fmt.Fprintf(&b, " (rule %s)", l(r.Rule))
 				}
 				b.WriteString("\n")
 			}
 		}
 	}
 	if req.Reason != "" {
-		fmt.Fprintf(&b, "why approval is needed: %s\n", req.Reason)
+		fmt.Fprintf(&b, "why approval is needed: %s\n", l(req.Reason))
 	}
 	choices := []any{
 		map[string]any{"const": decisionAllowOnce, "title": "Allow once"},
 	}
 	if offersGrant(req) {
-		title := fmt.Sprintf("Always allow %s for this session", req.Tool)
+		title := fmt.Sprintf("Always allow %s for this session", l(req.Tool))
 		if len(req.Prefix) > 0 {
-			title = fmt.Sprintf("Always allow %q for this session", strings.Join(req.Prefix, " "))
+			title = fmt.Sprintf("Always allow \"%s\" for this session", l(strings.Join(req.Prefix, " ")))
 		}
 		choices = append(choices, map[string]any{"const": decisionAlwaysAllow, "title": title})
 	}
