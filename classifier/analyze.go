@@ -59,6 +59,7 @@ type analyzer struct {
 	cdSeen      bool
 	cdProtected string // set after a cd to /, ~ or a system directory
 	gitReadAt   []Reason
+	readsSeen   []Read // words that may name files read (Verdict.Reads)
 }
 
 const maxReasons = 64
@@ -372,7 +373,7 @@ func (a *analyzer) redirect(r *syntax.Redirect, bare bool) {
 			a.cur.network, a.cur.netSend = true, true
 		}
 		a.addNode(Dangerous, "network", r, "bash opens a network connection for "+target)
-		if t, _ := a.at(a.curStmt); sensitivePath(t) {
+		if t, _ := a.at(a.curStmt); a.namesSecret(t) {
 			a.addNode(Forbidden, "exfiltration.credential", r, "sends a credential or private key over the network")
 		}
 		return
@@ -386,11 +387,8 @@ func (a *analyzer) redirect(r *syntax.Redirect, bare bool) {
 	}
 	switch r.Op {
 	case syntax.RdrIn, syntax.WordHdoc, syntax.Hdoc, syntax.DashHdoc:
-		if r.Op == syntax.RdrIn && !dynamic && sensitivePath(target) {
-			a.addNode(Dangerous, "read.credential", r, "reads a credential or secret file")
-			if a.cur != nil {
-				a.cur.credential = true
-			}
+		if (r.Op == syntax.RdrIn) && len(fs) == 1 {
+			a.readWord(fs[0])
 		}
 		return
 	case syntax.DplIn, syntax.DplOut:

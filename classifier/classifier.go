@@ -76,6 +76,9 @@ type Verdict struct {
 	// (["git","log"], ["npm","run","test"]). It is set only for a single
 	// simple command that is not forbidden.
 	Prefix []string `json:"prefix,omitempty"`
+	// Reads lists the words that may name files the command reads, for
+	// path rules (see Read); not part of the JSON form.
+	Reads []Read `json:"-"`
 }
 
 const ruleInternal = "internal.panic"
@@ -109,7 +112,7 @@ func Classify(command string, opts ...Option) (v Verdict) {
 	}
 	a.run(command)
 	slices.SortStableFunc(a.reasons, func(x, y Reason) int { return x.Offset - y.Offset })
-	v = Verdict{Class: a.class, Reasons: a.reasons, Commands: a.commands}
+	v = Verdict{Class: a.class, Reasons: a.reasons, Commands: a.commands, Reads: a.finishReads()}
 	if v.Reasons == nil {
 		v.Reasons = []Reason{}
 	}

@@ -31,6 +31,7 @@ const (
 var projectKeys = map[string]tighten{
 	"tools.deny":                 tightenAppend,
 	"tools.ask":                  tightenAppend,
+	"tools.secrets":              tightenAppend,
 	"tools.mode":                 tightenMode,
 	"tools.max_output_bytes":     tightenLower,
 	"tools.max_input_bytes":      tightenLower,
