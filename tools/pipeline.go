@@ -409,14 +409,22 @@ func (p *Pipeline) resolve(path string) (string, error) {
 }
 
 // hidden is Env.Hidden for a call: deny rules with a path specifier that
-// apply to the call's tool.
+// apply to the call's tool, and the secret rules (ask rules of Source
+// permission.SecretSource): a walk cannot ask about each file it passes,
+// so it leaves secret files out, and reading one by name asks.
 func (p *Pipeline) hidden(c *Call) func(string) bool {
 	if c.Tool == nil {
 		return nil
 	}
 	var deny []permission.Rule
+	pc := permission.Call{Tool: c.Tool.Name(), Aliases: c.Tool.Aliases(), Kind: string(c.Tool.Kind())}
 	for _, r := range p.opts.Rules.Deny {
-		if r.Spec != "" && r.Tool != "Bash" && r.AppliesTo(permission.Call{Tool: c.Tool.Name(), Aliases: c.Tool.Aliases(), Kind: string(c.Tool.Kind())}) {
+		if r.Spec != "" && r.Tool != "Bash" && r.AppliesTo(pc) {
+			deny = append(deny, r)
+		}
+	}
+	for _, r := range p.opts.Rules.Ask {
+		if r.Source == permission.SecretSource && r.Spec != "" && r.AppliesTo(pc) {
 			deny = append(deny, r)
 		}
 	}

@@ -130,6 +130,10 @@ func allowHints(c *Call, askedBy, workspace string) string {
 		fmt.Fprintf(&b, "\n- add the allow rule %s to tools.allow in %s;", rule, userConfig)
 		b.WriteString("\n- or approve it when asked: run it where a person can answer (see above).")
 		return b.String()
+	case askedBy == "rule" && c.Match.List == "secrets":
+		fmt.Fprintf(&b, "\n- remove %s from tools.secrets in %s: it guards a secret file for every tool (no allow rule or grant overrides it);", strings.TrimSuffix(strings.TrimPrefix(c.Decision.Rule, "Read("), ")"), userConfig)
+	case askedBy == "rule" && c.Match.List == "deny":
+		fmt.Fprintf(&b, "\n- name the files it reads literally: a path known only at run time may be one the deny rule %s refuses;", c.Decision.Rule)
 	case askedBy == "rule" && c.Decision.Rule != "":
 		fmt.Fprintf(&b, "\n- remove the ask rule %s from tools.ask (no allow rule or grant overrides an ask rule);", c.Decision.Rule)
 	case isCmd && c.Verdict != nil && len(c.Verdict.Prefix) > 0:

@@ -18,6 +18,7 @@ func permissionCall(c *Call) permission.Call {
 		pc.HasCommand = true
 		if c.Verdict != nil {
 			pc.Commands = c.Verdict.Commands
+			pc.Reads = c.Verdict.Reads
 		}
 	}
 	return pc

@@ -289,3 +289,68 @@ func TestDecideNamesResolution(t *testing.T) {
 		t.Fatalf("%+v", out)
 	}
 }
+
+// TestReadRulesCoverShellReads: a Read deny or ask rule applies to a
+// shell command that may read a matching path — named literally, through
+// a glob that can match it, through a symlink, or through a word known
+// only at run time (then it asks, even for a deny rule).
+func TestReadRulesCoverShellReads(t *testing.T) {
+	secrets, _ := ParseAll([]string{"Read(.env)", "Read(*.pem)"}, SecretSource)
+	deny, _ := ParseAll([]string{"Read(./private/**)"}, "user")
+	allow, _ := ParseAll([]string{"Bash(cat:*)"}, "user")
+	rs := Rules{Deny: deny, Ask: secrets, Allow: allow}
+	rctx := ctx
+	rctx.Resolve = func(p string) (string, error) {
+		if p == "/ws/innocent" {
+			return "/ws/.env", nil
+		}
+		return p, nil
+	}
+	bash := func(reads ...Read) Call {
+		return Call{Tool: "Bash", Kind: "execute", HasCommand: true, Commands: [][]string{{"cat", "x"}}, Reads: reads}
+	}
+	lit := func(p string) Read { return Read{Pattern: p} }
+	tests := []struct {
+		call Call
+		want Action
+		rule string
+		list string
+	}{
+		{bash(lit(".env")), Ask, "Read(.env)", "secrets"},
+		{bash(lit(".e*")), Ask, "Read(.env)", "secrets"},
+		{bash(lit(".[e]nv")), Ask, "Read(.env)", "secrets"},
+		{bash(lit(".en?")), Ask, "Read(.env)", "secrets"},
+		{bash(lit("sub/*.pem")), Ask, "Read(*.pem)", "secrets"},
+		{bash(lit("/ws/a/../.env")), Ask, "Read(.env)", "secrets"},
+		{bash(lit("innocent")), Ask, "Read(.env)", "secrets"},
+		{bash(Read{Pattern: "**", RunTime: true}), Ask, "Read(./private/**)", "deny"},
+		{bash(lit("private/k")), Deny, "Read(./private/**)", "deny"},
+		{bash(lit("p*/k")), Deny, "Read(./private/**)", "deny"},
+		{bash(lit("*.go"), lit(".envrc"), lit("README.md")), Allow, "Bash(cat:*)", "allow"},
+		{bash(lit("/etc/x/.env")), Allow, "Bash(cat:*)", "allow"}, // outside the workspace
+		{Call{Tool: "Read", Kind: "read", Paths: []string{"/ws/sub/.env"}}, Ask, "Read(.env)", "secrets"},
+	}
+	for _, tt := range tests {
+		m := rs.Evaluate(rctx, tt.call)
+		if m.Action != tt.want || m.Rule == nil || m.Rule.Raw != tt.rule || m.List != tt.list {
+			t.Errorf("Evaluate(%+v) = %s %v (%s), want %s %s (%s)", tt.call.Reads, m.Action, m.Rule, m.List, tt.want, tt.rule, tt.list)
+		}
+	}
+}
+
+// TestSecretAskWinsOverGrantsAndModes: a secret rule's ask is an explicit
+// ask match: a grant, an allow rule or a read-only verdict do not lift it,
+// in default, acceptEdits and plan mode; dontAsk refuses.
+func TestSecretAskWinsOverGrantsAndModes(t *testing.T) {
+	secrets, _ := ParseAll([]string{"Read(.env)"}, SecretSource)
+	m := Match{Action: Ask, Rule: &secrets[0], List: "secrets"}
+	for _, mode := range []Mode{ModeDefault, ModeAcceptEdits, ModePlan} {
+		out := Decide(Input{Mode: mode, Match: m, Class: "read_only", ReadOnly: true, InWorkspace: true, Granted: true, Kind: "execute"})
+		if out.Action != Ask || !strings.Contains(out.Reason, "Read(.env)") {
+			t.Errorf("%s: %+v, want ask naming Read(.env)", mode, out)
+		}
+	}
+	if out := Decide(Input{Mode: ModeDontAsk, Match: m, Class: "read_only", ReadOnly: true}); out.Action != Deny {
+		t.Errorf("dontAsk: %+v", out)
+	}
+}

@@ -17,8 +17,15 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/bmatcuk/doublestar/v4"
+	"github.com/agentbox/agentbox/config/pathspec"
 )
+
+// SecretSource is the Source of the ask rules that guard secret files
+// (tools.secrets): `Read(.env)`, `Read(*.pem)`, ... They are ordinary ask
+// rules, so they ask for every tool, a shell command that may read a
+// matching path included, and beat allow rules, grants and any mode's
+// default but bypassPermissions.
+const SecretSource = "secrets"
 
 // ErrBadRule is wrapped by rule parse errors.
 var ErrBadRule = errors.New("bad permission rule")
@@ -104,6 +111,19 @@ type Call struct {
 	Commands   [][]string
 	// Paths are the absolute, clean paths the call touches.
 	Paths []string
+	// Reads are the words of a shell command that may name files it reads
+	// (the classifier's Verdict.Reads): Read rules apply to them.
+	Reads []Read
+}
+
+// Read is one word of a shell command that may name a file it reads.
+type Read struct {
+	// Pattern is the word as a pathspec pattern (literal text escaped,
+	// glob characters kept, run-time parts `**`), relative to the
+	// workspace unless absolute or `~/`.
+	Pattern string `json:"pattern"`
+	// RunTime: the word has a part only known at run time.
+	RunTime bool `json:"run_time,omitempty"`
 }
 
 // Context resolves relative rule paths, and the paths of a call.
@@ -264,7 +284,7 @@ func splitWords(s string) []string {
 }
 
 // pathPattern turns a gitignore-style specifier into an absolute
-// doublestar pattern:
+// doublestar pattern (pathspec.Compile):
 //   - `//abs/**` is the absolute path /abs/**
 //   - `~/x` is below the home directory
 //   - `/x` and `./x` and `x/y` are anchored at the workspace
@@ -273,49 +293,14 @@ func splitWords(s string) []string {
 //   - a trailing `/` or a match of any parent directory covers everything
 //     below it
 func (r Rule) pathPattern(ctx Context) (string, error) {
-	s := r.Spec
-	var base, rest string
-	switch {
-	case strings.HasPrefix(s, "//"):
-		base, rest = "/", strings.TrimPrefix(s, "//")
-	case s == "~" || strings.HasPrefix(s, "~/"):
-		if ctx.Home == "" {
-			return "", fmt.Errorf("%w: %q: no home directory to resolve ~", ErrBadRule, r.Raw)
-		}
-		base, rest = ctx.Home, strings.TrimPrefix(strings.TrimPrefix(s, "~"), "/")
-	case strings.HasPrefix(s, "/"):
-		base, rest = ctx.Workspace, strings.TrimPrefix(s, "/")
-	case strings.HasPrefix(s, "./"):
-		base, rest = ctx.Workspace, strings.TrimPrefix(s, "./")
-	default:
-		base, rest = ctx.Workspace, s
-		if !strings.Contains(strings.TrimSuffix(s, "/"), "/") {
-			rest = "**/" + s
-		}
+	if strings.HasPrefix(r.Spec, "~") && ctx.Home == "" {
+		return "", fmt.Errorf("%w: %q: no home directory to resolve ~", ErrBadRule, r.Raw)
 	}
-	rest = strings.TrimSuffix(rest, "/")
-	pat := escapeMeta(filepath.ToSlash(filepath.Clean(base)))
-	if rest != "" {
-		if pat != "/" {
-			pat += "/"
-		}
-		pat += rest
-	}
-	if !doublestar.ValidatePattern(pat) {
+	pat, err := pathspec.Compile(r.Spec, filepath.ToSlash(ctx.Workspace), filepath.ToSlash(ctx.Home))
+	if err != nil {
 		return "", fmt.Errorf("%w: %q: invalid glob pattern", ErrBadRule, r.Raw)
 	}
 	return pat, nil
-}
-
-func escapeMeta(s string) string {
-	var b strings.Builder
-	for _, c := range s {
-		if strings.ContainsRune(`*?[]{}\`, c) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
 }
 
 // MatchPath reports whether the rule's path specifier matches the
@@ -328,38 +313,20 @@ func (r Rule) MatchPath(ctx Context, p string) bool {
 	if err != nil {
 		return false
 	}
-	p = filepath.ToSlash(filepath.Clean(p))
-	for {
-		if ok, _ := doublestar.Match(pat, p); ok {
-			return true
-		}
-		parent := filepath.ToSlash(filepath.Dir(p))
-		if parent == p {
-			return false
-		}
-		p = parent
-	}
+	return pathspec.Match(pat, filepath.ToSlash(p))
 }
 
 // matchesAny: does the rule match the call at least in part (any command,
 // any path)? Used for deny and ask.
 func (r Rule) matchesAny(ctx Context, c Call) bool {
+	if c.HasCommand {
+		return r.matchesCommand(ctx, c, true)
+	}
 	if !r.AppliesTo(c) {
 		return false
 	}
 	if r.Spec == "" {
 		return true
-	}
-	if c.HasCommand {
-		if !isCommandTool(r.Tool) {
-			return false
-		}
-		for _, argv := range c.Commands {
-			if r.MatchCommand(argv) {
-				return true
-			}
-		}
-		return false
 	}
 	if isCommandTool(r.Tool) {
 		return false
@@ -370,6 +337,75 @@ func (r Rule) matchesAny(ctx Context, c Call) bool {
 		}
 	}
 	return false
+}
+
+// matchesCommand: does the rule match a shell command at least in part —
+// a Bash rule any of its argv, a Read rule any file it may read (words
+// known only at run time count when runTime is true)?
+func (r Rule) matchesCommand(ctx Context, c Call, runTime bool) bool {
+	if r.readRule() {
+		return r.matchReads(ctx, c, runTime)
+	}
+	if !r.AppliesTo(c) {
+		return false
+	}
+	if r.Spec == "" {
+		return true
+	}
+	if !isCommandTool(r.Tool) {
+		return false
+	}
+	for _, argv := range c.Commands {
+		if r.MatchCommand(argv) {
+			return true
+		}
+	}
+	return false
+}
+
+// readRule reports whether r is a path rule that applies to what a shell
+// command reads: Read(spec) (Read covers every tool that reads files).
+func (r Rule) readRule() bool { return r.Tool == "Read" && r.Spec != "" }
+
+// matchReads reports whether a Read rule can match a file the command
+// may read: a word that names a matching path (also through a symlink,
+// resolved beneath the workspace), a glob that can match one, or — when
+// runTime is true — a word with a part only known at run time.
+func (r Rule) matchReads(ctx Context, c Call, runTime bool) bool {
+	if !r.readRule() || len(c.Reads) == 0 {
+		return false
+	}
+	pat, err := r.pathPattern(ctx)
+	if err != nil {
+		return false
+	}
+	rule := pathspec.NewRule(pat)
+	for _, rd := range c.Reads {
+		if rd.RunTime && !runTime {
+			continue
+		}
+		word := pathspec.Join(filepath.ToSlash(ctx.Workspace), filepath.ToSlash(ctx.Home), rd.Pattern)
+		if rule.Covers(pathspec.Compiled(word, true)) {
+			return true
+		}
+		if real, ok := ctx.resolveRead(word); ok && pathspec.Match(pat, real) {
+			return true
+		}
+	}
+	return false
+}
+
+// resolveRead resolves a literal word's path beneath the workspace (a
+// symlink made by an earlier call leads to the file a command reads).
+func (ctx Context) resolveRead(word string) (string, bool) {
+	if ctx.Resolve == nil || strings.ContainsAny(word, `*?[{\`) {
+		return "", false
+	}
+	real, err := ctx.Resolve(filepath.FromSlash(word))
+	if err != nil || real == word {
+		return "", false
+	}
+	return filepath.ToSlash(real), true
 }
 
 // CommandPrefix returns the words of a command rule in prefix form
