@@ -78,19 +78,66 @@ var noReads = map[string]bool{
 }
 
 // readPatterns are the patterns a word may name a file by: itself, the
-// value of an --option=value or name=value, and the file of @file
-// (curl -d @f, curl -F name=@f).
+// value of an --option=value or name=value, the file of @file (curl -d @f,
+// curl -F name=@f), the path of rev:path or host:path (git show HEAD:.env),
+// and a path through /proc/self/cwd (the working directory).
 func readPatterns(f field) []string {
 	out := []string{f.pat}
-	if _, v, ok := strings.Cut(f.pat, "="); ok {
-		out = append(out, v)
+	for _, sep := range []string{"=", ":"} {
+		if _, v, ok := strings.Cut(f.pat, sep); ok && v != "" {
+			out = append(out, v)
+		}
 	}
 	for _, p := range out {
 		if rest, ok := strings.CutPrefix(p, "@"); ok {
 			out = append(out, rest)
 		}
+		if rest, ok := cutProcCwd(p); ok {
+			out = append(out, rest)
+		}
 	}
 	return out
+}
+
+// cutProcCwd turns /proc/self/cwd/x (or /proc/N/cwd/x, thread-self) into x.
+func cutProcCwd(p string) (string, bool) {
+	rest, ok := strings.CutPrefix(p, "/proc/")
+	if !ok {
+		return "", false
+	}
+	who, rest, ok := strings.Cut(rest, "/")
+	if !ok || !(who == "self" || who == "thread-self" || isDigits(who) || who == "**") {
+		return "", false
+	}
+	rest, ok = strings.CutPrefix(rest, "cwd/")
+	return rest, ok && rest != ""
+}
+
+// codeWords are the names a word of inline code (python -c, node -e,
+// perl -e) mentions as possible paths: the runs of characters paths are
+// made of. open(".env") mentions .env.
+func codeWords(v string) []string {
+	return strings.FieldsFunc(v, func(r rune) bool {
+		return !(r == '.' || r == '/' || r == '_' || r == '-' || r == '~' || r == '*' ||
+			r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r >= 0x80)
+	})
+}
+
+// readCode judges the paths inline code mentions (an interpreter's
+// arguments: -c/-e code, or a script's arguments) as literal reads.
+func (a *analyzer) readCode(c *call) {
+	for i := 1; i < len(c.args); i++ {
+		f := c.args[i]
+		if f.unknown() {
+			continue
+		}
+		for _, w := range codeWords(f.val) {
+			if w == f.val {
+				continue // the word itself was judged as a path
+			}
+			a.readWord(field{val: w, pat: pathspec.EscapeMeta(w), raw: f.raw, off: f.off})
+		}
+	}
 }
 
 // reads records the words of c that may name files it reads and judges
@@ -104,6 +151,9 @@ func (a *analyzer) reads(c *call, name string) {
 			continue // a pipe (/dev/fd/N); what runs in it is judged itself
 		}
 		a.readWord(c.args[i])
+	}
+	if s, ok := lookup(name); ok && s.kind == kCustom && isInterpreterSpec(s) {
+		a.readCode(c)
 	}
 }
 
@@ -224,3 +274,7 @@ func (a *analyzer) namesSecret(text string) bool {
 	}
 	return false
 }
+
+// isInterpreterSpec reports whether s is the rule of the interpreters
+// (python, node, perl, ...), whose inline code can open any file.
+func isInterpreterSpec(s *spec) bool { return s == rules["python3"] }

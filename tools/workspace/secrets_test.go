@@ -73,6 +73,9 @@ func TestSecretsAskForEveryTool(t *testing.T) {
 				{"Bash", bash("cat -- certs/*.pem"), "Read(*.pem)"},
 				{"Bash", bash("cat sub/.env.*"), "Read(.env.*)"},
 				{"Bash", bash("cat innocent"), "Read(.env)"}, // a symlink to .env
+				{"Bash", bash("cat /proc/self/cwd/.env"), "Read(.env)"},
+				{"Bash", bash("python3 -c 'print(open(\".env\").read())'"), "Read(.env)"},
+				{"Bash", bash("find . -name '*.go' -exec cat {} +"), "Read("},
 				{"Bash", bash("cat $(echo private/k)"), "Read(./private/**)"},
 				{"Read", map[string]string{"file_path": filepath.Join(ws, ".env")}, "Read(.env)"},
 				{"Read", map[string]string{"file_path": filepath.Join(ws, "sub/.env.local")}, "Read(.env.*)"},
