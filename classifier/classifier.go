@@ -17,6 +17,17 @@
 //   - caps on size, nesting depth and number of commands never lower the
 //     class: hitting one makes the verdict at least dangerous and keeps
 //     every finding made before it.
+//   - secret files are judged by path rules given as data (WithSecrets;
+//     default config.DefaultSecretPaths, the list tools.secrets starts
+//     from): every word that may name a file a command reads — an
+//     argument, --opt=value, @file, rev:path, an input redirection, a name
+//     in inline interpreter code — is matched against them with
+//     config/pathspec (literal path, glob overlap, or a run-time part,
+//     which may be anything): a possible match is at least dangerous, rule
+//     read.secret naming the path rule. Verdict.Reads hands the same words
+//     to the permission rules, which match Read(...) rules against them
+//     with the real workspace (tools/permission); the classifier knows
+//     nothing of tools.
 //
 // Classify is safe for concurrent use.
 package classifier

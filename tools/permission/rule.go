@@ -7,7 +7,15 @@
 // It promises: deny beats ask beats allow; Bash rules only ever see the
 // classifier's normalized argv, never the raw command string; a forbidden
 // command is never allowed by a project rule or by any mode; anything
-// unknown asks. Everything here is pure and safe for concurrent use.
+// unknown asks. Path rules are one mechanism for every tool: a `Read(...)`
+// rule also applies to a shell command that may read a matching path (the
+// classifier's Verdict.Reads, passed as Call.Reads) — named literally or
+// through a symlink, or through a glob that can match it (glob-vs-glob
+// overlap, config/pathspec) — and a word known only at run time makes even
+// a deny rule ask. The secret files (tools.secrets) are ask rules of
+// Source SecretSource; an ask match is decided before grants, read-only
+// verdicts and mode defaults, so nothing but bypassPermissions lets such a
+// call run unasked. Everything here is pure and safe for concurrent use.
 package permission
 
 import (
