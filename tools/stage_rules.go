@@ -20,6 +20,9 @@ func permissionCall(c *Call) permission.Call {
 			pc.Commands = c.Verdict.Commands
 			pc.Reads = c.Verdict.Reads
 		}
+		if c.Session != nil {
+			pc.Dir = c.Session.Cwd()
+		}
 	}
 	return pc
 }

@@ -329,6 +329,9 @@ func TestReadRulesCoverShellReads(t *testing.T) {
 		{bash(lit("*.go"), lit(".envrc"), lit("README.md")), Allow, "Bash(cat:*)", "allow"},
 		{bash(lit("/etc/x/.env")), Allow, "Bash(cat:*)", "allow"}, // outside the workspace
 		{Call{Tool: "Read", Kind: "read", Paths: []string{"/ws/sub/.env"}}, Ask, "Read(.env)", "secrets"},
+		// A relative word is read where the command starts (the session's
+		// working directory after an earlier cd).
+		{Call{Tool: "Bash", Kind: "execute", HasCommand: true, Commands: [][]string{{"cat", "k"}}, Reads: []Read{lit("k")}, Dir: "/ws/private"}, Deny, "Read(./private/**)", "deny"},
 	}
 	for _, tt := range tests {
 		m := rs.Evaluate(rctx, tt.call)

@@ -122,6 +122,10 @@ type Call struct {
 	// Reads are the words of a shell command that may name files it reads
 	// (the classifier's Verdict.Reads): Read rules apply to them.
 	Reads []Read
+	// Dir is the absolute directory a shell command starts in (the
+	// session's working directory); "" is the workspace. Relative reads
+	// are anchored there.
+	Dir string
 }
 
 // Read is one word of a shell command that may name a file it reads.
@@ -392,7 +396,11 @@ func (r Rule) matchReads(ctx Context, c Call, runTime bool) bool {
 		if rd.RunTime && !runTime {
 			continue
 		}
-		word := pathspec.Join(filepath.ToSlash(ctx.Workspace), filepath.ToSlash(ctx.Home), rd.Pattern)
+		dir := c.Dir
+		if dir == "" {
+			dir = ctx.Workspace
+		}
+		word := pathspec.Join(filepath.ToSlash(dir), filepath.ToSlash(ctx.Home), rd.Pattern)
 		if rule.Covers(pathspec.Compiled(word, true)) {
 			return true
 		}
