@@ -152,3 +152,24 @@ func TestCorpusCopyIdentical(t *testing.T) {
 		}
 	}
 }
+
+// TestCorpusStrictConcurrent classifies the strict corpus from several
+// goroutines at once: the compiled secret rules are shared (run with
+// -race).
+func TestCorpusStrictConcurrent(t *testing.T) {
+	lines := readCorpusFile(t, secretsCorpus)
+	done := make(chan bool)
+	for g := 0; g < 4; g++ {
+		go func() {
+			defer func() { done <- true }()
+			for _, l := range lines {
+				if v := Classify(l.Cmd); v.Class != l.Want && !slices.Contains(l.Accept, v.Class) {
+					t.Errorf("concurrent %q: %s", l.Cmd, v.Class)
+				}
+			}
+		}()
+	}
+	for g := 0; g < 4; g++ {
+		<-done
+	}
+}
