@@ -91,13 +91,14 @@ const (
 	csLit   = iota // one rune
 	csAny          // any rune but '/'
 	csAll          // any rune, '/' too
-	csClass        // a bracket class (never '/')
+	csClass        // a bracket class
 )
 
 type charset struct {
 	kind  uint8
 	neg   bool
 	noDot bool // csAny/csClass: not '.' either (a bash wildcard at a name's start)
+	slash bool // csClass: may match '/' (doublestar's classes do; bash's never)
 	r     rune
 	rng   []rune // lo, hi pairs of a class
 }
@@ -109,7 +110,7 @@ func (c *charset) has(r rune) bool {
 	case csAll:
 		return true
 	}
-	if r == '/' || c.noDot && r == '.' {
+	if r == '/' && !c.slash || c.noDot && r == '.' {
 		return false
 	}
 	if c.kind == csAny {
@@ -135,7 +136,7 @@ func intersects(x, y *charset) bool {
 	if y.kind == csLit {
 		return x.has(y.r)
 	}
-	cands := []rune{0, '/' + 1, '.' + 1}
+	cands := []rune{0, '/', '/' + 1, '.' + 1}
 	for _, c := range []*charset{x, y} {
 		for i := 0; i+1 < len(c.rng); i += 2 {
 			cands = append(cands, c.rng[i], c.rng[i+1]+1)
@@ -234,7 +235,7 @@ func build(p string, bash bool) *nfa {
 			if !ok {
 				n.edge(cur, charset{kind: csLit, r: '['}, next)
 			} else {
-				cs.noDot = noDot
+				cs.noDot, cs.slash = noDot, !bash
 				n.edge(cur, cs, next)
 				i = end
 			}

@@ -61,7 +61,10 @@ func Compile(spec, workspace, home string) (string, error) {
 	if base == "" {
 		base = "/"
 	}
-	rest = strings.TrimSuffix(rest, "/")
+	for strings.Contains(rest, "//") {
+		rest = strings.ReplaceAll(rest, "//", "/")
+	}
+	rest = strings.Trim(rest, "/")
 	pat := EscapeMeta(path.Clean(base))
 	if rest != "" {
 		if pat != "/" {

@@ -1,0 +1,43 @@
+package pathspec
+
+import (
+	"path"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bmatcuk/doublestar/v4"
+)
+
+// FuzzOverlap checks Overlap against doublestar's own matcher: whenever
+// doublestar matches a literal path with a rule's pattern (a specifier
+// compiled by Compile), the path's escaped pattern overlaps it (Overlap
+// may say more, never less), and nothing panics or takes long.
+func FuzzOverlap(f *testing.F) {
+	for _, s := range [][2]string{
+		{".env", "/ws/.env"}, {"*.pem", "/ws/a/b.pem"}, {"/[!a]*", "/ws/b"},
+		{"/{a,b}/**", "/ws/a"}, {`/x\*`, "/ws/x*"}, {"a?c", "/ws/abc"}, {"//proc/*/environ", "/proc/1/environ"}, {"~/.ssh", "/h/.ssh/id"},
+	} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, spec, p string) {
+		// Paths are absolute and clean, as the rules see them.
+		if len(spec) > 200 || len(p) > 200 || strings.ContainsAny(p, "\\") || !strings.HasPrefix(p, "/") || path.Clean(p) != p {
+			return
+		}
+		rule, err := Compile(spec, "/ws", "/h")
+		if err != nil {
+			return
+		}
+		timer := time.AfterFunc(5*time.Second, func() { panic("Overlap took more than 5s") })
+		defer timer.Stop()
+		want, err := doublestar.Match(rule, p)
+		if err != nil || !doublestar.ValidatePattern(rule) {
+			return
+		}
+		if want && !Overlap(rule, EscapeMeta(p), false) {
+			t.Fatalf("doublestar.Match(%q, %q) but no Overlap", rule, p)
+		}
+		Overlap(rule, p, true) // any pair of patterns: no panic
+	})
+}
