@@ -201,6 +201,11 @@ func (a *analyzer) recordRead(r Read) bool {
 // secretRule finds a secret rule that can match the word pattern p. A
 // relative p is anchored at the virtual root, or anywhere after a cd.
 func (a *analyzer) secretRule(p string, runTime bool) (secretRule, bool) {
+	if _, _, bare := pathspec.BareGlob(p); bare && !runTime {
+		// `*`, `dir/*`: whatever a directory holds, like grep -r; the
+		// permission rules look at what it holds (see pathspec.BareGlob).
+		return secretRule{}, false
+	}
 	if a.cdSeen && !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "~") {
 		p = "**/" + p
 	}

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -272,7 +273,7 @@ func NewPipeline(reg *Registry, opts Options) *Pipeline {
 		opts.Limits.MaxTimeout = config.MaxTimeout
 	}
 	p := &Pipeline{reg: reg, opts: opts}
-	pc := permission.Context{Workspace: opts.Workspace, Home: opts.Home, Resolve: p.resolve}
+	pc := permission.Context{Workspace: opts.Workspace, Home: opts.Home, Resolve: p.resolve, ReadDir: p.readDir}
 	p.handler = Chain(p.execute,
 		AuditStage(opts.Audit, opts.Now, opts.Logger),
 		Recover(opts.Logger),
@@ -406,6 +407,25 @@ func (p *Pipeline) resolve(path string) (string, error) {
 		return "", fmt.Errorf("%s cannot be resolved safely (%v), so no permission rule can be checked against it", path, err)
 	}
 	return real, nil
+}
+
+// readDir is permission.Context.ReadDir: the names in a directory beneath
+// the workspace, read through the workspace root (never following a
+// symlink out of it); at most 10000.
+func (p *Pipeline) readDir(dir string) ([]string, error) {
+	if p.opts.Root == nil {
+		return nil, errors.New("no workspace root")
+	}
+	rel, err := filepath.Rel(p.opts.Workspace, dir)
+	if err != nil || !filepath.IsLocal(rel) && rel != "." {
+		return nil, fmt.Errorf("%s is outside the workspace", dir)
+	}
+	f, err := p.opts.Root.Open(rel)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Readdirnames(10000)
 }
 
 // hidden is Env.Hidden for a call: deny rules with a path specifier that

@@ -78,6 +78,41 @@ func Compile(spec, workspace, home string) (string, error) {
 	return pat, nil
 }
 
+// BareGlob reports whether a word pattern is a glob whose last name is
+// only wildcards (`*`, `dir/*`, `?`, `[a-z]*`) below a literal directory:
+// it names whatever the directory holds, like a directory handed to a
+// recursive reader, rather than anything in particular. dir is the
+// directory part. Such a word is judged by what the directory holds when
+// that can be looked at (permission rules), not by pattern overlap, which
+// would make every `grep x *` match `*.pem`.
+func BareGlob(word string) (dir, name string, ok bool) {
+	i := strings.LastIndexByte(word, '/')
+	dir, name = "", word
+	if i >= 0 {
+		dir, name = word[:i], word[i+1:]
+	}
+	if name == "" || hasMeta(dir) || strings.ContainsAny(name, `\{`) {
+		return "", "", false
+	}
+	// Only wildcards: strip *, ? and bracket classes; nothing may remain.
+	rest := name
+	for rest != "" {
+		switch rest[0] {
+		case '*', '?':
+			rest = rest[1:]
+		case '[':
+			j := strings.IndexByte(rest[1:], ']')
+			if j < 0 {
+				return "", "", false
+			}
+			rest = rest[j+2:]
+		default:
+			return "", "", false
+		}
+	}
+	return dir, name, true
+}
+
 // virtualHome stands for a home directory that is not known.
 const virtualHome = "/~"
 

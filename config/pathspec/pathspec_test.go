@@ -133,3 +133,15 @@ func TestOverlapAgreesWithMatch(t *testing.T) {
 		}
 	}
 }
+
+func TestBareGlob(t *testing.T) {
+	for w, want := range map[string]bool{
+		"*": true, "/ws/*": true, "/ws/src/?": true, "/ws/[a-z]*": true, "/ws/*?": true,
+		"/ws/*.pem": false, "/ws/.e*": false, "/ws/.*": false, "/ws/*/x": false, "/ws/*/*": false,
+		"/ws/.env": false, `/ws/\*`: false, "/ws/{a,b}": false, "/ws/**": true,
+	} {
+		if _, _, got := BareGlob(w); got != want {
+			t.Errorf("BareGlob(%q) = %v, want %v", w, got, want)
+		}
+	}
+}

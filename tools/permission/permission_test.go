@@ -357,3 +357,46 @@ func TestSecretAskWinsOverGrantsAndModes(t *testing.T) {
 		t.Errorf("dontAsk: %+v", out)
 	}
 }
+
+// TestBareGlobReadsTheDirectory: a bare glob (`*`, `dir/*`) is judged by
+// the names it really expands to, as bash expands them (no dot files),
+// symlinks resolved; a directory that cannot be listed asks.
+func TestBareGlobReadsTheDirectory(t *testing.T) {
+	secrets, _ := ParseAll([]string{"Read(.env)", "Read(*.pem)"}, SecretSource)
+	allow, _ := ParseAll([]string{"Bash(cat:*)"}, "user")
+	rs := Rules{Ask: secrets, Allow: allow}
+	dirs := map[string][]string{
+		"/ws":       {".env", "a.go", "notes.txt"},
+		"/ws/certs": {"server.pem", "README"},
+		"/ws/links": {"innocent"},
+	}
+	rctx := ctx
+	rctx.ReadDir = func(dir string) ([]string, error) {
+		names, ok := dirs[dir]
+		if !ok {
+			return nil, errors.New("cannot list")
+		}
+		return names, nil
+	}
+	rctx.Resolve = func(p string) (string, error) {
+		if p == "/ws/links/innocent" {
+			return "/ws/.env", nil
+		}
+		return p, nil
+	}
+	for word, want := range map[string]Action{
+		"*":           Allow, // .env is a dot file: * never names it
+		"certs/*":     Ask,
+		"certs/R*":    Ask, // not bare: R*.pem can match it by pattern
+		"certs/[!s]*": Allow,
+		"certs/[s]*":  Ask,
+		"links/*":     Ask, // a symlink to .env
+		"gone/*":      Ask, // cannot be listed
+		"/etc/*":      Allow,
+	} {
+		c := Call{Tool: "Bash", Kind: "execute", HasCommand: true, Commands: [][]string{{"cat", word}}, Reads: []Read{{Pattern: word}}}
+		if m := rs.Evaluate(rctx, c); m.Action != want {
+			t.Errorf("cat %s: %s %v, want %s", word, m.Action, m.Rule, want)
+		}
+	}
+}

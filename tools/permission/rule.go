@@ -21,6 +21,7 @@ package permission
 import (
 	"errors"
 	"fmt"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -149,6 +150,13 @@ type Context struct {
 	// written and its resolution, and the stricter outcome wins. An error
 	// (a symlink leading out of the workspace, a loop) refuses the call.
 	Resolve func(path string) (string, error)
+	// ReadDir, when set, lists the names in a directory beneath the
+	// workspace (the caller owns the file system access). A shell word
+	// that is a bare glob (`*`, `dir/*`, see pathspec.BareGlob) is then
+	// judged by the names it really expands to: a Read rule matches when
+	// one of them matches it. Without ReadDir such a word matches by
+	// pattern overlap like any glob.
+	ReadDir func(dir string) ([]string, error)
 }
 
 // pathsOf returns c's paths as written followed by the resolutions that
@@ -401,6 +409,12 @@ func (r Rule) matchReads(ctx Context, c Call, runTime bool) bool {
 			dir = ctx.Workspace
 		}
 		word := pathspec.Join(filepath.ToSlash(dir), filepath.ToSlash(ctx.Home), rd.Pattern)
+		if d, name, bare := pathspec.BareGlob(word); bare && !rd.RunTime && ctx.ReadDir != nil {
+			if ctx.globMatches(pat, d, name) {
+				return true
+			}
+			continue
+		}
 		if rule.Covers(pathspec.Compiled(word, true)) {
 			return true
 		}
@@ -411,12 +425,67 @@ func (r Rule) matchReads(ctx Context, c Call, runTime bool) bool {
 	return false
 }
 
+// globMatches reports whether a bare glob `dir/name` expands, as bash
+// would (no dot files), to a path the compiled rule pattern matches, also
+// through a symlink. A directory that cannot be listed matches (fail
+// closed) when it is inside the workspace; outside it the sandbox has
+// nothing to read.
+func (ctx Context) globMatches(pat, dir, name string) bool {
+	dir = unescapeWord(dir)
+	if dir == "" {
+		dir = "/"
+	}
+	if !withinSlash(dir, filepath.ToSlash(ctx.Workspace)) {
+		return false
+	}
+	names, err := ctx.ReadDir(filepath.FromSlash(dir))
+	if err != nil {
+		return true
+	}
+	name = strings.Replace(name, "[!", "[^", -1) // bash's negation is path.Match's ^
+	for _, n := range names {
+		if strings.HasPrefix(n, ".") {
+			continue
+		}
+		if ok, _ := path.Match(name, n); !ok {
+			continue
+		}
+		p := path.Join(dir, n)
+		if pathspec.Match(pat, p) {
+			return true
+		}
+		if real, ok := ctx.resolveRead(pathspec.EscapeMeta(p)); ok && pathspec.Match(pat, real) {
+			return true
+		}
+	}
+	return false
+}
+
+func unescapeWord(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			i++
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func withinSlash(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+}
+
 // resolveRead resolves a literal word's path beneath the workspace (a
 // symlink made by an earlier call leads to the file a command reads).
 func (ctx Context) resolveRead(word string) (string, bool) {
-	if ctx.Resolve == nil || strings.ContainsAny(word, `*?[{\`) {
+	if ctx.Resolve == nil || strings.ContainsAny(word, `*?[{`) {
 		return "", false
 	}
+	word = unescapeWord(word)
 	real, err := ctx.Resolve(filepath.FromSlash(word))
 	if err != nil || real == word {
 		return "", false

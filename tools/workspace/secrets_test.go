@@ -39,6 +39,8 @@ func TestSecretsAskForEveryTool(t *testing.T) {
 				}
 			}
 			os.Symlink(".env", filepath.Join(ws, "innocent"))
+			os.Mkdir(filepath.Join(ws, "links"), 0o755)
+			os.Symlink("../.env", filepath.Join(ws, "links", "innocent"))
 			var mu sync.Mutex
 			var asked []tools.ApprovalRequest
 			ap := tools.ApproverFunc(func(ctx context.Context, r tools.ApprovalRequest) (tools.Approval, error) {
@@ -76,6 +78,8 @@ func TestSecretsAskForEveryTool(t *testing.T) {
 				{"Bash", bash("cat /proc/self/cwd/.env"), "Read(.env)"},
 				{"Bash", bash("python3 -c 'print(open(\".env\").read())'"), "Read(.env)"},
 				{"Bash", bash("find . -name '*.go' -exec cat {} +"), "Read("},
+				{"Bash", bash("cat certs/*"), "Read(*.pem)"}, // what the directory holds
+				{"Bash", bash("cat links/*"), "Read(.env)"},  // links/innocent -> ../.env
 				{"Bash", bash("cat $(echo private/k)"), "Read(./private/**)"},
 				{"Read", map[string]string{"file_path": filepath.Join(ws, ".env")}, "Read(.env)"},
 				{"Read", map[string]string{"file_path": filepath.Join(ws, "sub/.env.local")}, "Read(.env.*)"},
@@ -113,8 +117,10 @@ func TestSecretsAskForEveryTool(t *testing.T) {
 			mu.Lock()
 			asked = nil
 			mu.Unlock()
-			if r := run("Bash", bash("cat a.go notes.txt")); len(asked) != 0 || r.Err != nil && r.Err.Kind == tools.ErrPermissionDenied {
-				t.Errorf("cat a.go notes.txt: asked %+v, result %+v", asked, r.Err)
+			for _, cmd := range []string{"cat a.go notes.txt", "cat sub/*"} {
+				if r := run("Bash", bash(cmd)); len(asked) != 0 || r.Err != nil && r.Err.Kind == tools.ErrPermissionDenied {
+					t.Errorf("%s: asked %+v, result %+v", cmd, asked, r.Err)
+				}
 			}
 		})
 	}
