@@ -60,6 +60,8 @@ type analyzer struct {
 	cdProtected string // set after a cd to /, ~ or a system directory
 	gitReadAt   []Reason
 	readsSeen   []Read // words that may name files read (Verdict.Reads)
+	readIndex   map[readKey]bool
+	secretSeen  map[secretKey]secretRule // judged word patterns
 }
 
 const maxReasons = 64

@@ -186,14 +186,34 @@ func (a *analyzer) readWord(f field) {
 	}
 }
 
+// maxReads bounds the words recorded as reads. Past it the command is
+// dangerous and its reads end with one that may be anything (so every
+// path rule asks): caps never lower strictness.
+const maxReads = 4096
+
+type readKey struct {
+	pattern string
+	offset  int
+}
+
 // recordRead adds r to the verdict's reads unless it is there; it reports
-// whether it was new.
+// whether it was new (and is to be judged).
 func (a *analyzer) recordRead(r Read) bool {
-	for _, x := range a.readsSeen {
-		if x.Pattern == r.Pattern && x.Offset == r.Offset {
-			return false
-		}
+	if a.readIndex == nil {
+		a.readIndex = map[readKey]bool{}
 	}
+	k := readKey{r.Pattern, r.Offset}
+	if a.readIndex[k] {
+		return false
+	}
+	if len(a.readsSeen) >= maxReads {
+		if len(a.readsSeen) == maxReads {
+			a.readsSeen = append(a.readsSeen, Read{Pattern: "**", RunTime: true, Text: r.Text, Offset: r.Offset})
+			a.add(Dangerous, "cap.reads", r.Text, r.Offset, "more words that may name files than the classifier judges; the rest may name anything")
+		}
+		return false
+	}
+	a.readIndex[k] = true
 	a.readsSeen = append(a.readsSeen, r)
 	return true
 }
@@ -201,6 +221,24 @@ func (a *analyzer) recordRead(r Read) bool {
 // secretRule finds a secret rule that can match the word pattern p. A
 // relative p is anchored at the virtual root, or anywhere after a cd.
 func (a *analyzer) secretRule(p string, runTime bool) (secretRule, bool) {
+	key := secretKey{p, runTime, a.cdSeen}
+	if r, ok := a.secretSeen[key]; ok {
+		return r, r.spec != ""
+	}
+	r, ok := a.findSecretRule(p, runTime)
+	if a.secretSeen == nil {
+		a.secretSeen = map[secretKey]secretRule{}
+	}
+	a.secretSeen[key] = r
+	return r, ok
+}
+
+type secretKey struct {
+	pattern          string
+	runTime, afterCd bool
+}
+
+func (a *analyzer) findSecretRule(p string, runTime bool) (secretRule, bool) {
 	if _, _, bare := pathspec.BareGlob(p); bare && !runTime {
 		// `*`, `dir/*`: whatever a directory holds, like grep -r; the
 		// permission rules look at what it holds (see pathspec.BareGlob).
@@ -254,18 +292,22 @@ func (a *analyzer) secretField(f field) bool {
 	return false
 }
 
-// finishReads returns the reads for the verdict: after a cd, relative
-// patterns may be anywhere.
+// finishReads returns the reads for the verdict, one per pattern: after a
+// cd, relative patterns may be anywhere.
 func (a *analyzer) finishReads() []Read {
-	if !a.cdSeen {
-		return a.readsSeen
-	}
-	for i, r := range a.readsSeen {
-		if !strings.HasPrefix(r.Pattern, "/") && !strings.HasPrefix(r.Pattern, "~") && !strings.HasPrefix(r.Pattern, "**") {
-			a.readsSeen[i].Pattern = "**/" + r.Pattern
+	out := make([]Read, 0, len(a.readsSeen))
+	seen := make(map[Read]bool, len(a.readsSeen))
+	for _, r := range a.readsSeen {
+		if a.cdSeen && !strings.HasPrefix(r.Pattern, "/") && !strings.HasPrefix(r.Pattern, "~") && !strings.HasPrefix(r.Pattern, "**") {
+			r.Pattern = "**/" + r.Pattern
+		}
+		k := Read{Pattern: r.Pattern, RunTime: r.RunTime}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, r)
 		}
 	}
-	return a.readsSeen
+	return out
 }
 
 // namesSecret reports whether a word of source text names a secret file

@@ -32,6 +32,25 @@ type Glob struct {
 	isLit bool
 	once  sync.Once
 	alts  []*nfa // nil: too large to decide, overlaps everything
+
+	namesOnce sync.Once
+	names     []*Glob // each name (between slashes); nil when a ** spans names
+}
+
+// nameGlobs returns the pattern's names compiled one by one, or nil when
+// a `**` or a brace makes names unclear.
+func (g *Glob) nameGlobs() []*Glob {
+	g.namesOnce.Do(func() {
+		if strings.Contains(g.src, "**") || strings.ContainsAny(g.src, "{}") {
+			return
+		}
+		for _, n := range strings.Split(g.src, "/") {
+			if n != "" {
+				g.names = append(g.names, Compiled(n, g.bash))
+			}
+		}
+	})
+	return g.names
 }
 
 // Compiled compiles pattern p (a bash glob when bash is true) for Overlaps.
@@ -341,8 +360,8 @@ func expandBraces(p string, limit int) []string {
 	return out
 }
 
-// braceAt finds the first unescaped `{` whose matching `}` has a comma at
-// its own level, and those commas.
+// braceAt finds the first unescaped `{` with a matching `}`, and the
+// commas at its own level.
 func braceAt(p string) (open, close int, commas []int) {
 	for i := 0; i < len(p); i++ {
 		switch p[i] {
@@ -360,10 +379,7 @@ func braceAt(p string) (open, close int, commas []int) {
 				case '}':
 					depth--
 					if depth == 0 {
-						if len(cs) > 0 {
-							return i, j, cs
-						}
-						j = len(p)
+						return i, j, cs // {x} is one alternative, as in doublestar
 					}
 				case ',':
 					if depth == 1 {

@@ -211,8 +211,10 @@ type Rule struct {
 	self, below *Glob
 	// last is the pattern's last name when it has no brace or `**`: a
 	// literal word can only match if its last name (or, below, one of
-	// its names) matches it, which is checked first, cheaply.
-	last string
+	// its names) matches it, which is checked first, cheaply; lastGlob is
+	// it compiled, the same check for a glob word.
+	last     string
+	lastGlob *Glob
 }
 
 // NewRule compiles a rule's pattern (from Compile).
@@ -222,6 +224,9 @@ func NewRule(pattern string) Rule {
 		if _, err := path.Match(last, "x"); err == nil {
 			r.last = last
 		}
+	}
+	if last := pattern[strings.LastIndexByte(pattern, '/')+1:]; last != "" && !strings.Contains(last, "**") && !strings.ContainsAny(last, "{}") {
+		r.lastGlob = Compiled(last, false)
 	}
 	return r
 }
@@ -234,6 +239,9 @@ func (r Rule) Matches(word *Glob) bool {
 			return false
 		}
 	}
+	if names := word.nameGlobs(); r.lastGlob != nil && len(names) > 0 && !r.lastGlob.Overlaps(names[len(names)-1]) {
+		return false
+	}
 	return r.self.Overlaps(word)
 }
 
@@ -242,6 +250,19 @@ func (r Rule) Matches(word *Glob) bool {
 func (r Rule) Covers(word *Glob) bool {
 	if word.isLit && r.last != "" && !anyName(r.last, word.lit) {
 		return false
+	}
+	if names := word.nameGlobs(); r.lastGlob != nil && len(names) > 0 {
+		// Some name of the word must be the rule's last name.
+		found := false
+		for _, n := range names {
+			if r.lastGlob.Overlaps(n) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
 	}
 	return r.self.Overlaps(word) || r.below.Overlaps(word)
 }

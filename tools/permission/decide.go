@@ -88,6 +88,7 @@ func (rs Rules) Evaluate(ctx Context, c Call) Match {
 		return Match{Action: Deny, Note: err.Error()}
 	}
 	c.Paths = paths
+	c.readWords(ctx)
 	note := func(r *Rule) string {
 		for _, p := range c.Paths {
 			if n, ok := notes[p]; ok && r.Spec != "" && r.MatchPath(ctx, p) {

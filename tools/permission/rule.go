@@ -127,6 +127,42 @@ type Call struct {
 	// session's working directory); "" is the workspace. Relative reads
 	// are anchored there.
 	Dir string
+
+	words *[]readWord // Reads anchored and compiled, once per Evaluate
+}
+
+// readWord is a Read anchored at the call's directory and compiled.
+type readWord struct {
+	word    string
+	glob    *pathspec.Glob
+	runTime bool
+}
+
+// maxJudgedReads bounds the reads judged one by one; a command with more
+// may read anything, which every Read rule asks about.
+const maxJudgedReads = 1024
+
+// readWords anchors and compiles c's reads (once; Evaluate prepares them).
+func (c *Call) readWords(ctx Context) []readWord {
+	if c.words != nil {
+		return *c.words
+	}
+	dir := c.Dir
+	if dir == "" {
+		dir = ctx.Workspace
+	}
+	reads := c.Reads
+	var out []readWord
+	if len(reads) > maxJudgedReads {
+		reads = reads[:maxJudgedReads]
+		out = append(out, readWord{word: "/**", glob: pathspec.Compiled("/**", true), runTime: true})
+	}
+	for _, rd := range reads {
+		w := pathspec.Join(filepath.ToSlash(dir), filepath.ToSlash(ctx.Home), rd.Pattern)
+		out = append(out, readWord{word: w, glob: pathspec.Compiled(w, true), runTime: rd.RunTime})
+	}
+	c.words = &out
+	return out
 }
 
 // Read is one word of a shell command that may name a file it reads.
@@ -400,22 +436,18 @@ func (r Rule) matchReads(ctx Context, c Call, runTime bool) bool {
 		return false
 	}
 	rule := pathspec.NewRule(pat)
-	for _, rd := range c.Reads {
-		if rd.RunTime && !runTime {
+	for _, rd := range c.readWords(ctx) {
+		if rd.runTime && !runTime {
 			continue
 		}
-		dir := c.Dir
-		if dir == "" {
-			dir = ctx.Workspace
-		}
-		word := pathspec.Join(filepath.ToSlash(dir), filepath.ToSlash(ctx.Home), rd.Pattern)
-		if d, name, bare := pathspec.BareGlob(word); bare && !rd.RunTime && ctx.ReadDir != nil {
+		word := rd.word
+		if d, name, bare := pathspec.BareGlob(word); bare && !rd.runTime && ctx.ReadDir != nil {
 			if ctx.globMatches(pat, d, name) {
 				return true
 			}
 			continue
 		}
-		if rule.Covers(pathspec.Compiled(word, true)) {
+		if rule.Covers(rd.glob) {
 			return true
 		}
 		if real, ok := ctx.resolveRead(word); ok && pathspec.Match(pat, real) {
