@@ -12,8 +12,9 @@ package config
 // the list (a user may drop entries); a project config may only add.
 //
 // Why each is here:
-//   - .env .env.*: dotenv files with API keys and database URLs (not
-//     .envrc, which is code and protected by sandbox.protected_paths).
+//   - .env*: dotenv files with API keys and database URLs (.env,
+//     .env.local, .env.production, backups like .env~), and direnv's
+//     .envrc, which often exports the same secrets.
 //   - *.pem *.key *.p12 *.pfx *.jks *.keystore *.ppk *.kdbx: TLS and
 //     signing keys, key stores, password databases.
 //   - id_rsa id_dsa id_ecdsa id_ed25519 id_ecdsa_sk id_ed25519_sk
@@ -31,7 +32,7 @@ package config
 //     //var/run/secrets //proc/*/environ: system secrets and the
 //     environment of processes (tokens).
 var DefaultSecretPaths = []string{
-	".env", ".env.*",
+	".env*",
 	"*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore", "*.ppk", "*.kdbx",
 	"id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk", "id_ed25519_sk", "*private_key", "ssh_host_*_key", ".ssh",
 	".netrc", "_netrc", ".pgpass", ".my.cnf", ".git-credentials", ".npmrc", ".pypirc", ".vault-token",

@@ -88,7 +88,7 @@ func TestSecretsThroughSandbox(t *testing.T) {
 		if r.Err == nil || strings.Contains(r.Content, "s3cr3t") || strings.Contains(r.Err.Message, "s3cr3t") {
 			t.Errorf("%s %v ran or leaked: %+v", tc.tool, tc.in, r)
 		}
-		if len(asked) != 1 || !strings.Contains(asked[0].Reason, "Read(.env)") {
+		if len(asked) != 1 || !strings.Contains(asked[0].Reason, "Read(.env*)") {
 			t.Errorf("%s %v: asked %+v, want one question naming Read(.env)", tc.tool, tc.in, asked)
 		}
 	}

@@ -99,7 +99,7 @@ func TestClassifySecrets(t *testing.T) {
 	os.Mkdir(ws, 0o755)
 	t.Setenv("AGENTBOX_STATE_DIR", filepath.Join(base, "state"))
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(base, "config"))
-	for cmd, rule := range map[string]string{"cat .e*": "Read(.env)", "cat -- *.pem": "Read(*.pem)", "cat $(ls -a | grep env)": "Read(", "xxd .env": "Read(.env)"} {
+	for cmd, rule := range map[string]string{"cat .e*": "Read(.env*)", "cat -- *.pem": "Read(*.pem)", "cat $(ls -a | grep env)": "Read(", "xxd .env": "Read(.env*)"} {
 		out, _, err := runCLI(t, "--workspace", ws, "classify", "--json", cmd)
 		if err != nil {
 			t.Fatal(err)

@@ -66,25 +66,25 @@ func TestSecretsAskForEveryTool(t *testing.T) {
 				in   any
 				rule string
 			}{
-				{"Bash", bash("cat .env"), "Read(.env)"},
-				{"Bash", bash("cat .e*"), "Read(.env)"},
-				{"Bash", bash("cat .[e]nv"), "Read(.env)"},
-				{"Bash", bash("head -c 999 .en?"), "Read(.env)"},
+				{"Bash", bash("cat .env"), "Read(.env*)"},
+				{"Bash", bash("cat .e*"), "Read(.env*)"},
+				{"Bash", bash("cat .[e]nv"), "Read(.env*)"},
+				{"Bash", bash("head -c 999 .en?"), "Read(.env*)"},
 				{"Bash", bash("cat $(ls -a | grep env)"), "Read("},
-				{"Bash", bash("xxd .env"), "Read(.env)"},
+				{"Bash", bash("xxd .env"), "Read(.env*)"},
 				{"Bash", bash("cat -- certs/*.pem"), "Read(*.pem)"},
-				{"Bash", bash("cat sub/.env.*"), "Read(.env.*)"},
-				{"Bash", bash("cat innocent"), "Read(.env)"}, // a symlink to .env
-				{"Bash", bash("cat /proc/self/cwd/.env"), "Read(.env)"},
-				{"Bash", bash("python3 -c 'print(open(\".env\").read())'"), "Read(.env)"},
+				{"Bash", bash("cat sub/.env.*"), "Read(.env*)"},
+				{"Bash", bash("cat innocent"), "Read(.env*)"}, // a symlink to .env
+				{"Bash", bash("cat /proc/self/cwd/.env"), "Read(.env*)"},
+				{"Bash", bash("python3 -c 'print(open(\".env\").read())'"), "Read(.env*)"},
 				{"Bash", bash("find . -name '*.go' -exec cat {} +"), "Read("},
 				{"Bash", bash("cat certs/*"), "Read(*.pem)"}, // what the directory holds
-				{"Bash", bash("cat links/*"), "Read(.env)"},  // links/innocent -> ../.env
+				{"Bash", bash("cat links/*"), "Read(.env*)"},  // links/innocent -> ../.env
 				{"Bash", bash("cat $(echo private/k)"), "Read(./private/**)"},
-				{"Read", map[string]string{"file_path": filepath.Join(ws, ".env")}, "Read(.env)"},
-				{"Read", map[string]string{"file_path": filepath.Join(ws, "sub/.env.local")}, "Read(.env.*)"},
-				{"Read", map[string]string{"file_path": filepath.Join(ws, "innocent")}, "Read(.env)"},
-				{"Grep", map[string]string{"pattern": "s3cr3t", "path": filepath.Join(ws, ".env")}, "Read(.env)"},
+				{"Read", map[string]string{"file_path": filepath.Join(ws, ".env")}, "Read(.env*)"},
+				{"Read", map[string]string{"file_path": filepath.Join(ws, "sub/.env.local")}, "Read(.env*)"},
+				{"Read", map[string]string{"file_path": filepath.Join(ws, "innocent")}, "Read(.env*)"},
+				{"Grep", map[string]string{"pattern": "s3cr3t", "path": filepath.Join(ws, ".env")}, "Read(.env*)"},
 			} {
 				mu.Lock()
 				asked = nil
