@@ -79,7 +79,7 @@ func TestSecretsAskForEveryTool(t *testing.T) {
 				{"Bash", bash("python3 -c 'print(open(\".env\").read())'"), "Read(.env*)"},
 				{"Bash", bash("find . -name '*.go' -exec cat {} +"), "Read("},
 				{"Bash", bash("cat certs/*"), "Read(*.pem)"}, // what the directory holds
-				{"Bash", bash("cat links/*"), "Read(.env*)"},  // links/innocent -> ../.env
+				{"Bash", bash("cat links/*"), "Read(.env*)"}, // links/innocent -> ../.env
 				{"Bash", bash("cat $(echo private/k)"), "Read(./private/**)"},
 				{"Read", map[string]string{"file_path": filepath.Join(ws, ".env")}, "Read(.env*)"},
 				{"Read", map[string]string{"file_path": filepath.Join(ws, "sub/.env.local")}, "Read(.env*)"},
