@@ -194,6 +194,7 @@ const maxReads = 4096
 type readKey struct {
 	pattern string
 	offset  int
+	cdGen   int // a word after a cd is judged again, in its new places
 }
 
 // recordRead adds r to the verdict's reads unless it is there; it reports
@@ -202,7 +203,7 @@ func (a *analyzer) recordRead(r Read) bool {
 	if a.readIndex == nil {
 		a.readIndex = map[readKey]bool{}
 	}
-	k := readKey{r.Pattern, r.Offset}
+	k := readKey{r.Pattern, r.Offset, a.cdGen}
 	if a.readIndex[k] {
 		return false
 	}
@@ -221,7 +222,7 @@ func (a *analyzer) recordRead(r Read) bool {
 // secretRule finds a secret rule that can match the word pattern p. A
 // relative p is anchored at the virtual root, or anywhere after a cd.
 func (a *analyzer) secretRule(p string, runTime bool) (secretRule, bool) {
-	key := secretKey{p, runTime, a.cdSeen}
+	key := secretKey{p, runTime, a.cdGen}
 	if r, ok := a.secretSeen[key]; ok {
 		return r, r.spec != ""
 	}
@@ -234,8 +235,9 @@ func (a *analyzer) secretRule(p string, runTime bool) (secretRule, bool) {
 }
 
 type secretKey struct {
-	pattern          string
-	runTime, afterCd bool
+	pattern string
+	runTime bool
+	cdGen   int
 }
 
 func (a *analyzer) findSecretRule(p string, runTime bool) (secretRule, bool) {
@@ -244,20 +246,24 @@ func (a *analyzer) findSecretRule(p string, runTime bool) (secretRule, bool) {
 		// permission rules look at what it holds (see pathspec.BareGlob).
 		return secretRule{}, false
 	}
-	if a.cdSeen && !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "~") {
-		p = "**/" + p
+	var words []*pathspec.Glob
+	for _, v := range a.cdVariants(p) {
+		words = append(words, pathspec.Compiled(pathspec.Join("", "", v), true))
 	}
-	word := pathspec.Compiled(pathspec.Join("", "", p), true)
 	// Name a rule that matches the word itself before one that matches a
 	// directory above it.
 	for _, r := range a.opts.secrets {
-		if r.pat.Matches(word) {
-			return r, true
+		for _, w := range words {
+			if r.pat.Matches(w) {
+				return r, true
+			}
 		}
 	}
 	for _, r := range a.opts.secrets {
-		if r.pat.Covers(word) {
-			return r, true
+		for _, w := range words {
+			if r.pat.Covers(w) {
+				return r, true
+			}
 		}
 	}
 	return secretRule{}, false
@@ -293,19 +299,70 @@ func (a *analyzer) secretField(f field) bool {
 }
 
 // finishReads returns the reads for the verdict, one per pattern: after a
-// cd, relative patterns may be anywhere.
+// cd, a relative pattern is also read below every directory the command
+// may have changed to.
 func (a *analyzer) finishReads() []Read {
 	out := make([]Read, 0, len(a.readsSeen))
 	seen := make(map[Read]bool, len(a.readsSeen))
 	for _, r := range a.readsSeen {
-		if a.cdSeen && !strings.HasPrefix(r.Pattern, "/") && !strings.HasPrefix(r.Pattern, "~") && !strings.HasPrefix(r.Pattern, "**") {
-			r.Pattern = "**/" + r.Pattern
+		for _, v := range a.cdVariants(r.Pattern) {
+			r.Pattern = v
+			k := Read{Pattern: r.Pattern, RunTime: r.RunTime}
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, r)
+			}
 		}
-		k := Read{Pattern: r.Pattern, RunTime: r.RunTime}
-		if !seen[k] {
-			seen[k] = true
-			out = append(out, r)
+	}
+	return out
+}
+
+// maxCdDirs bounds the directories a command is tracked to have changed
+// to; past it, a relative word may be anywhere.
+const maxCdDirs = 16
+
+// cdTo records a change of directory to the word f: a literal target
+// joins every directory the command may be in so far; anything else may
+// be anywhere.
+func (a *analyzer) cdTo(f field) {
+	a.cdGen++
+	pat := f.pat
+	if pat == "" && f.val != "" && !f.unknown() {
+		pat = pathspec.EscapeMeta(f.val)
+	}
+	if f.unknown() || pat == "" || pat == "-" || strings.Contains(pat, "**") {
+		a.cdAnywhere = true
+		return
+	}
+	if strings.HasPrefix(pat, "/") || pat == "~" || strings.HasPrefix(pat, "~/") {
+		a.cdDirs = append(a.cdDirs, pat)
+	} else {
+		for _, d := range append([]string{""}, a.cdDirs...) {
+			if d != "" {
+				a.cdDirs = append(a.cdDirs, d+"/"+pat)
+			} else {
+				a.cdDirs = append(a.cdDirs, pat)
+			}
 		}
+	}
+	if len(a.cdDirs) > maxCdDirs {
+		a.cdAnywhere, a.cdDirs = true, nil
+	}
+}
+
+// cdVariants are the patterns a read pattern p may name: p itself, and a
+// relative p below every directory the command may have changed to (or
+// anywhere, after a cd to an unknown place).
+func (a *analyzer) cdVariants(p string) []string {
+	if !a.cdSeen || strings.HasPrefix(p, "/") || strings.HasPrefix(p, "~") || strings.HasPrefix(p, "**") {
+		return []string{p}
+	}
+	out := []string{p}
+	if a.cdAnywhere {
+		return append(out, "**/"+p)
+	}
+	for _, d := range a.cdDirs {
+		out = append(out, d+"/"+p)
 	}
 	return out
 }

@@ -33,6 +33,7 @@ var projectKeys = map[string]tighten{
 	"tools.ask":                  tightenAppend,
 	"tools.secrets":              tightenAppend,
 	"tools.mode":                 tightenMode,
+	"tools.auto_allow_sandboxed": tightenFalse,
 	"tools.max_output_bytes":     tightenLower,
 	"tools.max_input_bytes":      tightenLower,
 	"tools.parallelism":          tightenLower,

@@ -87,6 +87,17 @@ func TestProjectTightens(t *testing.T) {
 			}
 		}},
 		{name: "bad secret", user: "tools:\n  secrets: ['[']\n", errHas: "tools.secrets"},
+		{name: "auto-allow off", project: "tools:\n  auto_allow_sandboxed: false\n", check: func(t *testing.T, c *Config) {
+			if c.Tools.AutoAllowSandboxed {
+				t.Fatal("a project could not turn auto_allow_sandboxed off")
+			}
+		}},
+		{name: "auto-allow default on", check: func(t *testing.T, c *Config) {
+			if !c.Tools.AutoAllowSandboxed || c.Source("tools.auto_allow_sandboxed") != "default" {
+				t.Fatal(c.Tools.AutoAllowSandboxed, c.Source("tools.auto_allow_sandboxed"))
+			}
+		}},
+		{name: "auto-allow on refused", user: "tools:\n  auto_allow_sandboxed: false\n", project: "tools:\n  auto_allow_sandboxed: true\n", errHas: "loosen"},
 		{name: "unknown key", project: "tools:\n  nope: 1\n", errHas: `unknown key "tools.nope"`},
 		{name: "bad yaml", project: "tools: [\n", errHas: "reading"},
 	}

@@ -19,6 +19,9 @@ func permissionCall(c *Call) permission.Call {
 		if c.Verdict != nil {
 			pc.Commands = c.Verdict.Commands
 			pc.Reads = c.Verdict.Reads
+			for _, p := range c.Verdict.Parts {
+				pc.Parts = append(pc.Parts, permission.Part{Argv: p.Argv, Class: p.Class, Prefix: p.Prefix})
+			}
 		}
 		if c.Session != nil {
 			pc.Dir = c.Session.Cwd()

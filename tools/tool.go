@@ -163,6 +163,20 @@ type Verdict struct {
 	// Reads are the words that may name files the command reads, matched
 	// against Read path rules (secret files included).
 	Reads []permission.Read `json:"-"`
+	// Parts are the simple commands of a command the classifier resolved
+	// wholly into simple commands (lists, pipelines, chains, subshells),
+	// each judged alone; empty when it could not. Rules and grants cover
+	// a command part by part, and only a resolved one.
+	Parts []Part `json:"parts,omitempty"`
+}
+
+// Part is one simple command of a resolved command (Verdict.Parts).
+type Part struct {
+	Argv  []string `json:"argv"`
+	Class string   `json:"class"`
+	// Prefix is the argv prefix an "always allow" of this part would be
+	// keyed by (nil: none can be offered).
+	Prefix []string `json:"prefix,omitempty"`
 }
 
 // Reason explains part of a verdict.

@@ -30,6 +30,9 @@ func fromClassifier(v classifier.Verdict) tools.Verdict {
 	for _, r := range v.Reads {
 		out.Reads = append(out.Reads, permission.Read{Pattern: r.Pattern, RunTime: r.RunTime})
 	}
+	for _, p := range v.Parts {
+		out.Parts = append(out.Parts, tools.Part{Argv: p.Argv, Class: string(p.Class), Prefix: p.Prefix})
+	}
 	for _, r := range v.Reasons {
 		out.Reasons = append(out.Reasons, tools.Reason{Rule: r.Rule, Text: r.Text, Offset: r.Offset, Message: r.Message})
 	}
