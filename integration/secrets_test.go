@@ -19,7 +19,8 @@ import (
 )
 
 // TestSecretsThroughSandbox runs the secret path rules through the real
-// pipeline and sandbox: with an allow rule for cat, the shell forms that
+// pipeline and sandbox: with auto_allow_sandboxed on and an allow rule for
+// cat, the shell forms that
 // read .env (a glob, a bracket class, ?, a substitution, xxd, a symlink)
 // and Read itself are asked about before anything runs; when the person
 // refuses, the secret never reaches the result, and when they allow, the
@@ -70,6 +71,11 @@ func TestSecretsThroughSandbox(t *testing.T) {
 
 	if r := call("Bash", bash("cat notes.txt")); r.Err != nil || !strings.Contains(r.Content, "plain notes") || len(asked) != 0 {
 		t.Fatalf("an ordinary read: %+v, asked %d", r, len(asked))
+	}
+	// auto_allow_sandboxed (the default) is on: a contained dangerous
+	// command runs unasked, so the questions below are the secret rules'.
+	if r := call("Bash", bash("touch made-by-test")); r.Err != nil || len(asked) != 0 {
+		t.Fatalf("a contained command under auto_allow_sandboxed: %+v, asked %d", r.Err, len(asked))
 	}
 	for _, tc := range []struct {
 		tool string
