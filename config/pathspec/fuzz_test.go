@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
 )
@@ -22,7 +23,9 @@ func FuzzOverlap(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, spec, p string) {
 		// Paths are absolute and clean, as the rules see them.
-		if len(spec) > 200 || len(p) > 200 || strings.ContainsAny(p, "\\") || !strings.HasPrefix(p, "/") || path.Clean(p) != p {
+		// (The classifier refuses invalid UTF-8 before any path is judged.)
+		if len(spec) > 200 || len(p) > 200 || strings.ContainsAny(p, "\\") || !strings.HasPrefix(p, "/") || path.Clean(p) != p ||
+			!utf8.ValidString(spec) || !utf8.ValidString(p) {
 			return
 		}
 		rule, err := Compile(spec, "/ws", "/h")
@@ -37,6 +40,11 @@ func FuzzOverlap(f *testing.F) {
 		}
 		if want && !Overlap(rule, EscapeMeta(p), false) {
 			t.Fatalf("doublestar.Match(%q, %q) but no Overlap", rule, p)
+		}
+		// A Rule (with its cheap name checks) covers what Match matches:
+		// the path or a parent.
+		if Match(rule, p) && !NewRule(rule).Covers(Compiled(EscapeMeta(p), true)) {
+			t.Fatalf("Match(%q, %q) but the Rule does not cover it", rule, p)
 		}
 		Overlap(rule, p, true) // any pair of patterns: no panic
 	})

@@ -35,6 +35,21 @@ type Glob struct {
 
 	namesOnce sync.Once
 	names     []*Glob // each name (between slashes); nil when a ** spans names
+
+	litOnce sync.Once
+	lits    []string // the names of lit
+}
+
+// litNames returns the names of a literal pattern's path.
+func (g *Glob) litNames() []string {
+	g.litOnce.Do(func() {
+		for _, n := range strings.Split(g.lit, "/") {
+			if n != "" {
+				g.lits = append(g.lits, n)
+			}
+		}
+	})
+	return g.lits
 }
 
 // nameGlobs returns the pattern's names compiled one by one, or nil when
@@ -298,6 +313,12 @@ func parseClass(rs []rune, i int) (charset, int, bool) {
 				j++
 			}
 			j += 2
+		}
+		if lo > hi {
+			// A reversed range: matchers disagree; cover both ends,
+			// everything between and the dash.
+			lo, hi = hi, lo
+			cs.rng = append(cs.rng, '-', '-')
 		}
 		cs.rng = append(cs.rng, lo, hi)
 	}

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -215,14 +216,28 @@ type Rule struct {
 	// it compiled, the same check for a glob word.
 	last     string
 	lastGlob *Glob
+	// pre and suf are last's literal start and end (before its first and
+	// after its last wildcard): a name must have them to match, checked
+	// before path.Match.
+	pre, suf string
 }
 
 // NewRule compiles a rule's pattern (from Compile).
 func NewRule(pattern string) Rule {
-	r := Rule{self: Compiled(pattern, false), below: Compiled(pattern+"/**", false)}
+	r := Rule{self: Compiled(pattern, false), below: Compiled(strings.TrimSuffix(pattern, "/")+"/**", false)}
+	if strings.ContainsAny(pattern, "{}[]") {
+		return r // an alternative or a class may hold a slash: names are unclear
+	}
 	if last := pattern[strings.LastIndexByte(pattern, '/')+1:]; !strings.ContainsAny(last, "{[") && !strings.Contains(last, "**") {
 		if _, err := path.Match(last, "x"); err == nil {
 			r.last = last
+			if !strings.Contains(last, `\`) {
+				if i := strings.IndexAny(last, "*?"); i >= 0 {
+					r.pre, r.suf = last[:i], last[strings.LastIndexAny(last, "*?")+1:]
+				} else {
+					r.pre = last
+				}
+			}
 		}
 	}
 	if last := pattern[strings.LastIndexByte(pattern, '/')+1:]; last != "" && !strings.Contains(last, "**") && !strings.ContainsAny(last, "{}") {
@@ -234,10 +249,8 @@ func NewRule(pattern string) Rule {
 // Matches reports whether the rule can match a path word can name (not
 // counting the paths below them).
 func (r Rule) Matches(word *Glob) bool {
-	if word.isLit && r.last != "" {
-		if ok, _ := path.Match(r.last, path.Base(word.lit)); !ok {
-			return false
-		}
+	if word.isLit && r.last != "" && len(word.litNames()) > 0 && !r.nameMatches(path.Base(word.lit)) {
+		return false
 	}
 	if names := word.nameGlobs(); r.lastGlob != nil && len(names) > 0 && !r.lastGlob.Overlaps(names[len(names)-1]) {
 		return false
@@ -248,7 +261,7 @@ func (r Rule) Matches(word *Glob) bool {
 // Covers reports whether the rule can match a path word can name, or a
 // parent directory of one.
 func (r Rule) Covers(word *Glob) bool {
-	if word.isLit && r.last != "" && !anyName(r.last, word.lit) {
+	if word.isLit && r.last != "" && len(word.litNames()) > 0 && !slices.ContainsFunc(word.litNames(), r.nameMatches) {
 		return false
 	}
 	if names := word.nameGlobs(); r.lastGlob != nil && len(names) > 0 {
@@ -267,12 +280,11 @@ func (r Rule) Covers(word *Glob) bool {
 	return r.self.Overlaps(word) || r.below.Overlaps(word)
 }
 
-// anyName reports whether some name in the path p matches pattern.
-func anyName(pattern, p string) bool {
-	for _, n := range strings.Split(p, "/") {
-		if ok, _ := path.Match(pattern, n); ok {
-			return true
-		}
+// nameMatches reports whether one name matches the rule's last name.
+func (r Rule) nameMatches(n string) bool {
+	if len(n) < len(r.pre)+len(r.suf) || !strings.HasPrefix(n, r.pre) || !strings.HasSuffix(n, r.suf) {
+		return false
 	}
-	return false
+	ok, _ := path.Match(r.last, n)
+	return ok
 }
