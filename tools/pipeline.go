@@ -189,6 +189,9 @@ type Options struct {
 	Parallelism int
 	Logger      *slog.Logger
 	Now         func() time.Time
+	// Running, when set, registers each call while it runs, so that
+	// the network proxy can ask the call's approver (RunningCalls).
+	Running *RunningCalls
 }
 
 // ClassifyFunc judges a shell command (an adapter around
@@ -280,6 +283,10 @@ func NewPipeline(reg *Registry, opts Options) *Pipeline {
 	}
 	p := &Pipeline{reg: reg, opts: opts}
 	pc := permission.Context{Workspace: opts.Workspace, Home: opts.Home, Resolve: p.resolve, ReadDir: p.readDir}
+	running := func(next Handler) Handler { return next }
+	if opts.Running != nil {
+		running = opts.Running.Stage(opts.Approver, opts.Grants)
+	}
 	p.handler = Chain(p.execute,
 		AuditStage(opts.Audit, opts.Now, opts.Logger),
 		Recover(opts.Logger),
@@ -294,6 +301,7 @@ func NewPipeline(reg *Registry, opts Options) *Pipeline {
 		ProtectStage(opts.Protected, opts.Workspace, opts.Root, opts.Mode),
 		ApprovalStage(opts.Approver, opts.Grants, opts.Rules, pc, opts.Now),
 		ContainedNote(func() bool { _, ok := reg.Lookup("Undo"); return ok }),
+		running,
 		ReadBeforeWrite(p.newEnv),
 		SnapshotStage(opts.Snapshots, opts.Approver),
 	)

@@ -24,10 +24,11 @@ func init() { register(newSetupCmd) }
 // Native tools each client is told not to use, so that its agent works
 // through agentbox's tools instead.
 var (
-	// Claude Code: permissions.deny rules (its shell and every file-writing tool).
-	claudeDeny = []string{"Bash", "Edit", "Write", "MultiEdit", "NotebookEdit"}
+	// Claude Code: permissions.deny rules (its shell, every file-writing
+	// tool, and its WebFetch, which would bypass network.allow/deny).
+	claudeDeny = []string{"Bash", "Edit", "Write", "MultiEdit", "NotebookEdit", "WebFetch"}
 	// Gemini CLI: tools.exclude (excludeTools in the old flat format).
-	geminiExclude = []string{"run_shell_command", "write_file", "replace"}
+	geminiExclude = []string{"run_shell_command", "write_file", "replace", "web_fetch"}
 	// Cursor CLI: permissions.deny in cli.json / cli-config.json.
 	cursorDeny = []string{"Shell(*)", "Write(**)"}
 )
@@ -72,12 +73,12 @@ CLIENT is one of claude-code, gemini-cli, codex, cursor. --project (the
 default) writes the workspace's files, --user the person's own:
 
   claude-code  --project  .mcp.json (mcpServers.agentbox), .claude/settings.json
-                          (permissions.deny: Bash Edit Write MultiEdit NotebookEdit) and
+                          (permissions.deny: Bash Edit Write MultiEdit NotebookEdit WebFetch) and
                           .claude/settings.local.json (enabledMcpjsonServers: agentbox;
                           Claude Code still asks once whether to trust the folder)
                --user     ~/.claude.json (mcpServers.agentbox) and ~/.claude/settings.json
   gemini-cli   --project  .gemini/settings.json (mcpServers.agentbox; tools.exclude:
-                          run_shell_command write_file replace; Gemini CLI starts
+                          run_shell_command write_file replace web_fetch; Gemini CLI starts
                           servers only in a folder the person trusts)
                --user     ~/.gemini/settings.json
   codex        --project  .codex/config.toml ([mcp_servers.agentbox]; [features]

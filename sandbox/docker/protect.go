@@ -69,6 +69,11 @@ func (r *Runner) sources(readOnly bool) (srcs []bindSource, err error) {
 	if err != nil {
 		return srcs, err
 	}
+	eg, err := r.egressSource()
+	srcs = append(srcs, eg...)
+	if err != nil {
+		return srcs, err
+	}
 	for i := range srcs[n:] {
 		if err := srcs[n+i].describe(); err != nil {
 			return srcs, errUnsafe("%v", err)

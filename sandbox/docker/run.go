@@ -49,8 +49,10 @@ func (r *Runner) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, er
 
 	req := initproc.Req{
 		Argv: spec.Argv, Shell: spec.Shell, Workdir: spec.Workdir, Stdin: spec.Stdin != nil,
-		Env:       sandbox.Env(r.path, r.cfg.EnvPassthrough, os.LookupEnv, r.commandEnv(spec.Env), sandbox.WithGitSafeConfig(r.cfg.GitSafeConfig)),
+		Env: sandbox.Env(r.path, r.cfg.EnvPassthrough, os.LookupEnv, r.commandEnv(spec.Env), sandbox.WithGitSafeConfig(r.cfg.GitSafeConfig),
+			sandbox.WithEgress(sandbox.EgressPort, r.egress != nil)),
 		TimeoutMS: spec.Timeout.Milliseconds(),
+		Egress:    r.egressReq(spec),
 	}
 	if r.gvisor {
 		req.MemoryLimit = r.cfg.EffectiveMemoryMB() << 20 // enforced by init there (gvisor.go)

@@ -54,6 +54,8 @@ func toSpec(req tools.ExecRequest) sandbox.Spec {
 		Timeout:   req.Timeout,
 		OutputCap: req.OutputLimit,
 		ReadOnly:  req.ReadOnly,
+		Call:      req.Call,
+		Session:   req.Session,
 	}
 	if req.OnOutput != nil {
 		on := req.OnOutput

@@ -165,7 +165,8 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Tools, error)
 	}
 	s.Sessions = tools.NewSessionStore(SessionsDir(cfg), cfg.Workspace)
 	s.Grants = tools.NewGrantFile(GrantsPath(cfg))
-	s.sandbox = &lazySandbox{cfg: cfg, log: log, runner: opts.Runner}
+	running := tools.NewRunningCalls()
+	s.sandbox = &lazySandbox{cfg: cfg, log: log, runner: opts.Runner, net: newNetTracker(s.Audit, running)}
 	s.jobs = &lazyJobs{sb: s.sandbox}
 	s.jobs.snaps.Logger = log
 	s.snaps = NewSnapshots(cfg, log)
@@ -180,6 +181,13 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Tools, error)
 			if err := s.Registry.Register(tools.SourceBuiltin, t); err != nil {
 				return nil, fmt.Errorf("registering %s: %w", t.Name(), err)
 			}
+		}
+	}
+	if wf, err := s.sandbox.net.webFetch(cfg); err != nil {
+		return nil, err
+	} else if wf != nil {
+		if err := s.Registry.Register(tools.SourceBuiltin, wf); err != nil {
+			return nil, fmt.Errorf("registering WebFetch: %w", err)
 		}
 	}
 	if len(cfg.Tools.Discovery) > 0 {
@@ -226,6 +234,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Tools, error)
 		MaxInputBytes: cfg.Tools.MaxInputBytes,
 		Parallelism:   cfg.Tools.Parallelism,
 		Logger:        log,
+		Running:       running,
 	})
 	ok = true
 	return s, nil
@@ -290,6 +299,7 @@ func (s *Tools) Close(ctx context.Context) error {
 type lazySandbox struct {
 	cfg    *config.Config
 	log    *slog.Logger
+	net    *netTracker // the egress proxy's connections (network.go)
 	mu     sync.Mutex
 	runner sandbox.Runner
 	err    error
@@ -302,7 +312,7 @@ func (l *lazySandbox) get(ctx context.Context) (sandbox.Runner, error) {
 	if l.runner != nil || l.err != nil {
 		return l.runner, l.err
 	}
-	r, err := sandbox.Open(ctx, l.cfg, l.log)
+	r, err := sandbox.Open(ctx, l.cfg, l.log, sandbox.WithNetwork(l.net.hooks()))
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, err // do not remember a cancelled open
@@ -327,7 +337,9 @@ func (l *lazySandbox) Exec(ctx context.Context, req tools.ExecRequest) (tools.Ex
 	if err != nil {
 		return tools.ExecResult{}, sandboxError(err)
 	}
-	return sandboxRunner{Runner: r}.Exec(ctx, req)
+	res, err := sandboxRunner{Runner: r}.Exec(ctx, req)
+	res.Network = l.net.take(req.Call)
+	return res, err
 }
 
 func (l *lazySandbox) close(ctx context.Context) error {
