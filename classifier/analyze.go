@@ -68,6 +68,16 @@ type analyzer struct {
 	cdSeen      bool
 	cdProtected string // set after a cd to /, ~ or a system directory
 	gitReadAt   []Reason
+	readsSeen   []Read // words that may name files read (Verdict.Reads)
+	readIndex   map[readKey]bool
+	// cdDirs are the directories (patterns) the command may have changed
+	// to by literal cds, each relative to where it started unless
+	// absolute; cdAnywhere is set by a cd whose target is not known.
+	// cdGen counts changes, for the judgement cache.
+	cdDirs     []string
+	cdAnywhere bool
+	cdGen      int
+	secretSeen map[secretKey]secretRule // judged word patterns
 }
 
 const maxReasons = 64
@@ -415,7 +425,7 @@ func (a *analyzer) redirect(r *syntax.Redirect, bare bool) {
 			a.cur.network, a.cur.netSend = true, true
 		}
 		a.addNode(Dangerous, "network", r, "bash opens a network connection for "+target)
-		if t, _ := a.at(a.curStmt); sensitivePath(t) {
+		if t, _ := a.at(a.curStmt); a.namesSecret(t) {
 			a.addNode(Forbidden, "exfiltration.credential", r, "sends a credential or private key over the network")
 		}
 		return
@@ -429,11 +439,8 @@ func (a *analyzer) redirect(r *syntax.Redirect, bare bool) {
 	}
 	switch r.Op {
 	case syntax.RdrIn, syntax.WordHdoc, syntax.Hdoc, syntax.DashHdoc:
-		if r.Op == syntax.RdrIn && !dynamic && sensitivePath(target) {
-			a.addNode(Dangerous, "read.credential", r, "reads a credential or secret file")
-			if a.cur != nil {
-				a.cur.credential = true
-			}
+		if (r.Op == syntax.RdrIn) && len(fs) == 1 {
+			a.readWord(fs[0])
 		}
 		return
 	case syntax.DplIn, syntax.DplOut:

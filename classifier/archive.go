@@ -31,7 +31,6 @@ func hUnzip(a *analyzer, c *call) {
 	if !listing {
 		a.flag(c, 0, Dangerous, "archive.extract", "unzip extracts files")
 	}
-	a.checkSensitive(c)
 }
 
 // hTar: tar is read-only only in list mode (-t) without options that run

@@ -53,7 +53,6 @@ func hAwk(a *analyzer, c *call) {
 			a.awkProgram(c, prog)
 		}
 	}
-	a.checkSensitive(c)
 }
 
 func (a *analyzer) awkProgram(c *call, i int) {

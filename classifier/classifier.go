@@ -17,6 +17,17 @@
 //   - caps on size, nesting depth and number of commands never lower the
 //     class: hitting one makes the verdict at least dangerous and keeps
 //     every finding made before it.
+//   - secret files are judged by path rules given as data (WithSecrets;
+//     default config.DefaultSecretPaths, the list tools.secrets starts
+//     from): every word that may name a file a command reads — an
+//     argument, --opt=value, @file, rev:path, an input redirection, a name
+//     in inline interpreter code — is matched against them with
+//     config/pathspec (literal path, glob overlap, or a run-time part,
+//     which may be anything): a possible match is at least dangerous, rule
+//     read.secret naming the path rule. Verdict.Reads hands the same words
+//     to the permission rules, which match Read(...) rules against them
+//     with the real workspace (tools/permission); the classifier knows
+//     nothing of tools.
 //   - Parts (what permission rules and grants cover part by part) are
 //     reported only for a command made wholly of simple commands whose
 //     every word is known before it runs, and every finding is some part's:
@@ -80,6 +91,9 @@ type Verdict struct {
 	// (["git","log"], ["npm","run","test"]). It is set only for a single
 	// simple command that is not forbidden and is resolved (Parts).
 	Prefix []string `json:"prefix,omitempty"`
+	// Reads lists the words that may name files the command reads, for
+	// path rules (see Read); not part of the JSON form.
+	Reads []Read `json:"-"`
 	// Parts are the simple commands of a command made only of simple
 	// commands joined by lists (;, &&, ||, newlines, &), pipelines,
 	// subshells and { } groups, each with every word known before it
@@ -135,7 +149,7 @@ func Classify(command string, opts ...Option) (v Verdict) {
 	}
 	a.run(command)
 	slices.SortStableFunc(a.reasons, func(x, y Reason) int { return x.Offset - y.Offset })
-	v = Verdict{Class: a.class, Reasons: a.reasons, Commands: a.commands}
+	v = Verdict{Class: a.class, Reasons: a.reasons, Commands: a.commands, Reads: a.finishReads()}
 	if v.Reasons == nil {
 		v.Reasons = []Reason{}
 	}

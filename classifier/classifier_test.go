@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 const (
@@ -649,5 +650,23 @@ func TestConcurrent(t *testing.T) {
 	}
 	for g := 0; g < 4; g++ {
 		<-done
+	}
+}
+
+// TestManyReadsStayFast: a command of the size cap made of words that may
+// name files is judged quickly, and past the read cap it is dangerous and
+// its reads end with one that may be anything.
+func TestManyReadsStayFast(t *testing.T) {
+	for _, w := range []string{"a", ".e*", "[ab]*c?d", "$(x)"} {
+		cmd := "cat " + strings.Repeat(w+" ", (DefaultMaxBytes-8)/(len(w)+1))
+		start := time.Now()
+		v := Classify(cmd)
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%d words %q took %v", strings.Count(cmd, " "), w, d)
+		}
+		last := v.Reads[len(v.Reads)-1]
+		if v.Class == ReadOnly || !last.RunTime || last.Pattern != "**" {
+			t.Errorf("%q: %s, last read %+v", w, v.Class, last)
+		}
 	}
 }

@@ -18,6 +18,11 @@ const (
 	// options that write or load code, globs in option position, git
 	// argument counts and git aimed at another repository. Same format.
 	longtailCorpus = "testdata/corpus-longtail.jsonl"
+	// secretsCorpus is our own too, and strict (every line must pass and
+	// name its rule): secret files read by literal path, glob or
+	// substitution; downloaded command names, tokens in URLs, credential
+	// printers piped to the network, rsync --delete aimed at ~ or /; fd.
+	secretsCorpus = "testdata/corpus-secrets.jsonl"
 )
 
 type corpusLine struct {
@@ -26,6 +31,9 @@ type corpusLine struct {
 	Accept []Class `json:"accept"`
 	Why    string  `json:"why"`
 	Group  string  `json:"group"`
+	// Rule, when set, must be among the verdict's reasons (strict
+	// corpora only).
+	Rule string `json:"rule,omitempty"`
 }
 
 // corpusPath prefers the shared corpus and falls back to the committed
@@ -66,6 +74,21 @@ func readCorpusFile(t testing.TB, name string) []corpusLine {
 func TestCorpus(t *testing.T) {
 	for _, name := range []string{corpusPath(t), longtailCorpus} {
 		t.Run(path.Base(name), func(t *testing.T) { scoreCorpus(t, name) })
+	}
+}
+
+// TestCorpusStrict runs the strict corpora: every line must get its class
+// (or an accepted one) and, when the line names a rule, a reason with it.
+func TestCorpusStrict(t *testing.T) {
+	for _, l := range readCorpusFile(t, secretsCorpus) {
+		v := Classify(l.Cmd)
+		if v.Class != l.Want && !slices.Contains(l.Accept, v.Class) {
+			t.Errorf("%q: got %s, want %s (%s); reasons %+v", l.Cmd, v.Class, l.Want, l.Why, v.Reasons)
+			continue
+		}
+		if l.Rule != "" && !slices.ContainsFunc(v.Reasons, func(r Reason) bool { return r.Rule == l.Rule }) {
+			t.Errorf("%q: %s without a reason of rule %s; reasons %+v", l.Cmd, v.Class, l.Rule, v.Reasons)
+		}
 	}
 }
 
@@ -127,5 +150,26 @@ func TestCorpusCopyIdentical(t *testing.T) {
 		if !bytes.Equal(shared, local) {
 			t.Errorf("testdata/corpus/%s differs from ../shared/corpus/%s; copy it again, never edit it", name, name)
 		}
+	}
+}
+
+// TestCorpusStrictConcurrent classifies the strict corpus from several
+// goroutines at once: the compiled secret rules are shared (run with
+// -race).
+func TestCorpusStrictConcurrent(t *testing.T) {
+	lines := readCorpusFile(t, secretsCorpus)
+	done := make(chan bool)
+	for g := 0; g < 4; g++ {
+		go func() {
+			defer func() { done <- true }()
+			for _, l := range lines {
+				if v := Classify(l.Cmd); v.Class != l.Want && !slices.Contains(l.Accept, v.Class) {
+					t.Errorf("concurrent %q: %s", l.Cmd, v.Class)
+				}
+			}
+		}()
+	}
+	for g := 0; g < 4; g++ {
+		<-done
 	}
 }

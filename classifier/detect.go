@@ -83,50 +83,6 @@ func blockDevice(p string) bool {
 	return false
 }
 
-// sensitiveMarks are substrings of paths that hold credentials or keys.
-var sensitiveMarks = []string{
-	".ssh/id_", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", ".ssh/authorized_keys",
-	".aws/credentials", ".aws/config", ".netrc", ".git-credentials", ".docker/config.json",
-	".kube/config", ".gnupg", "/etc/shadow", "/etc/gshadow", "/etc/sudoers", ".npmrc", ".pypirc",
-	".config/gh/hosts.yml", ".vault-token", "/environ", ".pgpass", ".my.cnf", "credentials.json",
-	".bash_history", ".zsh_history", ".password-store", "private_key", ".p12", ".pfx",
-	"ssh_host_", "/run/secrets", "serviceaccount/token", ".keychain", "keyring",
-}
-
-// sensitivePath reports whether s names a credential or secret file, or
-// a raw disk (which holds every file's data).
-func sensitivePath(s string) bool {
-	if blockDevice(s) {
-		return true
-	}
-	for _, m := range sensitiveMarks {
-		if strings.Contains(s, m) {
-			return true
-		}
-	}
-	t := strings.TrimRight(s, `"'/`)
-	for _, dir := range []string{".ssh", ".aws", ".gnupg", ".kube", ".docker", ".password-store"} {
-		if strings.Contains(s, dir+"/") || strings.HasSuffix(t, dir) {
-			return true
-		}
-	}
-	// .env files (".env", "x/.env", ".env.local"), not ".envrc".
-	for i := 0; ; {
-		j := strings.Index(s[i:], ".env")
-		if j < 0 {
-			return false
-		}
-		j += i
-		before := j == 0 || strings.ContainsRune("/@='\"= :", rune(s[j-1]))
-		end := j + 4
-		after := end == len(s) || strings.ContainsRune(".'\" ", rune(s[end]))
-		if before && after {
-			return true
-		}
-		i = j + 1
-	}
-}
-
 func isNameByte(c byte) bool {
 	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }

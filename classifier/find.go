@@ -47,6 +47,7 @@ func hFind(a *analyzer, c *call) {
 				if strings.Contains(g.val, "{}") {
 					g.dynamic = true
 					g.lead = strings.SplitN(g.val, "{}", 2)[0]
+					g.pat = strings.ReplaceAll(g.pat, `\{\}`, "**") // any file found
 				}
 				inner = append(inner, g)
 			}

@@ -110,7 +110,6 @@ func hGit(a *analyzer, c *call) {
 		a.flag(c, i, Dangerous, "git.write", why)
 		return
 	}
-	a.checkSensitive(c)
 	a.gitReadAt = append(a.gitReadAt, Reason{Text: c.args[i].raw, Offset: c.args[i].off})
 	if a.opts.untrustedGit {
 		a.flag(c, i, Dangerous, "git.untrusted", "in an untrusted repository, its config can make git "+sub+" run programs")

@@ -55,10 +55,15 @@ func (a *analyzer) judge(c *call) {
 	}
 	f0 := c.args[0]
 	if f0.unknown() {
+		if f0.fromNet {
+			a.flag(c, 0, Forbidden, "remote_code.command", "the program to run is downloaded from the network")
+			return
+		}
 		a.flag(c, 0, Dangerous, "command.dynamic", "the program to run is only known at run time")
 		return
 	}
 	name := f0.val
+	a.reads(c, path.Base(name))
 	if strings.Contains(name, "/") {
 		dir, base := path.Split(name)
 		dir = path.Clean(dir)
@@ -85,15 +90,7 @@ func (a *analyzer) judge(c *call) {
 	}
 	s, known := lookup(name)
 	if !cfgDangerous && a.configReadOnly(c, name) {
-		a.checkSensitive(c)
 		return
-	}
-	if a.cur != nil && !a.cur.credential {
-		for _, f := range c.args[1:] {
-			if sensitivePath(f.val) {
-				a.cur.credential = true
-			}
-		}
 	}
 	if a.cur != nil && decodes(name, c.args) {
 		a.cur.decoder = true
@@ -108,6 +105,9 @@ func (a *analyzer) judge(c *call) {
 			}
 		}
 	}
+	if a.cur != nil && printsCredential(c) {
+		a.cur.credential = true
+	}
 	if !known {
 		a.flag(c, 0, Dangerous, "command.unknown", name+" is not a known read-only program")
 		return
@@ -121,7 +121,9 @@ func (a *analyzer) judge(c *call) {
 			a.cur.network = true
 			a.cur.netSend = true
 		}
-		a.exfiltration(c, name)
+		if !a.tokenInURL(c) {
+			a.exfiltration(c, name)
+		}
 	}
 	switch s.kind {
 	case kForbidden:
@@ -139,7 +141,6 @@ func (a *analyzer) judge(c *call) {
 	}
 	// kReadOnly: generic option check.
 	a.checkOptions(c, s.g)
-	a.checkSensitive(c)
 }
 
 // lookup finds the rule for a program name.
@@ -189,18 +190,6 @@ func (a *analyzer) configReadOnly(c *call, name string) bool {
 	return false
 }
 
-// checkSensitive makes a read of a credential file dangerous.
-func (a *analyzer) checkSensitive(c *call) {
-	for i := 1; i < len(c.args); i++ {
-		if sensitivePath(c.args[i].val) {
-			a.flag(c, i, Dangerous, "read.credential", "reads a credential or secret file")
-			if a.cur != nil {
-				a.cur.credential = true
-			}
-		}
-	}
-}
-
 func itoa(n int) string { return strconv.Itoa(n) }
 
 // exfiltration makes a network command that names a credential file
@@ -222,7 +211,7 @@ func (a *analyzer) exfiltration(c *call, name string) {
 	if c.stmt != nil {
 		for _, r := range c.stmt.Redirs {
 			if r.Op == syntax.RdrIn && r.Word != nil {
-				if t, _ := a.at(r.Word); sensitivePath(t) {
+				if t, _ := a.at(r.Word); a.secretLiteral(strings.Trim(t, `"'`)) {
 					a.flag(c, -1, Forbidden, "exfiltration.credential", "sends a credential or private key over the network")
 					return
 				}
@@ -238,7 +227,7 @@ func (a *analyzer) exfiltration(c *call, name string) {
 			}
 			continue
 		}
-		if sensitivePath(f.val) || sensitivePath(f.raw) {
+		if a.secretField(f) {
 			a.flag(c, i, Forbidden, "exfiltration.credential", "sends a credential or private key over the network")
 			return
 		}

@@ -23,12 +23,14 @@ type options struct {
 	readOnly     [][]string // extra read-only argv prefixes
 	dangerous    []string   // programs always dangerous (overrides read-only rules)
 	forbidden    []string   // programs always forbidden
+	secrets      []secretRule
 }
 
 var defaultOptions = options{
 	maxBytes:    DefaultMaxBytes,
 	maxDepth:    DefaultMaxDepth,
 	maxCommands: DefaultMaxCommands,
+	secrets:     defaultSecrets,
 }
 
 // Option configures Classify. Options are cheap to apply; build them once

@@ -195,4 +195,15 @@ func addReadOnly() {
 	readOnly(gnu("a:bcst0Uq", "algorithm= binary check text tag UNIVERSAL 01 status quiet warn strict ignore-missing"), "shasum")
 	readOnly(parseGrammar("cpqrs:tx", ""), "sha1", "md5")
 	readOnly(gnu("hiusfolpV", "no-header ip-addr no-current short from old-style pids"), "w")
+	// fd (fdfind in Debian), fd 8-10: clap, so no abbreviations; -x/-X run
+	// a program per match, -l runs ls.
+	fd := parseGrammar("HIusigFaLp01qhVd:E:t:e:S:o:c:j:!x:!X:!l", "hidden no-hidden no-ignore ignore no-ignore-vcs ignore-vcs "+
+		"no-ignore-parent no-global-ignore-file unrestricted case-sensitive ignore-case glob regex fixed-strings and= "+
+		"absolute-path relative-path follow no-follow full-path print0 prune max-results= quiet show-errors "+
+		"strip-cwd-prefix? one-file-system mount xdev no-require-git require-git hyperlink? max-depth= maxdepth= "+
+		"min-depth= exact-depth= exclude= type= extension= size= changed-within= changed-before= change-newer-than= "+
+		"newer= change-older-than= older= owner= format= batch-size= ignore-file= color= threads= max-buffer-time= "+
+		"base-directory= path-separator= search-path= help version !list-details !exec= !exec-batch=").because("run other programs")
+	fd.permute = true
+	readOnly(fd, "fd", "fdfind")
 }

@@ -144,5 +144,8 @@ func init() {
 		"sftp", "rsync", "dig", "nslookup", "host", "ping", "ping6", "traceroute", "whois", "gh",
 		"mail", "sendmail", "mutt", "lftp", "smbclient", "aws", "gcloud", "az", "gsutil", "s3cmd", "rclone",
 		"psql", "mysql", "redis-cli", "mongo", "mongosh", "sqlite3", "ldapsearch", "snmpget", "nmap")
+	rsync := netSpec("network", "uses the network")
+	rsync.fn = hRsync
+	add(rsync, "rsync")
 	rules["sqlite3"] = dng("runs.code", "opens a database, which it may change, and has shell escapes")
 }

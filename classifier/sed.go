@@ -98,7 +98,6 @@ func hSed(a *analyzer, c *call) {
 			a.flag(c, i, Dangerous, "sed.script", "the sed script writes files or runs commands (w, W, e, or s///w, s///e), or is not understood")
 		}
 	}
-	a.checkSensitive(c)
 }
 
 // sedScriptSafe parses a GNU sed script and accepts it only when every

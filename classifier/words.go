@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/agentbox/agentbox/config/pathspec"
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -25,6 +26,10 @@ type field struct {
 	procSub bool // the whole word is a process substitution (/dev/fd/N)
 	dquoted bool // the whole word is one "..." string: it never splits
 	fromNet bool // a substitution in it fetched from the network
+	// pat is the word as a path pattern (pathspec syntax): literal text
+	// escaped, unquoted glob characters kept, and every part only known
+	// at run time written `**` (it may hold anything, slashes too).
+	pat string
 }
 
 // unknown reports whether the value is not fully known before it runs.
@@ -129,16 +134,18 @@ func (a *analyzer) evalParts(parts []syntax.WordPart, raw string, off int) field
 		case *syntax.Lit:
 			if strings.IndexByte(p.Value, '\\') < 0 && globIndex(p.Value) < 0 {
 				f.val, f.lead, f.leadEnd = p.Value, p.Value, true
+				f.pat = pathspec.EscapeMeta(p.Value)
 				return f
 			}
 		case *syntax.SglQuoted:
 			if !p.Dollar {
 				f.val, f.lead, f.leadEnd = p.Value, p.Value, true
+				f.pat = pathspec.EscapeMeta(p.Value)
 				return f
 			}
 		}
 	}
-	var sb strings.Builder
+	var sb, pb strings.Builder
 	leadDone := false
 	markLead := func() {
 		if !leadDone {
@@ -146,8 +153,9 @@ func (a *analyzer) evalParts(parts []syntax.WordPart, raw string, off int) field
 			leadDone = true
 		}
 	}
-	a.evalInto(&sb, &f, parts, false, markLead)
+	a.evalInto(&sb, &pb, &f, parts, false, markLead)
 	f.val = sb.String()
+	f.pat = pb.String()
 	if !leadDone {
 		f.lead = f.val
 		f.leadEnd = true
@@ -163,44 +171,55 @@ func (a *analyzer) evalParts(parts []syntax.WordPart, raw string, off int) field
 	return f
 }
 
-func (a *analyzer) evalInto(sb *strings.Builder, f *field, parts []syntax.WordPart, dq bool, markLead func()) {
-	for i, p := range parts {
+func (a *analyzer) evalInto(sb, pb *strings.Builder, f *field, parts []syntax.WordPart, dq bool, markLead func()) {
+	lit := func(v string) {
+		sb.WriteString(v)
+		pb.WriteString(pathspec.EscapeMeta(v))
+	}
+	runTime := func() {
+		// A run-time part can be anything; consecutive ones are one.
+		if !strings.HasSuffix(pb.String(), "**") {
+			pb.WriteString("**")
+		}
+	}
+	for _, p := range parts {
 		switch p := p.(type) {
 		case *syntax.Lit:
 			if dq {
-				sb.WriteString(unescapeDouble(p.Value))
+				lit(unescapeDouble(p.Value))
 				continue
 			}
-			if globIndex(p.Value) >= 0 {
+			if gi := globIndex(p.Value); gi >= 0 {
 				// Write the literal text before the glob first so that
 				// lead is exact.
 				v := p.Value
-				gi := globIndex(v)
-				sb.WriteString(unescapeBare(v[:gi]))
+				lit(unescapeBare(v[:gi]))
 				markLead()
 				f.glob = true
 				sb.WriteString(unescapeBare(v[gi:]))
+				pb.WriteString(globPattern(v[gi:]))
 				continue
 			}
-			_ = i
-			sb.WriteString(unescapeBare(p.Value))
+			lit(unescapeBare(p.Value))
 		case *syntax.SglQuoted:
 			if p.Dollar {
-				sb.WriteString(ansiC(p.Value))
+				lit(ansiC(p.Value))
 			} else {
-				sb.WriteString(p.Value)
+				lit(p.Value)
 			}
 		case *syntax.DblQuoted:
-			a.evalInto(sb, f, p.Parts, true, markLead)
+			a.evalInto(sb, pb, f, p.Parts, true, markLead)
 		case *syntax.ParamExp:
 			markLead()
 			f.dynamic, f.param = true, true
 			writeRaw(sb, a, p)
+			runTime()
 			a.paramExp(p)
 		case *syntax.CmdSubst:
 			markLead()
 			f.dynamic = true
 			writeRaw(sb, a, p)
+			runTime()
 			before := a.netSeen
 			a.cmdSubst(p.Stmts, p)
 			if a.netSeen > before {
@@ -210,6 +229,7 @@ func (a *analyzer) evalInto(sb *strings.Builder, f *field, parts []syntax.WordPa
 			markLead()
 			f.dynamic = true
 			writeRaw(sb, a, p)
+			runTime()
 			before := a.netSeen
 			a.cmdSubst(p.Stmts, p)
 			if a.netSeen > before {
@@ -218,26 +238,52 @@ func (a *analyzer) evalInto(sb *strings.Builder, f *field, parts []syntax.WordPa
 		case *syntax.ArithmExp:
 			if a.arith(p.X) {
 				if n, err := expand.Arithm(&expand.Config{}, p.X); err == nil { // never a nil config: expand would share (and write) a global one across goroutines
-					sb.WriteString(strconv.Itoa(n))
+					lit(strconv.Itoa(n))
 					continue
 				}
 			}
 			markLead()
 			f.dynamic = true
 			writeRaw(sb, a, p)
+			runTime()
 		case *syntax.ExtGlob:
 			markLead()
 			f.glob = true
 			sb.WriteString(p.Op.String())
 			sb.WriteString(p.Pattern.Value)
 			sb.WriteString(")")
+			runTime() // @(a|b), !(x): wider than one name part; be safe
 		default:
 			markLead()
 			f.dynamic = true
 			writeRaw(sb, a, p)
+			runTime()
 			a.addNode(Dangerous, "word.unknown", p, "this word part is not understood")
 		}
 	}
+}
+
+// globPattern turns the unquoted source text of a glob (backslash escapes
+// kept) into a pathspec pattern: `*`, `?` and `[...]` stay wildcards
+// (bash's `[^x]` is pathspec's `[^x]` too); braces were expanded before,
+// so a `{` or `}` left is literal.
+func globPattern(v string) string {
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; c {
+		case '\\':
+			if i+1 < len(v) {
+				i++
+				b.WriteString(pathspec.EscapeMeta(v[i : i+1]))
+			}
+		case '{', '}':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 // globIndex returns the index of the first unescaped glob metacharacter

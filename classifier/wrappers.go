@@ -166,6 +166,7 @@ assigns:
 // nested repository, whose config is not trusted.
 func (a *analyzer) chdir(c *call, i int, f field) {
 	a.cdSeen = true
+	a.cdTo(f)
 }
 
 func hCd(a *analyzer, c *call) {
@@ -180,6 +181,7 @@ func hCd(a *analyzer, c *call) {
 	if dir == nil {
 		a.cdSeen = true // $HOME
 		a.cdProtected = "the home directory"
+		a.cdTo(field{val: "~", pat: "~"})
 		return
 	}
 	if what, ok := protectedPath(*dir); ok {

@@ -33,6 +33,7 @@ const (
 var projectKeys = map[string]tighten{
 	"tools.deny":                 tightenAppend,
 	"tools.ask":                  tightenAppend,
+	"tools.secrets":              tightenAppend,
 	"tools.mode":                 tightenMode,
 	"tools.auto_allow_sandboxed": tightenFalse,
 	"tools.max_output_bytes":     tightenLower,

@@ -76,6 +76,17 @@ func TestProjectTightens(t *testing.T) {
 		{name: "image refused", project: "sandbox:\n  image: evil\n", errHas: "sandbox.image cannot be set"},
 		{name: "read-only dirs refused", project: "tools:\n  read_only_dirs: ['/']\n", errHas: "cannot be set"},
 		{name: "trust git refused", user: "classifier:\n  trust_git_reads: false\n", project: "classifier:\n  trust_git_reads: true\n", errHas: "loosen"},
+		{name: "secrets default", check: func(t *testing.T, c *Config) {
+			if !slices.Equal(c.Tools.Secrets, DefaultSecretPaths) {
+				t.Fatal(c.Tools.Secrets)
+			}
+		}},
+		{name: "user replaces secrets, project adds", user: "tools:\n  secrets: ['.env']\n", project: "tools:\n  secrets: ['*.secret']\n", check: func(t *testing.T, c *Config) {
+			if !slices.Equal(c.Tools.Secrets, []string{".env", "*.secret"}) {
+				t.Fatal(c.Tools.Secrets)
+			}
+		}},
+		{name: "bad secret", user: "tools:\n  secrets: ['[']\n", errHas: "tools.secrets"},
 		{name: "auto-allow off", project: "tools:\n  auto_allow_sandboxed: false\n", check: func(t *testing.T, c *Config) {
 			if c.Tools.AutoAllowSandboxed {
 				t.Fatal("a project could not turn auto_allow_sandboxed off")

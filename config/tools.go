@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/agentbox/agentbox/config/pathspec"
 )
 
 // Tools is the "tools" section: permissions, limits and approvals of the
@@ -20,6 +22,11 @@ type Tools struct {
 	Allow []string `mapstructure:"allow" yaml:"allow"`
 	Ask   []string `mapstructure:"ask" yaml:"ask"`
 	Deny  []string `mapstructure:"deny" yaml:"deny"`
+	// Secrets are the secret files, as path specifiers; each acts as the
+	// ask rule Read(entry) for every tool, Bash included, and the
+	// classifier judges reads of them dangerous (see DefaultSecretPaths).
+	// A project config may add entries, never remove them.
+	Secrets []string `mapstructure:"secrets" yaml:"secrets"`
 	// AutoAllowSandboxed runs a shell command judged dangerous (never a
 	// forbidden one) without asking in the default and acceptEdits modes
 	// when it is contained: it runs in the sandbox (no network), its
@@ -56,6 +63,7 @@ func defaultTools() Tools {
 		Ask:   []string{},
 		Deny:  []string{"Edit(/.agentbox/**)"},
 
+		Secrets:            append([]string(nil), DefaultSecretPaths...),
 		AutoAllowSandboxed: true,
 		ReadOnlyDirs:       []string{},
 		MaxOutputBytes:     30000,
@@ -88,6 +96,11 @@ func (c *Tools) validate() error {
 			if strings.TrimSpace(r) == "" {
 				return fmt.Errorf("tools: empty permission rule")
 			}
+		}
+	}
+	for _, s := range c.Secrets {
+		if _, err := pathspec.Compile(s, "/w", "/h"); strings.TrimSpace(s) == "" || err != nil {
+			return fmt.Errorf("tools.secrets %q: not a path specifier (like .env, *.pem, ~/.ssh, //etc/shadow): %w", s, ErrInvalid)
 		}
 	}
 	for _, d := range c.ReadOnlyDirs {

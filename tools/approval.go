@@ -35,7 +35,8 @@ type ApprovalRequest struct {
 	Session string          `json:"session"`
 	Tool    string          `json:"tool"`
 	Input   json.RawMessage `json:"input"`
-	// Summary is one line saying what the call would do.
+	// Summary says what the call would do; for a command tool it is the
+	// whole command, never cut (surfaces escape it with termtext.Line).
 	Summary string `json:"summary"`
 	// Reason says why approval is needed (rule, verdict, mode).
 	Reason  string   `json:"reason"`

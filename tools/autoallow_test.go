@@ -67,7 +67,7 @@ func TestAutoAllowSandboxed(t *testing.T) {
 		{name: "reading a secret asks", opts: []func(*Options){contained, func(o *Options) {
 			o.Classify = func(ctx context.Context, cmd string) Verdict {
 				v := fakeClassify(ctx, cmd)
-				v.Reasons = append(v.Reasons, Reason{Rule: "read.credential", Text: ".env", Message: "reads a credential or secret file"})
+				v.Reasons = append(v.Reasons, Reason{Rule: "read.secret", Text: ".env", Message: "may read a secret file: the path rule Read(.env*) asks before any tool reads one"})
 				return v
 			}
 		}}, command: "npm test .env", asked: true, errKind: ErrPermissionDenied, by: "test"},

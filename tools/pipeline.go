@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -281,7 +282,7 @@ func NewPipeline(reg *Registry, opts Options) *Pipeline {
 		opts.Limits.MaxTimeout = config.MaxTimeout
 	}
 	p := &Pipeline{reg: reg, opts: opts}
-	pc := permission.Context{Workspace: opts.Workspace, Home: opts.Home, Resolve: p.resolve}
+	pc := permission.Context{Workspace: opts.Workspace, Home: opts.Home, Resolve: p.resolve, ReadDir: p.readDir}
 	running := func(next Handler) Handler { return next }
 	if opts.Running != nil {
 		running = opts.Running.Stage(opts.Approver, opts.Grants)
@@ -470,15 +471,42 @@ func (p *Pipeline) resolve(path string) (string, error) {
 	return real, nil
 }
 
+// readDir is permission.Context.ReadDir: the names in a directory beneath
+// the workspace, read through the workspace root (never following a
+// symlink out of it); at most 10000.
+func (p *Pipeline) readDir(dir string) ([]string, error) {
+	if p.opts.Root == nil {
+		return nil, errors.New("no workspace root")
+	}
+	rel, err := filepath.Rel(p.opts.Workspace, dir)
+	if err != nil || !filepath.IsLocal(rel) && rel != "." {
+		return nil, fmt.Errorf("%s is outside the workspace", dir)
+	}
+	f, err := p.opts.Root.Open(rel)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Readdirnames(10000)
+}
+
 // hidden is Env.Hidden for a call: deny rules with a path specifier that
-// apply to the call's tool.
+// apply to the call's tool, and the secret rules (ask rules of Source
+// permission.SecretSource): a walk cannot ask about each file it passes,
+// so it leaves secret files out, and reading one by name asks.
 func (p *Pipeline) hidden(c *Call) func(string) bool {
 	if c.Tool == nil {
 		return nil
 	}
 	var deny []permission.Rule
+	pc := permission.Call{Tool: c.Tool.Name(), Aliases: c.Tool.Aliases(), Kind: string(c.Tool.Kind())}
 	for _, r := range p.opts.Rules.Deny {
-		if r.Spec != "" && r.Tool != "Bash" && r.AppliesTo(permission.Call{Tool: c.Tool.Name(), Aliases: c.Tool.Aliases(), Kind: string(c.Tool.Kind())}) {
+		if r.Spec != "" && r.Tool != "Bash" && r.AppliesTo(pc) {
+			deny = append(deny, r)
+		}
+	}
+	for _, r := range p.opts.Rules.Ask {
+		if r.Source == permission.SecretSource && r.Spec != "" && r.AppliesTo(pc) {
 			deny = append(deny, r)
 		}
 	}

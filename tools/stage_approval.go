@@ -34,7 +34,7 @@ func ApprovalStage(ap Approver, store GrantStore, rs permission.Rules, pctx perm
 				Session: c.Session.ID,
 				Tool:    c.Tool.Name(),
 				Input:   c.Input,
-				Summary: Summarize(c),
+				Summary: approvalSummary(c),
 				Reason:  c.Decision.Reason,
 				Verdict: c.Verdict,
 			}
@@ -49,9 +49,9 @@ func ApprovalStage(ap Approver, store GrantStore, rs permission.Rules, pctx perm
 				c.Decision.Action = permission.Deny
 				c.Decision.By = "approver"
 				if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-					return Fail(ErrNeedsApproval, "this %s call needs a person's approval (%s) and none came before the call was cancelled: %s", c.Tool.Name(), c.Decision.Reason, req.Summary)
+					return Fail(ErrNeedsApproval, "this %s call needs a person's approval (%s) and none came before the call was cancelled: %s", c.Tool.Name(), c.Decision.Reason, Summarize(c))
 				}
-				return Fail(ErrNeedsApproval, "this %s call needs a person's approval (%s) and none could be asked: %s.%s", c.Tool.Name(), c.Decision.Reason, req.Summary, allowHints(c, req.Prefixes, askedBy, workspace))
+				return Fail(ErrNeedsApproval, "this %s call needs a person's approval (%s) and none could be asked: %s.%s", c.Tool.Name(), c.Decision.Reason, Summarize(c), allowHints(c, req.Prefixes, askedBy, workspace))
 			}
 			c.Decision.By = ans.By
 			if !ans.Allow {
@@ -120,12 +120,12 @@ func refuseAfterApproval(c *Call, req ApprovalRequest, ans Approval, askedBy, wo
 	switch {
 	case !asked:
 		kind = ErrNeedsApproval
-		fmt.Fprintf(&b, "this %s call needs approval (%s) and nobody could be asked, so it was refused: %s.", c.Tool.Name(), c.Decision.Reason, req.Summary)
+		fmt.Fprintf(&b, "this %s call needs approval (%s) and nobody could be asked, so it was refused: %s.", c.Tool.Name(), c.Decision.Reason, Summarize(c))
 	case ans.Unanswered:
 		kind = ErrNeedsApproval
-		fmt.Fprintf(&b, "this %s call needs approval (%s) and nobody answered in time, so it was refused: %s.", c.Tool.Name(), c.Decision.Reason, req.Summary)
+		fmt.Fprintf(&b, "this %s call needs approval (%s) and nobody answered in time, so it was refused: %s.", c.Tool.Name(), c.Decision.Reason, Summarize(c))
 	default:
-		fmt.Fprintf(&b, "a person refused this %s call (%s): %s.", c.Tool.Name(), c.Decision.Reason, req.Summary)
+		fmt.Fprintf(&b, "a person refused this %s call (%s): %s.", c.Tool.Name(), c.Decision.Reason, Summarize(c))
 	}
 	if ans.Message != "" {
 		b.WriteString(" ")
@@ -164,6 +164,10 @@ func allowHints(c *Call, prefixes [][]string, askedBy, workspace string) string 
 		fmt.Fprintf(&b, "\n- add the allow rule %s to tools.allow in %s;", rule, userConfig)
 		b.WriteString("\n- or approve it when asked: run it where a person can answer (see above).")
 		return b.String()
+	case askedBy == "rule" && c.Match.List == "secrets":
+		fmt.Fprintf(&b, "\n- remove %s from tools.secrets in %s: it guards a secret file for every tool (no allow rule or grant overrides it);", strings.TrimSuffix(strings.TrimPrefix(c.Decision.Rule, "Read("), ")"), userConfig)
+	case askedBy == "rule" && c.Match.List == "deny":
+		fmt.Fprintf(&b, "\n- name the files it reads literally: a path known only at run time may be one the deny rule %s refuses;", c.Decision.Rule)
 	case askedBy == "rule" && c.Decision.Rule != "":
 		fmt.Fprintf(&b, "\n- remove the ask rule %s from tools.ask (no allow rule or grant overrides an ask rule);", c.Decision.Rule)
 	case isCmd && len(prefixes) > 0:
@@ -215,6 +219,17 @@ func Summarize(c *Call) string {
 		return c.Tool.Name() + " " + strings.Join(paths, ", ")
 	}
 	return c.Tool.Name() + " " + oneLine(string(c.Input), 200)
+}
+
+// approvalSummary is what a person approving c is shown: like Summarize,
+// but a command is shown whole and exactly as it will run (no cut, no
+// whitespace folded), so that nothing after a long comment or a newline
+// escapes the person's eyes. Every surface escapes it (termtext.Line).
+func approvalSummary(c *Call) string {
+	if cmd, ok := CommandOf(c.Params); ok {
+		return c.Tool.Name() + ": " + cmd
+	}
+	return Summarize(c)
 }
 
 func oneLine(s string, max int) string {

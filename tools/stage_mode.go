@@ -77,7 +77,7 @@ func readsSecrets(v *Verdict) bool {
 		return false
 	}
 	for _, r := range v.Reasons {
-		if r.Rule == "read.credential" || r.Rule == "read.secret" {
+		if r.Rule == "read.secret" || r.Rule == "read.raw_disk" {
 			return true
 		}
 	}

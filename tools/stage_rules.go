@@ -18,9 +18,13 @@ func permissionCall(c *Call) permission.Call {
 		pc.HasCommand = true
 		if c.Verdict != nil {
 			pc.Commands = c.Verdict.Commands
+			pc.Reads = c.Verdict.Reads
 			for _, p := range c.Verdict.Parts {
 				pc.Parts = append(pc.Parts, permission.Part{Argv: p.Argv, Class: p.Class, Prefix: p.Prefix})
 			}
+		}
+		if c.Session != nil {
+			pc.Dir = c.Session.Cwd()
 		}
 	}
 	return pc

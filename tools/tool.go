@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/agentbox/agentbox/tools/permission"
 )
 
 // Kind says what a tool does, for permission rules (Edit(...) rules apply to
@@ -158,6 +160,9 @@ type Verdict struct {
 	Reasons  []Reason   `json:"reasons,omitempty"`
 	Commands [][]string `json:"commands,omitempty"` // normalized argv of each simple command
 	Prefix   []string   `json:"prefix,omitempty"`   // argv prefix offered for "always allow"
+	// Reads are the words that may name files the command reads, matched
+	// against Read path rules (secret files included).
+	Reads []permission.Read `json:"-"`
 	// Parts are the simple commands of a command the classifier resolved
 	// wholly into simple commands (lists, pipelines, chains, subshells),
 	// each judged alone; empty when it could not. Rules and grants cover

@@ -44,18 +44,20 @@ The exit status is 0 whatever the class.`,
 			if err != nil {
 				return err
 			}
-			opt := classifier.FromConfig(cfg.Classifier)
+			// The same options as the pipeline's: the classifier section and
+			// the secret path rules (tools.secrets).
+			opts := []classifier.Option{classifier.FromConfig(cfg.Classifier), classifier.WithSecrets(cfg.Tools.Secrets...)}
 			if jsonl {
 				if len(args) > 0 {
 					return errors.New("classify --jsonl reads commands from stdin and takes no COMMAND")
 				}
-				return classifyJSONL(cmd.InOrStdin(), a.stdout(), opt)
+				return classifyJSONL(cmd.InOrStdin(), a.stdout(), opts...)
 			}
 			if len(args) == 0 {
 				return errors.New("classify needs a COMMAND (or --jsonl)")
 			}
 			command := strings.Join(args, " ")
-			v := classifier.Classify(command, opt)
+			v := classifier.Classify(command, opts...)
 			if a.jsonOut {
 				return json.NewEncoder(jsonWriter{a.stdout()}).Encode(result(command, v))
 			}
@@ -77,7 +79,7 @@ func result(command string, v classifier.Verdict) classifyResult {
 
 // classifyJSONL classifies each input line; a bad line yields a dangerous
 // result with an error reason, never a failure.
-func classifyJSONL(in io.Reader, out io.Writer, opt classifier.Option) error {
+func classifyJSONL(in io.Reader, out io.Writer, opts ...classifier.Option) error {
 	r := bufio.NewReader(in)
 	bw := bufio.NewWriter(out)
 	enc := json.NewEncoder(jsonWriter{bw})
@@ -102,7 +104,7 @@ func classifyJSONL(in io.Reader, out io.Writer, opt classifier.Option) error {
 			res = classifyResult{Verdict: classifier.Verdict{Class: classifier.Dangerous, Commands: [][]string{},
 				Reasons: []classifier.Reason{{Rule: "input.invalid", Text: truncate(trimmed, 200), Offset: 0, Message: fmt.Sprintf("line %d: %s", n, msg)}}}}
 		} else {
-			res = result(*input.Cmd, classifier.Classify(*input.Cmd, opt))
+			res = result(*input.Cmd, classifier.Classify(*input.Cmd, opts...))
 		}
 		if werr := enc.Encode(res); werr != nil {
 			return werr

@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -83,5 +86,45 @@ func TestClassifyCommand(t *testing.T) {
 		if !strings.Contains(out.String(), tt.want) {
 			t.Errorf("%v printed %q, want it to contain %q", tt.args, out.String(), tt.want)
 		}
+	}
+}
+
+// TestClassifySecrets: `agentbox classify` judges with the secret path
+// rules of the configuration (tools.secrets): a read of a secret file by
+// a glob or a substitution is dangerous with a reason naming the rule, and
+// a user config that changes the list is followed.
+func TestClassifySecrets(t *testing.T) {
+	base := t.TempDir()
+	ws := filepath.Join(base, "ws")
+	os.Mkdir(ws, 0o755)
+	t.Setenv("AGENTBOX_STATE_DIR", filepath.Join(base, "state"))
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(base, "config"))
+	for cmd, rule := range map[string]string{"cat .e*": "Read(.env*)", "cat -- *.pem": "Read(*.pem)", "cat $(ls -a | grep env)": "Read(", "xxd .env": "Read(.env*)"} {
+		out, _, err := runCLI(t, "--workspace", ws, "classify", "--json", cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v classifier.Verdict
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Fatal(err)
+		}
+		if v.Class != classifier.Dangerous || !slices.ContainsFunc(v.Reasons, func(r classifier.Reason) bool {
+			return r.Rule == "read.secret" && strings.Contains(r.Message, rule)
+		}) {
+			t.Errorf("classify %q = %s %+v, want dangerous with read.secret naming %s", cmd, v.Class, v.Reasons, rule)
+		}
+	}
+	// The operator's list is the one used.
+	os.MkdirAll(filepath.Join(base, "config", "agentbox"), 0o755)
+	os.WriteFile(filepath.Join(base, "config", "agentbox", "config.yaml"), []byte("tools:\n  secrets: [\"*.secret\"]\n"), 0o644)
+	for cmd, want := range map[string]string{"cat .env": "read_only", "cat a.secret": "dangerous"} {
+		out, _, err := runCLI(t, "--workspace", ws, "classify", cmd)
+		if err != nil || !strings.HasPrefix(out, want) {
+			t.Errorf("with tools.secrets [*.secret], classify %q = %q (%v), want %s", cmd, out, err, want)
+		}
+	}
+	out, _, err := runCLI(t, "--workspace", ws, "config", "show")
+	if err != nil || !strings.Contains(out, "secrets") || !strings.Contains(out, "*.secret") {
+		t.Errorf("config show does not show tools.secrets: %v\n%s", err, out)
 	}
 }

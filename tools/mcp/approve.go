@@ -11,6 +11,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentbox/agentbox/tools"
+	"github.com/agentbox/agentbox/tools/termtext"
 )
 
 // Decisions a person can pick in the elicitation form.
@@ -184,42 +185,50 @@ func decide(req tools.ApprovalRequest, res *sdk.ElicitResult) tools.Approval {
 // a command no rule or grant covers yet (decisionAlwaysAllow+":N" for the
 // Nth offered prefix), and of all of them at once when there are several;
 // or deny.
+//
+// Everything in the message and the titles comes from the call (the
+// command, paths, reasons that quote the command): each piece is escaped
+// with termtext.Line, so that no escape sequence, bidi override or newline
+// can redraw or reorder the question. The summary is never cut: for a
+// command it is the whole command.
 func elicitParams(req tools.ApprovalRequest) *sdk.ElicitParams {
+	l := termtext.Line
+	q := func(s string) string { return `"` + l(s) + `"` }
 	var b strings.Builder
-	fmt.Fprintf(&b, "agentbox: allow this %s call?\n", req.Tool)
+	fmt.Fprintf(&b, "agentbox: allow this %s call?\n", l(req.Tool))
 	if req.Summary != "" {
-		fmt.Fprintf(&b, "\n  %s\n", req.Summary)
+		fmt.Fprintf(&b, "\n  %s\n", l(req.Summary))
 	}
 	if v := req.Verdict; v != nil {
-		fmt.Fprintf(&b, "\nclass: %s\n", v.Class)
+		fmt.Fprintf(&b, "\nclass: %s\n", l(v.Class))
 		if len(v.Reasons) > 0 {
 			b.WriteString("reasons:\n")
 			for _, r := range v.Reasons {
-				fmt.Fprintf(&b, "  - %s", r.Message)
+				fmt.Fprintf(&b, "  - %s", l(r.Message))
 				if r.Text != "" {
-					fmt.Fprintf(&b, " (%q at byte %d, rule %s)", r.Text, r.Offset, r.Rule)
+					fmt.Fprintf(&b, " (%s at byte %d, rule %s)", q(r.Text), r.Offset, l(r.Rule))
 				} else if r.Rule != "" {
-					fmt.Fprintf(&b, " (rule %s)", r.Rule)
+					fmt.Fprintf(&b, " (rule %s)", l(r.Rule))
 				}
 				b.WriteString("\n")
 			}
 		}
 	}
 	if req.Reason != "" {
-		fmt.Fprintf(&b, "why approval is needed: %s\n", req.Reason)
+		fmt.Fprintf(&b, "why approval is needed: %s\n", l(req.Reason))
 	}
 	choices := []any{
 		map[string]any{"const": decisionAllowOnce, "title": "Allow once"},
 	}
 	switch {
 	case req.Verdict == nil:
-		choices = append(choices, map[string]any{"const": decisionAlwaysAllow, "title": fmt.Sprintf("Always allow %s (this session)", req.Tool)})
+		choices = append(choices, map[string]any{"const": decisionAlwaysAllow, "title": fmt.Sprintf("Always allow %s (this session)", l(req.Tool))})
 	case len(req.Prefixes) == 1:
-		choices = append(choices, map[string]any{"const": decisionAlwaysAllow, "title": fmt.Sprintf("Always allow %q (this session)", strings.Join(req.Prefixes[0], " "))})
+		choices = append(choices, map[string]any{"const": decisionAlwaysAllow, "title": fmt.Sprintf("Always allow %s (this session)", q(strings.Join(req.Prefixes[0], " ")))})
 	case len(req.Prefixes) > 1:
 		all := make([]string, len(req.Prefixes))
 		for i, p := range req.Prefixes {
-			all[i] = strconv.Quote(strings.Join(p, " "))
+			all[i] = q(strings.Join(p, " "))
 			choices = append(choices, map[string]any{"const": fmt.Sprintf("%s:%d", decisionAlwaysAllow, i), "title": fmt.Sprintf("Always allow %s (this session)", all[i])})
 		}
 		choices = append(choices, map[string]any{"const": decisionAlwaysAllow, "title": fmt.Sprintf("Always allow %s (this session)", strings.Join(all, " and "))})

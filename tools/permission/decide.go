@@ -69,6 +69,10 @@ type Match struct {
 	// resolution rather than the path as written ("lib/x resolves to
 	// src/x"); or, for a deny without a rule, why the call is refused.
 	Note string
+	// List names the configuration list the rule is in: "deny", "ask",
+	// "allow", or "secrets" (tools.secrets). A deny rule that asks
+	// (a shell word known only at run time) has List "deny".
+	List string
 }
 
 // Evaluate applies deny, then ask, then allow. A deny or ask rule matches
@@ -83,6 +87,7 @@ func (rs Rules) Evaluate(ctx Context, c Call) Match {
 		return Match{Action: Deny, Note: err.Error()}
 	}
 	c.Paths = paths
+	c.readWords(ctx)
 	note := func(r *Rule) string {
 		for _, p := range c.Paths {
 			if n, ok := notes[p]; ok && r.Spec != "" && r.MatchPath(ctx, p) {
@@ -91,18 +96,37 @@ func (rs Rules) Evaluate(ctx Context, c Call) Match {
 		}
 		return ""
 	}
+	if c.HasCommand {
+		// A deny rule matches a shell command's reads only when a word
+		// names (or globs) a denied path; a word known only at run time
+		// may be one, which asks.
+		for i := range rs.Deny {
+			if rs.Deny[i].matchesCommand(ctx, c, false) {
+				return Match{Action: Deny, Rule: &rs.Deny[i], List: "deny"}
+			}
+		}
+		for i := range rs.Deny {
+			if rs.Deny[i].matchReads(ctx, c, true) {
+				return Match{Action: Ask, Rule: &rs.Deny[i], List: "deny", Note: "a path the command reads is only known at run time and may be one this rule denies"}
+			}
+		}
+	}
 	for i := range rs.Deny {
-		if rs.Deny[i].matchesAny(ctx, c) {
-			return Match{Action: Deny, Rule: &rs.Deny[i], Note: note(&rs.Deny[i])}
+		if !c.HasCommand && rs.Deny[i].matchesAny(ctx, c) {
+			return Match{Action: Deny, Rule: &rs.Deny[i], List: "deny", Note: note(&rs.Deny[i])}
 		}
 	}
 	for i := range rs.Ask {
 		if rs.Ask[i].matchesAny(ctx, c) {
-			return Match{Action: Ask, Rule: &rs.Ask[i], Note: note(&rs.Ask[i])}
+			list := "ask"
+			if rs.Ask[i].Source == SecretSource {
+				list = "secrets"
+			}
+			return Match{Action: Ask, Rule: &rs.Ask[i], List: list, Note: note(&rs.Ask[i])}
 		}
 	}
 	if r := rs.allowAll(ctx, c); r != nil {
-		return Match{Action: Allow, Rule: r}
+		return Match{Action: Allow, Rule: r, List: "allow"}
 	}
 	return Match{}
 }

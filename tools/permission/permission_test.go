@@ -353,3 +353,116 @@ func TestDecideNamesResolution(t *testing.T) {
 		t.Fatalf("%+v", out)
 	}
 }
+
+// TestReadRulesCoverShellReads: a Read deny or ask rule applies to a
+// shell command that may read a matching path — named literally, through
+// a glob that can match it, through a symlink, or through a word known
+// only at run time (then it asks, even for a deny rule).
+func TestReadRulesCoverShellReads(t *testing.T) {
+	secrets, _ := ParseAll([]string{"Read(.env)", "Read(*.pem)"}, SecretSource)
+	deny, _ := ParseAll([]string{"Read(./private/**)"}, "user")
+	allow, _ := ParseAll([]string{"Bash(cat:*)"}, "user")
+	rs := Rules{Deny: deny, Ask: secrets, Allow: allow}
+	rctx := ctx
+	rctx.Resolve = func(p string) (string, error) {
+		if p == "/ws/innocent" {
+			return "/ws/.env", nil
+		}
+		return p, nil
+	}
+	bash := func(reads ...Read) Call {
+		return Call{Tool: "Bash", Kind: "execute", HasCommand: true, Commands: [][]string{{"cat", "x"}},
+			Parts: []Part{{Argv: []string{"cat", "x"}, Class: "dangerous", Prefix: []string{"cat"}}}, Reads: reads}
+	}
+	lit := func(p string) Read { return Read{Pattern: p} }
+	tests := []struct {
+		call Call
+		want Action
+		rule string
+		list string
+	}{
+		{bash(lit(".env")), Ask, "Read(.env)", "secrets"},
+		{bash(lit(".e*")), Ask, "Read(.env)", "secrets"},
+		{bash(lit(".[e]nv")), Ask, "Read(.env)", "secrets"},
+		{bash(lit(".en?")), Ask, "Read(.env)", "secrets"},
+		{bash(lit("sub/*.pem")), Ask, "Read(*.pem)", "secrets"},
+		{bash(lit("/ws/a/../.env")), Ask, "Read(.env)", "secrets"},
+		{bash(lit("innocent")), Ask, "Read(.env)", "secrets"},
+		{bash(Read{Pattern: "**", RunTime: true}), Ask, "Read(./private/**)", "deny"},
+		{bash(lit("private/k")), Deny, "Read(./private/**)", "deny"},
+		{bash(lit("p*/k")), Deny, "Read(./private/**)", "deny"},
+		{bash(lit("*.go"), lit(".envrc"), lit("README.md")), Allow, "Bash(cat:*)", "allow"},
+		{bash(lit("/etc/x/.env")), Allow, "Bash(cat:*)", "allow"}, // outside the workspace
+		{Call{Tool: "Read", Kind: "read", Paths: []string{"/ws/sub/.env"}}, Ask, "Read(.env)", "secrets"},
+		// A relative word is read where the command starts (the session's
+		// working directory after an earlier cd).
+		{Call{Tool: "Bash", Kind: "execute", HasCommand: true, Commands: [][]string{{"cat", "k"}}, Reads: []Read{lit("k")}, Dir: "/ws/private"}, Deny, "Read(./private/**)", "deny"},
+	}
+	for _, tt := range tests {
+		m := rs.Evaluate(rctx, tt.call)
+		if m.Action != tt.want || m.Rule == nil || m.Rule.Raw != tt.rule || m.List != tt.list {
+			t.Errorf("Evaluate(%+v) = %s %v (%s), want %s %s (%s)", tt.call.Reads, m.Action, m.Rule, m.List, tt.want, tt.rule, tt.list)
+		}
+	}
+}
+
+// TestSecretAskWinsOverGrantsAndModes: a secret rule's ask is an explicit
+// ask match: a grant, an allow rule or a read-only verdict do not lift it,
+// in default, acceptEdits and plan mode; dontAsk refuses.
+func TestSecretAskWinsOverGrantsAndModes(t *testing.T) {
+	secrets, _ := ParseAll([]string{"Read(.env)"}, SecretSource)
+	m := Match{Action: Ask, Rule: &secrets[0], List: "secrets"}
+	for _, mode := range []Mode{ModeDefault, ModeAcceptEdits, ModePlan} {
+		out := Decide(Input{Mode: mode, Match: m, Class: "read_only", ReadOnly: true, InWorkspace: true, Granted: true, Kind: "execute"})
+		if out.Action != Ask || !strings.Contains(out.Reason, "Read(.env)") {
+			t.Errorf("%s: %+v, want ask naming Read(.env)", mode, out)
+		}
+	}
+	if out := Decide(Input{Mode: ModeDontAsk, Match: m, Class: "read_only", ReadOnly: true}); out.Action != Deny {
+		t.Errorf("dontAsk: %+v", out)
+	}
+}
+
+// TestBareGlobReadsTheDirectory: a bare glob (`*`, `dir/*`) is judged by
+// the names it really expands to, as bash expands them (no dot files),
+// symlinks resolved; a directory that cannot be listed asks.
+func TestBareGlobReadsTheDirectory(t *testing.T) {
+	secrets, _ := ParseAll([]string{"Read(.env)", "Read(*.pem)"}, SecretSource)
+	allow, _ := ParseAll([]string{"Bash(cat:*)"}, "user")
+	rs := Rules{Ask: secrets, Allow: allow}
+	dirs := map[string][]string{
+		"/ws":       {".env", "a.go", "notes.txt"},
+		"/ws/certs": {"server.pem", "README"},
+		"/ws/links": {"innocent"},
+	}
+	rctx := ctx
+	rctx.ReadDir = func(dir string) ([]string, error) {
+		names, ok := dirs[dir]
+		if !ok {
+			return nil, errors.New("cannot list")
+		}
+		return names, nil
+	}
+	rctx.Resolve = func(p string) (string, error) {
+		if p == "/ws/links/innocent" {
+			return "/ws/.env", nil
+		}
+		return p, nil
+	}
+	for word, want := range map[string]Action{
+		"*":           Allow, // .env is a dot file: * never names it
+		"certs/*":     Ask,
+		"certs/R*":    Ask, // not bare: R*.pem can match it by pattern
+		"certs/[!s]*": Allow,
+		"certs/[s]*":  Ask,
+		"links/*":     Ask, // a symlink to .env
+		"gone/*":      Ask, // cannot be listed
+		"/etc/*":      Allow,
+	} {
+		c := Call{Tool: "Bash", Kind: "execute", HasCommand: true, Commands: [][]string{{"cat", word}}, Reads: []Read{{Pattern: word}},
+			Parts: []Part{{Argv: []string{"cat", word}, Class: "dangerous", Prefix: []string{"cat"}}}}
+		if m := rs.Evaluate(rctx, c); m.Action != want {
+			t.Errorf("cat %s: %s %v, want %s", word, m.Action, m.Rule, want)
+		}
+	}
+}

@@ -12,19 +12,35 @@
 // resolve into simple commands; a forbidden command is never allowed by a
 // project rule, a grant or any mode; a dangerous command runs unasked
 // only when the caller says it is contained (Input.Contained) and no rule
-// asks; anything unknown asks. Everything here is pure and safe for
-// concurrent use.
+// asks; anything unknown asks. Path rules are one mechanism for every
+// tool: a `Read(...)` rule also applies to a shell command that may read a
+// matching path (the classifier's Verdict.Reads, passed as Call.Reads) —
+// named literally or through a symlink, or through a glob that can match
+// it (glob-vs-glob overlap, config/pathspec) — and a word known only at
+// run time makes even a deny rule ask. The secret files (tools.secrets)
+// are ask rules of Source SecretSource; an ask match is decided before
+// grants, read-only verdicts, containment and mode defaults, so nothing
+// but bypassPermissions lets such a call run unasked. Everything here is
+// pure and safe for concurrent use.
 package permission
 
 import (
 	"errors"
 	"fmt"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 
-	"github.com/bmatcuk/doublestar/v4"
+	"github.com/agentbox/agentbox/config/pathspec"
 )
+
+// SecretSource is the Source of the ask rules that guard secret files
+// (tools.secrets): `Read(.env)`, `Read(*.pem)`, ... They are ordinary ask
+// rules, so they ask for every tool, a shell command that may read a
+// matching path included, and beat allow rules, grants and any mode's
+// default but bypassPermissions.
+const SecretSource = "secrets"
 
 // ErrBadRule is wrapped by rule parse errors.
 var ErrBadRule = errors.New("bad permission rule")
@@ -118,6 +134,59 @@ type Call struct {
 	Parts []Part
 	// Paths are the absolute, clean paths the call touches.
 	Paths []string
+	// Reads are the words of a shell command that may name files it reads
+	// (the classifier's Verdict.Reads): Read rules apply to them.
+	Reads []Read
+	// Dir is the absolute directory a shell command starts in (the
+	// session's working directory); "" is the workspace. Relative reads
+	// are anchored there.
+	Dir string
+
+	words *[]readWord // Reads anchored and compiled, once per Evaluate
+}
+
+// readWord is a Read anchored at the call's directory and compiled.
+type readWord struct {
+	word    string
+	glob    *pathspec.Glob
+	runTime bool
+}
+
+// maxJudgedReads bounds the reads judged one by one; a command with more
+// may read anything, which every Read rule asks about.
+const maxJudgedReads = 1024
+
+// readWords anchors and compiles c's reads (once; Evaluate prepares them).
+func (c *Call) readWords(ctx Context) []readWord {
+	if c.words != nil {
+		return *c.words
+	}
+	dir := c.Dir
+	if dir == "" {
+		dir = ctx.Workspace
+	}
+	reads := c.Reads
+	var out []readWord
+	if len(reads) > maxJudgedReads {
+		reads = reads[:maxJudgedReads]
+		out = append(out, readWord{word: "/**", glob: pathspec.Compiled("/**", true), runTime: true})
+	}
+	for _, rd := range reads {
+		w := pathspec.Join(filepath.ToSlash(dir), filepath.ToSlash(ctx.Home), rd.Pattern)
+		out = append(out, readWord{word: w, glob: pathspec.Compiled(w, true), runTime: rd.RunTime})
+	}
+	c.words = &out
+	return out
+}
+
+// Read is one word of a shell command that may name a file it reads.
+type Read struct {
+	// Pattern is the word as a pathspec pattern (literal text escaped,
+	// glob characters kept, run-time parts `**`), relative to the
+	// workspace unless absolute or `~/`.
+	Pattern string `json:"pattern"`
+	// RunTime: the word has a part only known at run time.
+	RunTime bool `json:"run_time,omitempty"`
 }
 
 // Part is one simple command of a resolved command (Call.Parts).
@@ -146,6 +215,13 @@ type Context struct {
 	// written and its resolution, and the stricter outcome wins. An error
 	// (a symlink leading out of the workspace, a loop) refuses the call.
 	Resolve func(path string) (string, error)
+	// ReadDir, when set, lists the names in a directory beneath the
+	// workspace (the caller owns the file system access). A shell word
+	// that is a bare glob (`*`, `dir/*`, see pathspec.BareGlob) is then
+	// judged by the names it really expands to: a Read rule matches when
+	// one of them matches it. Without ReadDir such a word matches by
+	// pattern overlap like any glob.
+	ReadDir func(dir string) ([]string, error)
 }
 
 // pathsOf returns c's paths as written followed by the resolutions that
@@ -293,7 +369,7 @@ func splitWords(s string) []string {
 }
 
 // pathPattern turns a gitignore-style specifier into an absolute
-// doublestar pattern:
+// doublestar pattern (pathspec.Compile):
 //   - `//abs/**` is the absolute path /abs/**
 //   - `~/x` is below the home directory
 //   - `/x` and `./x` and `x/y` are anchored at the workspace
@@ -302,49 +378,14 @@ func splitWords(s string) []string {
 //   - a trailing `/` or a match of any parent directory covers everything
 //     below it
 func (r Rule) pathPattern(ctx Context) (string, error) {
-	s := r.Spec
-	var base, rest string
-	switch {
-	case strings.HasPrefix(s, "//"):
-		base, rest = "/", strings.TrimPrefix(s, "//")
-	case s == "~" || strings.HasPrefix(s, "~/"):
-		if ctx.Home == "" {
-			return "", fmt.Errorf("%w: %q: no home directory to resolve ~", ErrBadRule, r.Raw)
-		}
-		base, rest = ctx.Home, strings.TrimPrefix(strings.TrimPrefix(s, "~"), "/")
-	case strings.HasPrefix(s, "/"):
-		base, rest = ctx.Workspace, strings.TrimPrefix(s, "/")
-	case strings.HasPrefix(s, "./"):
-		base, rest = ctx.Workspace, strings.TrimPrefix(s, "./")
-	default:
-		base, rest = ctx.Workspace, s
-		if !strings.Contains(strings.TrimSuffix(s, "/"), "/") {
-			rest = "**/" + s
-		}
+	if strings.HasPrefix(r.Spec, "~") && ctx.Home == "" {
+		return "", fmt.Errorf("%w: %q: no home directory to resolve ~", ErrBadRule, r.Raw)
 	}
-	rest = strings.TrimSuffix(rest, "/")
-	pat := escapeMeta(filepath.ToSlash(filepath.Clean(base)))
-	if rest != "" {
-		if pat != "/" {
-			pat += "/"
-		}
-		pat += rest
-	}
-	if !doublestar.ValidatePattern(pat) {
+	pat, err := pathspec.Compile(r.Spec, filepath.ToSlash(ctx.Workspace), filepath.ToSlash(ctx.Home))
+	if err != nil {
 		return "", fmt.Errorf("%w: %q: invalid glob pattern", ErrBadRule, r.Raw)
 	}
 	return pat, nil
-}
-
-func escapeMeta(s string) string {
-	var b strings.Builder
-	for _, c := range s {
-		if strings.ContainsRune(`*?[]{}\`, c) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
 }
 
 // MatchPath reports whether the rule's path specifier matches the
@@ -357,38 +398,20 @@ func (r Rule) MatchPath(ctx Context, p string) bool {
 	if err != nil {
 		return false
 	}
-	p = filepath.ToSlash(filepath.Clean(p))
-	for {
-		if ok, _ := doublestar.Match(pat, p); ok {
-			return true
-		}
-		parent := filepath.ToSlash(filepath.Dir(p))
-		if parent == p {
-			return false
-		}
-		p = parent
-	}
+	return pathspec.Match(pat, filepath.ToSlash(p))
 }
 
 // matchesAny: does the rule match the call at least in part (any command,
 // any path)? Used for deny and ask.
 func (r Rule) matchesAny(ctx Context, c Call) bool {
+	if c.HasCommand {
+		return r.matchesCommand(ctx, c, true)
+	}
 	if !r.AppliesTo(c) {
 		return false
 	}
 	if r.Spec == "" {
 		return true
-	}
-	if c.HasCommand {
-		if !isCommandTool(r.Tool) {
-			return false
-		}
-		for _, argv := range c.Commands {
-			if r.MatchCommand(argv) {
-				return true
-			}
-		}
-		return false
 	}
 	if isCommandTool(r.Tool) {
 		return false
@@ -399,6 +422,136 @@ func (r Rule) matchesAny(ctx Context, c Call) bool {
 		}
 	}
 	return false
+}
+
+// matchesCommand: does the rule match a shell command at least in part —
+// a Bash rule any of its argv, a Read rule any file it may read (words
+// known only at run time count when runTime is true)?
+func (r Rule) matchesCommand(ctx Context, c Call, runTime bool) bool {
+	if r.readRule() {
+		return r.matchReads(ctx, c, runTime)
+	}
+	if !r.AppliesTo(c) {
+		return false
+	}
+	if r.Spec == "" {
+		return true
+	}
+	if !isCommandTool(r.Tool) {
+		return false
+	}
+	for _, argv := range c.Commands {
+		if r.MatchCommand(argv) {
+			return true
+		}
+	}
+	return false
+}
+
+// readRule reports whether r is a path rule that applies to what a shell
+// command reads: Read(spec) (Read covers every tool that reads files).
+func (r Rule) readRule() bool { return r.Tool == "Read" && r.Spec != "" }
+
+// matchReads reports whether a Read rule can match a file the command
+// may read: a word that names a matching path (also through a symlink,
+// resolved beneath the workspace), a glob that can match one, or — when
+// runTime is true — a word with a part only known at run time.
+func (r Rule) matchReads(ctx Context, c Call, runTime bool) bool {
+	if !r.readRule() || len(c.Reads) == 0 {
+		return false
+	}
+	pat, err := r.pathPattern(ctx)
+	if err != nil {
+		return false
+	}
+	rule := pathspec.NewRule(pat)
+	for _, rd := range c.readWords(ctx) {
+		if rd.runTime && !runTime {
+			continue
+		}
+		word := rd.word
+		if d, name, bare := pathspec.BareGlob(word); bare && !rd.runTime && ctx.ReadDir != nil {
+			if ctx.globMatches(pat, d, name) {
+				return true
+			}
+			continue
+		}
+		if rule.Covers(rd.glob) {
+			return true
+		}
+		if real, ok := ctx.resolveRead(word); ok && pathspec.Match(pat, real) {
+			return true
+		}
+	}
+	return false
+}
+
+// globMatches reports whether a bare glob `dir/name` expands, as bash
+// would (no dot files), to a path the compiled rule pattern matches, also
+// through a symlink. A directory that cannot be listed matches (fail
+// closed) when it is inside the workspace; outside it the sandbox has
+// nothing to read.
+func (ctx Context) globMatches(pat, dir, name string) bool {
+	dir = unescapeWord(dir)
+	if dir == "" {
+		dir = "/"
+	}
+	if !withinSlash(dir, filepath.ToSlash(ctx.Workspace)) {
+		return false
+	}
+	names, err := ctx.ReadDir(filepath.FromSlash(dir))
+	if err != nil {
+		return true
+	}
+	name = strings.Replace(name, "[!", "[^", -1) // bash's negation is path.Match's ^
+	for _, n := range names {
+		if strings.HasPrefix(n, ".") {
+			continue
+		}
+		if ok, _ := path.Match(name, n); !ok {
+			continue
+		}
+		p := path.Join(dir, n)
+		if pathspec.Match(pat, p) {
+			return true
+		}
+		if real, ok := ctx.resolveRead(pathspec.EscapeMeta(p)); ok && pathspec.Match(pat, real) {
+			return true
+		}
+	}
+	return false
+}
+
+func unescapeWord(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			i++
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func withinSlash(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+}
+
+// resolveRead resolves a literal word's path beneath the workspace (a
+// symlink made by an earlier call leads to the file a command reads).
+func (ctx Context) resolveRead(word string) (string, bool) {
+	if ctx.Resolve == nil || strings.ContainsAny(word, `*?[{`) {
+		return "", false
+	}
+	word = unescapeWord(word)
+	real, err := ctx.Resolve(filepath.FromSlash(word))
+	if err != nil || real == word {
+		return "", false
+	}
+	return filepath.ToSlash(real), true
 }
 
 // CommandPrefix returns the words of a command rule in prefix form

@@ -11,6 +11,7 @@ import (
 	"github.com/agentbox/agentbox/sandbox"
 	"github.com/agentbox/agentbox/snapshot"
 	"github.com/agentbox/agentbox/tools"
+	"github.com/agentbox/agentbox/tools/permission"
 )
 
 // This file is the seam between tools and the domain packages: the only
@@ -26,6 +27,9 @@ func classifierFunc(opts ...classifier.Option) tools.ClassifyFunc {
 // fromClassifier converts a classifier verdict to the tools' Verdict.
 func fromClassifier(v classifier.Verdict) tools.Verdict {
 	out := tools.Verdict{Class: string(v.Class), Commands: v.Commands, Prefix: v.Prefix}
+	for _, r := range v.Reads {
+		out.Reads = append(out.Reads, permission.Read{Pattern: r.Pattern, RunTime: r.RunTime})
+	}
 	for _, p := range v.Parts {
 		out.Parts = append(out.Parts, tools.Part{Argv: p.Argv, Class: string(p.Class), Prefix: p.Prefix})
 	}

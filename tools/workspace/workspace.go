@@ -124,6 +124,11 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Tools, error)
 			*x.dst = append(*x.dst, r)
 		}
 	}
+	secrets, err := SecretRules(cfg.Tools.Secrets)
+	if err != nil {
+		return nil, err
+	}
+	rules.Ask = append(rules.Ask, secrets...)
 	s := &Tools{Config: cfg, readRoots: map[string]*os.Root{}, Rules: rules, Mode: mode}
 	ok := false
 	defer func() {
@@ -210,7 +215,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Tools, error)
 		Home:         home,
 		Rules:        rules,
 		Mode:         mode,
-		Classify:     classifierFunc(classifier.FromConfig(cfg.Classifier)),
+		Classify:     classifierFunc(classifier.FromConfig(cfg.Classifier), classifier.WithSecrets(cfg.Tools.Secrets...)),
 		Approver:     approver,
 		Grants:       s.Grants,
 		// Contained: the sandbox and the snapshot store are always wired
@@ -233,6 +238,25 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Tools, error)
 	})
 	ok = true
 	return s, nil
+}
+
+// SecretSource is the Source of the ask rules made from tools.secrets.
+const SecretSource = permission.SecretSource
+
+// SecretRules turns tools.secrets into the ask rules `Read(entry)` they
+// stand for (Source SecretSource): the one mechanism that guards secret
+// files for every tool, Bash included (see config.DefaultSecretPaths).
+func SecretRules(specs []string) ([]permission.Rule, error) {
+	out := make([]permission.Rule, 0, len(specs))
+	for _, s := range specs {
+		r, err := permission.Parse("Read(" + s + ")")
+		if err != nil {
+			return nil, fmt.Errorf("tools.secrets: %w", err)
+		}
+		r.Source = SecretSource
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 // Visible lists the tools an agent should be offered: those no deny rule
