@@ -12,8 +12,28 @@ import (
 )
 
 // Opener opens a Runner of one backend for cfg (its workspace, its
-// sandbox section). log may be nil.
-type Opener func(ctx context.Context, cfg *config.Config, log *slog.Logger) (Runner, error)
+// sandbox section) with what the caller wires in (o). log may be nil.
+type Opener func(ctx context.Context, cfg *config.Config, log *slog.Logger, o OpenOptions) (Runner, error)
+
+// OpenOptions is what the composition root wires into a backend.
+type OpenOptions struct {
+	// EntryChanges, when set, reports the workspace paths whose directory
+	// entry was created, removed or moved in or out since its previous
+	// call (path → it is a directory), so a backend can keep what it
+	// derives from the tree (the unix sockets it masks) current without
+	// walking it. It must report every change whose system call returned
+	// before it was called; ok false means it cannot vouch for that (not
+	// running yet, overflowed, stopped) and the backend walks the tree.
+	EntryChanges func() (paths map[string]bool, ok bool)
+}
+
+// OpenOption sets an OpenOptions field.
+type OpenOption func(*OpenOptions)
+
+// WithEntryChanges sets OpenOptions.EntryChanges.
+func WithEntryChanges(f func() (map[string]bool, bool)) OpenOption {
+	return func(o *OpenOptions) { o.EntryChanges = f }
+}
 
 // ErrUnknownBackend: sandbox.backend names no registered backend.
 var ErrUnknownBackend = errors.New("unknown sandbox backend")
@@ -70,7 +90,7 @@ func BackendName(cfg *config.Config) string {
 // Open opens a Runner of the backend cfg selects. An unregistered name is
 // an error wrapping ErrUnknownBackend and ErrUnavailable that lists the
 // registered ones.
-func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (Runner, error) {
+func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...OpenOption) (Runner, error) {
 	name := BackendName(cfg)
 	registry.mu.RLock()
 	opener := registry.openers[name]
@@ -78,5 +98,9 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (Runner, er
 	if opener == nil {
 		return nil, fmt.Errorf("%w: %w: sandbox.backend %q (registered: %v)", ErrUnavailable, ErrUnknownBackend, name, Backends())
 	}
-	return opener(ctx, cfg, log)
+	var o OpenOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return opener(ctx, cfg, log, o)
 }

@@ -160,10 +160,10 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Tools, error)
 	}
 	s.Sessions = tools.NewSessionStore(SessionsDir(cfg), cfg.Workspace)
 	s.Grants = tools.NewGrantFile(GrantsPath(cfg))
-	s.sandbox = &lazySandbox{cfg: cfg, log: log, runner: opts.Runner}
+	s.snaps = NewSnapshots(cfg, log)
+	s.sandbox = &lazySandbox{cfg: cfg, log: log, runner: opts.Runner, entries: s.snaps.entryChanges}
 	s.jobs = &lazyJobs{sb: s.sandbox}
 	s.jobs.snaps.Logger = log
-	s.snaps = NewSnapshots(cfg, log)
 	s.Registry = tools.NewRegistry()
 	if opts.Register != nil {
 		if err := opts.Register(s.Registry); err != nil {
@@ -270,6 +270,9 @@ type lazySandbox struct {
 	runner sandbox.Runner
 	err    error
 	owned  bool
+	// entries feeds the sandbox the workspace's entry changes from the
+	// snapshot store's watcher (Snapshots.entryChanges).
+	entries func() (map[string]bool, bool)
 }
 
 func (l *lazySandbox) get(ctx context.Context) (sandbox.Runner, error) {
@@ -278,7 +281,7 @@ func (l *lazySandbox) get(ctx context.Context) (sandbox.Runner, error) {
 	if l.runner != nil || l.err != nil {
 		return l.runner, l.err
 	}
-	r, err := sandbox.Open(ctx, l.cfg, l.log)
+	r, err := sandbox.Open(ctx, l.cfg, l.log, sandbox.WithEntryChanges(l.entries))
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, err // do not remember a cancelled open
