@@ -212,6 +212,23 @@ func (f *entryFeed) unsubscribe() {
 	w.feeds = slices.DeleteFunc(w.feeds, func(x *entryFeed) bool { return x == f })
 }
 
+// maxFeedPaths bounds what a feed holds between takes; beyond it the
+// feed reports lost (its subscriber walks instead).
+const maxFeedPaths = 200_000
+
+func (w *watcher) feedEntry(p string, isDir bool) {
+	for _, f := range w.feeds {
+		if f.lost != "" {
+			continue
+		}
+		if len(f.paths) >= maxFeedPaths {
+			f.lost, f.paths = "more than 200000 changed entries", map[string]bool{}
+			continue
+		}
+		f.paths[p] = f.paths[p] || isDir
+	}
+}
+
 const entryMask = unix.FAN_CREATE | unix.FAN_DELETE | unix.FAN_MOVED_FROM | unix.FAN_MOVED_TO
 
 // take drains every queued event and returns the paths marked since the
@@ -359,10 +376,7 @@ func (w *watcher) event(mask uint64, info []byte) {
 			} else {
 				w.mark(joinRel(rel, dir.name), isDir && mask&(unix.FAN_CREATE|unix.FAN_MOVED_TO) != 0)
 				if mask&entryMask != 0 {
-					for _, f := range w.feeds {
-						p := joinRel(rel, dir.name)
-						f.paths[p] = f.paths[p] || isDir
-					}
+					w.feedEntry(joinRel(rel, dir.name), isDir)
 				}
 				// A directory's own mtime and ctime change with its entries.
 				if rel != "" && mask&(unix.FAN_CREATE|unix.FAN_DELETE|unix.FAN_MOVED_FROM|unix.FAN_MOVED_TO) != 0 {
