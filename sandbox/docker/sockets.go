@@ -27,9 +27,12 @@ import (
 // connect there finds a regular file and fails (ECONNREFUSED). The masks
 // are part of the expected mount table that init verifies, and of the
 // hand-over fingerprint, so a pooled container made before a socket
-// appeared is discarded rather than used. Sockets the sandboxed command
-// makes itself are made after its container was created and keep
-// working. What this does not cover (a socket a host process creates in
+// appeared is discarded rather than used. The set is kept current from
+// the workspace's entry changes when the caller wires a feed in
+// (WithEntryChanges: tools/workspace gives the snapshot watcher's), and
+// found by a walk at a hand-over whenever the feed cannot vouch
+// (socketWalk). Sockets the sandboxed command makes itself are made after
+// its container was created and keep working. What this does not cover (a socket a host process creates in
 // the workspace while a command runs) is written down in
 // docs/ipc-boundary.md; under gVisor host sockets are off altogether.
 

@@ -12,6 +12,9 @@
 // Snapshotter) over them and translates their types and errors to the
 // tools' own (Verdict, ExecRequest/ExecResult, JobStatus, JournalEntry,
 // SnapshotLimitError, UndoConflictError); no other package translates.
+// It also feeds the sandbox the snapshot watcher's entry changes
+// (Snapshots.entryChanges, sandbox.WithEntryChanges), so the unix sockets
+// the sandbox masks are kept current without a walk of the tree.
 // A process has one snapshot store per workspace, Snapshots: the
 // pipeline journals every call in it, the MCP History and Undo tools read
 // and revert it, and `agentbox exec` journals its command in it.
