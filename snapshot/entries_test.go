@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func listenUnix(t *testing.T, p string) {
@@ -61,6 +63,22 @@ func TestEntryChanges(t *testing.T) {
 	}
 	if got, _ := ec.Take(); len(got) != 0 {
 		t.Fatalf("a second Take repeats %v", got)
+	}
+
+	// A socket hard-linked in from outside, and a directory holding one
+	// exchanged with a file (RENAME_EXCHANGE): both names of the exchange.
+	listenUnix(t, filepath.Join(outside+"-2.sock"))
+	t.Cleanup(func() { os.Remove(outside + "-2.sock") })
+	if err := os.Link(outside+"-2.sock", filepath.Join(ws, "linked.sock")); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Renameat2(unix.AT_FDCWD, filepath.Join(ws, "in"), unix.AT_FDCWD, filepath.Join(ws, "file"), unix.RENAME_EXCHANGE); err != nil {
+		t.Fatal(err)
+	}
+	got, lost = ec.Take()
+	want = map[string]bool{"linked.sock": false, "in": true, "file": true}
+	if lost != "" || !maps.Equal(got, want) {
+		t.Fatalf("link, exchange: Take = %v, %q; want %v", got, lost, want)
 	}
 }
 
