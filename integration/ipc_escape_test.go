@@ -3,10 +3,12 @@
 package integration
 
 import (
+	"context"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +16,8 @@ import (
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/images"
 	"github.com/agentbox/agentbox/sandbox"
+	"github.com/agentbox/agentbox/sandbox/docker"
+	"github.com/agentbox/agentbox/snapshot"
 )
 
 // newHostEscape is newEscape with the host image (python3 for the socket
@@ -154,5 +158,64 @@ for p in ["/tmp/own.sock", "own.sock"]:
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in %q", want, out)
 		}
+	}
+}
+
+// TestEscapeUnixSocketWatched: with the socket set kept current from the
+// snapshot watcher's entry changes (as tools/workspace wires it), a host
+// listener bound in the workspace right before a call (no wait between
+// bind and the call; the warm containers were made before it existed) is
+// masked in both flavours, in a new directory and in an existing one; the
+// feed, not a walk, supplied it.
+func TestEscapeUnixSocketWatched(t *testing.T) {
+	e := newHostEscape(t)
+	mutate := func(c *config.Config) { c.Sandbox.Image = images.Host }
+	st, err := snapshot.Open(context.Background(), t.TempDir(), e.ws, snapshot.WithChangeCapture(snapshot.CaptureAuto))
+	must(t, err)
+	t.Cleanup(func() { st.Close() })
+	ec, err := st.EntryChanges()
+	if err != nil {
+		t.Fatalf("the snapshot watcher (fanotify, needs root) did not start: %v", err)
+	}
+	t.Cleanup(ec.Close)
+	var mu sync.Mutex
+	subscribed := false
+	fed := map[string]bool{} // paths the feed vouched for
+	feed := func() (map[string]bool, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		paths, lost := ec.Take()
+		if !subscribed {
+			subscribed = true
+			return nil, false
+		}
+		if lost == "" {
+			for p := range paths {
+				fed[p] = true
+			}
+		}
+		return paths, lost == ""
+	}
+	r, _ := newRunnerOpts(t, e.ws, mutate, docker.WithEntryChanges(feed))
+	_, err = runIn(t, r, sandbox.Spec{Shell: "true", Timeout: time.Minute}) // the pool is warm, the set known
+	must(t, err)
+	must(t, os.Mkdir(filepath.Join(e.ws, "old"), 0o777))
+	for i, rel := range []string{"new1/a.sock", "old/b.sock", "new2/deep/c.sock", "old/d.sock"} {
+		ro := i%2 == 1
+		p := filepath.Join(e.ws, rel)
+		must(t, os.MkdirAll(filepath.Dir(p), 0o777))
+		got := hostListener(t, p)
+		res, err := runIn(t, r, sandbox.Spec{Shell: pyConnect + p, ReadOnly: ro, Timeout: time.Minute})
+		must(t, err)
+		out := string(res.Stdout) + string(res.Stderr)
+		time.Sleep(100 * time.Millisecond)
+		if !strings.Contains(out, "REFUSED") || got.Load() != 0 {
+			t.Errorf("%s (read-only %v), bound just before the call: reached (%d bytes): %q", rel, ro, got.Load(), out)
+		}
+		mu.Lock()
+		if !fed[rel] && !fed[strings.Split(rel, "/")[0]] {
+			t.Errorf("%s: the watcher's feed never reported it (%v)", rel, fed)
+		}
+		mu.Unlock()
 	}
 }

@@ -12,8 +12,5 @@ type Network struct {
 	Approver egress.Approver
 }
 
-// OpenOption changes what Open gives the backend.
-type OpenOption func(*Network)
-
 // WithNetwork sets the network hooks.
-func WithNetwork(n Network) OpenOption { return func(o *Network) { *o = n } }
+func WithNetwork(n Network) OpenOption { return func(o *OpenOptions) { o.Network = n } }

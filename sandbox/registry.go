@@ -12,9 +12,31 @@ import (
 )
 
 // Opener opens a Runner of one backend for cfg (its workspace, its
-// sandbox and network sections) with the host-side network hooks. log
-// may be nil.
-type Opener func(ctx context.Context, cfg *config.Config, log *slog.Logger, net Network) (Runner, error)
+// sandbox and network sections) with what the caller wires in (o): the
+// host-side network hooks, the workspace's entry changes. log may be nil.
+type Opener func(ctx context.Context, cfg *config.Config, log *slog.Logger, o OpenOptions) (Runner, error)
+
+// OpenOptions is what the composition root wires into a backend.
+type OpenOptions struct {
+	// Network holds the host-side hooks of the egress proxy.
+	Network Network
+	// EntryChanges, when set, reports the workspace paths whose directory
+	// entry was created, removed or moved in or out since its previous
+	// call (path → it is a directory), so a backend can keep what it
+	// derives from the tree (the unix sockets it masks) current without
+	// walking it. It must report every change whose system call returned
+	// before it was called; ok false means it cannot vouch for that (not
+	// running yet, overflowed, stopped) and the backend walks the tree.
+	EntryChanges func() (paths map[string]bool, ok bool)
+}
+
+// OpenOption sets an OpenOptions field.
+type OpenOption func(*OpenOptions)
+
+// WithEntryChanges sets OpenOptions.EntryChanges.
+func WithEntryChanges(f func() (map[string]bool, bool)) OpenOption {
+	return func(o *OpenOptions) { o.EntryChanges = f }
+}
 
 // ErrUnknownBackend: sandbox.backend names no registered backend.
 var ErrUnknownBackend = errors.New("unknown sandbox backend")
@@ -72,10 +94,6 @@ func BackendName(cfg *config.Config) string {
 // an error wrapping ErrUnknownBackend and ErrUnavailable that lists the
 // registered ones.
 func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...OpenOption) (Runner, error) {
-	var net Network
-	for _, o := range opts {
-		o(&net)
-	}
 	name := BackendName(cfg)
 	registry.mu.RLock()
 	opener := registry.openers[name]
@@ -83,5 +101,9 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Ope
 	if opener == nil {
 		return nil, fmt.Errorf("%w: %w: sandbox.backend %q (registered: %v)", ErrUnavailable, ErrUnknownBackend, name, Backends())
 	}
-	return opener(ctx, cfg, log, net)
+	var o OpenOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return opener(ctx, cfg, log, o)
 }

@@ -219,6 +219,16 @@
 // reported too and are taken by the next pre-scan as its starting point,
 // exactly as a full pre-scan takes them.
 //
+// Other consumers can follow the workspace's directory entries through
+// the same watcher (Store.EntryChanges, entries.go): each subscription
+// collects the paths created, removed or moved in or out since it last
+// took them, drains the queue before it answers (so a change whose system
+// call returned before Take is in it) and reports lost on anything the
+// watcher could not vouch for (overflow, unresolvable handle, the
+// workspace moved, the store closed, more than 200,000 paths held). The
+// sandbox keeps its set of workspace unix sockets current with it
+// (docs/ipc-boundary.md).
+//
 // The watcher vouches for nothing it did not see. A scan is incremental
 // only from an index this store produced while its watcher ran (or a clone
 // of one, as file-scoped calls and restores make), with no queue overflow,

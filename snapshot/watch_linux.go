@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,6 +57,9 @@ type watcher struct {
 	follow atomic.Bool
 	recent map[string]bool
 	poke   chan struct{}
+
+	// feeds are the subscribers to directory-entry changes (entryFeed).
+	feeds []*entryFeed
 
 	events   atomic.Int64 // events read
 	inside   atomic.Int64 // events that marked a workspace path
@@ -151,7 +155,81 @@ func (w *watcher) markLost(why string) {
 	if w.lost == "" {
 		w.lost = why
 	}
+	for _, f := range w.feeds {
+		if f.lost == "" {
+			f.lost = why
+		}
+	}
 }
+
+// entryFeed collects, for one subscriber, the workspace paths whose
+// directory entry was created, removed or moved in or out since it last
+// took them (path → the entry is a directory), or why they cannot be
+// trusted. An event is queued inside the system call that changed the
+// entry, and take drains the queue first, so a path changed before take
+// was called is in what it returns (or take reports lost).
+type entryFeed struct {
+	w     *watcher
+	paths map[string]bool
+	lost  string
+}
+
+// subscribe adds a feed; it holds what happens from now on.
+func (w *watcher) subscribe() *entryFeed {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	f := &entryFeed{w: w, paths: map[string]bool{}}
+	if w.fd < 0 {
+		f.lost = "watcher closed"
+	}
+	w.feeds = append(w.feeds, f)
+	return f
+}
+
+// take drains the queue and returns the feed's paths and lost reason,
+// starting the next set empty.
+func (f *entryFeed) take() (map[string]bool, string) {
+	w := f.w
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.fd < 0 {
+		return nil, "watcher closed"
+	}
+	w.drainLocked()
+	if p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(w.rootfd)); err != nil || p != w.ws {
+		w.markLost("the workspace moved")
+	}
+	paths, lost := f.paths, f.lost
+	f.paths, f.lost = map[string]bool{}, ""
+	return paths, lost
+}
+
+// unsubscribe removes the feed.
+func (f *entryFeed) unsubscribe() {
+	w := f.w
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.feeds = slices.DeleteFunc(w.feeds, func(x *entryFeed) bool { return x == f })
+}
+
+// maxFeedPaths bounds what a feed holds between takes; beyond it the
+// feed reports lost (its subscriber walks instead).
+const maxFeedPaths = 200_000
+
+func (w *watcher) feedEntry(p string, isDir bool) {
+	for _, f := range w.feeds {
+		if f.lost != "" {
+			continue
+		}
+		if len(f.paths) >= maxFeedPaths {
+			f.lost, f.paths = "more than 200000 changed entries", map[string]bool{}
+			continue
+		}
+		f.paths[p] = f.paths[p] || isDir
+	}
+}
+
+const entryMask = unix.FAN_CREATE | unix.FAN_DELETE | unix.FAN_MOVED_FROM | unix.FAN_MOVED_TO
 
 // take drains every queued event and returns the paths marked since the
 // previous take, or lost (non-empty) when they cannot be trusted. Either
@@ -297,6 +375,9 @@ func (w *watcher) event(mask uint64, info []byte) {
 				}
 			} else {
 				w.mark(joinRel(rel, dir.name), isDir && mask&(unix.FAN_CREATE|unix.FAN_MOVED_TO) != 0)
+				if mask&entryMask != 0 {
+					w.feedEntry(joinRel(rel, dir.name), isDir)
+				}
 				// A directory's own mtime and ctime change with its entries.
 				if rel != "" && mask&(unix.FAN_CREATE|unix.FAN_DELETE|unix.FAN_MOVED_FROM|unix.FAN_MOVED_TO) != 0 {
 					w.mark(rel, false)

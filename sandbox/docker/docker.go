@@ -127,13 +127,16 @@ func init() {
 	sandbox.Register(engine.BackendPodman, openBackend)
 }
 
-func openBackend(ctx context.Context, cfg *config.Config, log *slog.Logger, net sandbox.Network) (sandbox.Runner, error) {
+func openBackend(ctx context.Context, cfg *config.Config, log *slog.Logger, o sandbox.OpenOptions) (sandbox.Runner, error) {
 	var opts []Option
-	if net.Audit != nil {
-		opts = append(opts, WithEgressAudit(net.Audit))
+	if o.Network.Audit != nil {
+		opts = append(opts, WithEgressAudit(o.Network.Audit))
 	}
-	if net.Approver != nil {
-		opts = append(opts, WithEgressApprover(net.Approver, 0))
+	if o.Network.Approver != nil {
+		opts = append(opts, WithEgressApprover(o.Network.Approver, 0))
+	}
+	if o.EntryChanges != nil {
+		opts = append(opts, WithEntryChanges(o.EntryChanges))
 	}
 	r, err := Open(ctx, cfg, log, opts...)
 	if err != nil {
@@ -161,6 +164,7 @@ type options struct {
 	egressApprover egress.Approver
 	egressTimeout  time.Duration
 	egressGate     []egress.GateOption
+	entries        func() (map[string]bool, bool)
 }
 
 // WithoutPins hands Docker the workspace paths of bind sources instead of
@@ -168,6 +172,14 @@ type options struct {
 // (pin.go): init's check of what got mounted is then the only guard. For
 // tests of that guard, and for operators who cannot pin.
 func WithoutPins() Option { return func(o *options) { o.noPins = true } }
+
+// WithEntryChanges keeps the set of unix sockets masked in containers
+// current from the workspace's entry changes instead of a walk of the
+// tree at every hand-over (see sandbox.OpenOptions.EntryChanges; the walk
+// remains whenever f cannot vouch).
+func WithEntryChanges(f func() (map[string]bool, bool)) Option {
+	return func(o *options) { o.entries = f }
+}
 
 // WithHostMounts sets the host paths bind-mounted read-only at the same
 // path in every container (by default those of the host image when the
@@ -283,6 +295,7 @@ func New(ctx context.Context, cli *client.Client, cfg *config.Config, log *slog.
 		wsFD: wsFD, pinBase: filepath.Join(cfg.WorkspaceStateDir(), "pins"), noPins: o.noPins,
 		runtime: cfg.Sandbox.Runtime, gvisor: gvisor,
 	}
+	r.sockets.feed = o.entries
 	if r.inert, err = inertFile(cfg.WorkspaceStateDir()); err != nil {
 		wsFD.Close()
 		return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)

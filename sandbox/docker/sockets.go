@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,9 +27,12 @@ import (
 // connect there finds a regular file and fails (ECONNREFUSED). The masks
 // are part of the expected mount table that init verifies, and of the
 // hand-over fingerprint, so a pooled container made before a socket
-// appeared is discarded rather than used. Sockets the sandboxed command
-// makes itself are made after its container was created and keep
-// working. What this does not cover (a socket a host process creates in
+// appeared is discarded rather than used. The set is kept current from
+// the workspace's entry changes when the caller wires a feed in
+// (WithEntryChanges: tools/workspace gives the snapshot watcher's), and
+// found by a walk at a hand-over whenever the feed cannot vouch
+// (socketWalk). Sockets the sandboxed command makes itself are made after
+// its container was created and keep working. What this does not cover (a socket a host process creates in
 // the workspace while a command runs) is written down in
 // docs/ipc-boundary.md; under gVisor host sockets are off altogether.
 
@@ -36,18 +40,30 @@ import (
 // workspace is refused (fail closed: an unread corner may hold a socket).
 const maxSocketWalk = 2_000_000
 
-// socketWalk finds the unix sockets of a workspace, remembering each
+// socketWalk finds the unix sockets of a workspace. With an entry feed
+// (WithEntryChanges) that vouches for what changed since its previous
+// call, it keeps the set current from the changed paths alone: the cost
+// follows the changes, not the tree. Otherwise it walks, remembering each
 // directory it read: a directory whose inode and change time are those of
 // the last read (and that was not changed within a second before that
 // read: racy) is not read again, only its subdirectories are visited.
 // Creating, linking or renaming a socket into a directory changes that
 // directory's change time, which no unprivileged process can set, so a
-// walk at every hand-over costs one open and stat per directory. Safe for
-// concurrent use.
+// walk costs one open and stat per directory. Safe for concurrent use.
 type socketWalk struct {
 	mu   sync.Mutex
 	dirs map[string]dirMemo
 	now  func() time.Time
+
+	// feed reports entry changes (sandbox.OpenOptions.EntryChanges); nil:
+	// walk every time.
+	feed func() (map[string]bool, bool)
+	// set is the sockets as of the feed's previous call, valid when a
+	// walk made after that call's predecessor built it.
+	set   map[string]bool
+	valid bool
+	// walks and updates count full walks and feed updates (tests, bench).
+	walks, updates int
 }
 
 type dirMemo struct {
@@ -61,63 +77,180 @@ type dirMemo struct {
 // sockets lists the workspace-relative paths of every unix socket beneath
 // the directory ws (an O_PATH descriptor), sorted. It never follows a
 // symlink and never leaves the workspace's file system.
+//
+// The feed is asked first: every socket made before this call is either
+// among the paths it returns or, when it cannot vouch (ok false), found
+// by the walk that follows, which starts after the feed was drained.
 func (sw *socketWalk) sockets(ws int) ([]string, error) {
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
 	if sw.now == nil {
 		sw.now = time.Now
 	}
-	next := map[string]dirMemo{}
-	var out []string
-	seen := 0
-	var dev uint64
-	var walk func(dirfd int, rel string) error
-	walk = func(dirfd int, rel string) error {
-		var st unix.Stat_t
-		if err := unix.Fstat(dirfd, &st); err != nil {
-			return err
-		}
-		if rel == "" {
-			dev = st.Dev
-		} else if st.Dev != dev {
-			return nil // another mount: not part of the workspace's bind mount
-		}
-		m, ok := sw.dirs[rel]
-		if !ok || !m.trusted || m.ino != st.Ino || m.ctime != st.Ctim {
-			began := sw.now()
-			var err error
-			if m, err = readDirTypes(dirfd, &seen); err != nil {
-				return fmt.Errorf("%s: %w", rel, err)
+	if sw.feed != nil {
+		paths, ok := sw.feed()
+		if ok && sw.valid {
+			if err := sw.update(ws, paths); err == nil {
+				sw.updates++
+				return sortedKeys(sw.set), nil
 			}
-			m.ino, m.ctime = st.Ino, st.Ctim
-			m.trusted = time.Unix(st.Ctim.Unix()).Before(began.Add(-time.Second))
+			// Unreadable: walk, which reports the error if it persists.
 		}
-		next[rel] = m
-		for _, n := range m.socks {
-			out = append(out, joinRel(rel, n))
-		}
-		for _, n := range m.subdirs {
-			sub, err := openBeneath(dirfd, n)
-			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) {
-				continue // gone or replaced since it was read (then this directory's ctime changed too)
-			}
-			if err != nil {
-				return fmt.Errorf("%s: %w", joinRel(rel, n), err)
-			}
-			err = walk(int(sub.Fd()), joinRel(rel, n))
-			sub.Close()
-			if err != nil {
-				return err
-			}
-		}
-		return nil
+		sw.valid = false
 	}
-	if err := walk(ws, ""); err != nil {
+	out, err := sw.walkAll(ws)
+	if err != nil {
 		return nil, fmt.Errorf("looking for unix sockets in the workspace: %w", err)
 	}
-	sw.dirs = next
-	sort.Strings(out)
+	if sw.feed != nil {
+		sw.set = make(map[string]bool, len(out))
+		for _, p := range out {
+			sw.set[p] = true
+		}
+		sw.valid = true
+	}
 	return out, nil
+}
+
+// walkAll walks the whole workspace with the directory memo.
+func (sw *socketWalk) walkAll(ws int) ([]string, error) {
+	w := &treeWalk{old: sw.dirs, next: map[string]dirMemo{}, now: sw.now}
+	if err := w.walk(ws, ""); err != nil {
+		return nil, err
+	}
+	sw.dirs = w.next
+	sw.walks++
+	sort.Strings(w.out)
+	return w.out, nil
+}
+
+// update applies the entry changes paths to the socket set: each path is
+// looked at again (a socket, or gone); a directory created, removed or
+// moved there takes everything the set had beneath it away and, if one is
+// there now, a walk of it puts back what it holds.
+func (sw *socketWalk) update(ws int, paths map[string]bool) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(ws, &st); err != nil {
+		return err
+	}
+	keys := sortedKeys(paths)
+	walked := "" // the last directory walked whole: its descendants are done
+	for _, rel := range keys {
+		if walked != "" && strings.HasPrefix(rel, walked+"/") {
+			continue
+		}
+		delete(sw.set, rel)
+		f, err := openBeneath(ws, rel)
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) {
+			sw.dropBeneath(rel) // gone, or no longer a directory inside
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", rel, err)
+		}
+		var fst unix.Stat_t
+		err = unix.Fstat(int(f.Fd()), &fst)
+		if err == nil && fst.Dev != st.Dev {
+			f.Close()
+			sw.dropBeneath(rel) // another mount: not part of the workspace's bind mount
+			continue
+		}
+		switch {
+		case err != nil:
+		case fst.Mode&unix.S_IFMT == unix.S_IFSOCK:
+			sw.set[rel] = true
+			sw.dropBeneath(rel)
+		case fst.Mode&unix.S_IFMT != unix.S_IFDIR:
+			sw.dropBeneath(rel)
+		case paths[rel]:
+			// A directory arrived (or left and another came): what it
+			// holds now replaces what the set had beneath it.
+			sw.dropBeneath(rel)
+			w := &treeWalk{dev: st.Dev, now: sw.now}
+			if err = w.walk(int(f.Fd()), rel); err == nil {
+				for _, p := range w.out {
+					sw.set[p] = true
+				}
+				walked = rel
+			}
+		}
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", rel, err)
+		}
+	}
+	return nil
+}
+
+func (sw *socketWalk) dropBeneath(rel string) {
+	for p := range sw.set {
+		if strings.HasPrefix(p, rel+"/") {
+			delete(sw.set, p)
+		}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// treeWalk is one walk of a directory tree for sockets. With next set it
+// remembers every directory it read and skips reading one that old has
+// (same inode and change time, trusted); without, it reads them all.
+type treeWalk struct {
+	old, next map[string]dirMemo
+	now       func() time.Time
+	dev       uint64 // of the workspace; 0: take the first directory's
+	seen      int
+	out       []string
+}
+
+func (w *treeWalk) walk(dirfd int, rel string) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(dirfd, &st); err != nil {
+		return err
+	}
+	if w.dev == 0 {
+		w.dev = st.Dev
+	} else if st.Dev != w.dev {
+		return nil // another mount: not part of the workspace's bind mount
+	}
+	m, ok := w.old[rel]
+	if w.next == nil || !ok || !m.trusted || m.ino != st.Ino || m.ctime != st.Ctim {
+		began := w.now()
+		var err error
+		if m, err = readDirTypes(dirfd, &w.seen); err != nil {
+			return fmt.Errorf("%s: %w", rel, err)
+		}
+		m.ino, m.ctime = st.Ino, st.Ctim
+		m.trusted = time.Unix(st.Ctim.Unix()).Before(began.Add(-time.Second))
+	}
+	if w.next != nil {
+		w.next[rel] = m
+	}
+	for _, n := range m.socks {
+		w.out = append(w.out, joinRel(rel, n))
+	}
+	for _, n := range m.subdirs {
+		sub, err := openBeneath(dirfd, n)
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) {
+			continue // gone or replaced since it was read (then this directory's ctime changed too)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", joinRel(rel, n), err)
+		}
+		err = w.walk(int(sub.Fd()), joinRel(rel, n))
+		sub.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func joinRel(dir, name string) string {

@@ -64,3 +64,83 @@ func TestSocketWalk(t *testing.T) {
 		t.Fatalf("a removed socket is still listed: %v", got)
 	}
 }
+
+// fakeFeed stands in for the snapshot watcher's entry changes: the test
+// reports what it changed, or that the feed lost events.
+type fakeFeed struct {
+	paths map[string]bool
+	lost  bool
+}
+
+func (f *fakeFeed) take() (map[string]bool, bool) {
+	p, ok := f.paths, !f.lost
+	f.paths, f.lost = map[string]bool{}, false
+	return p, ok
+}
+
+// With an entry feed the socket set follows the reported paths without a
+// walk: sockets made and removed, a directory of sockets moved in and out,
+// a directory replaced by a symlink to one outside. When the feed cannot
+// vouch (overflow), a walk finds even what it never reported.
+func TestSocketWalkFeed(t *testing.T) {
+	ws := t.TempDir()
+	outside := t.TempDir()
+	listen(t, filepath.Join(ws, "a", "old.sock"))
+	listen(t, filepath.Join(outside, "tree", "sub", "s.sock"))
+	listen(t, filepath.Join(outside, "evil", "x.sock"))
+	fd, err := unix.Open(ws, unix.O_PATH|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	feed := &fakeFeed{lost: true} // not subscribed yet
+	sw := &socketWalk{feed: feed.take}
+	step := func(name string, walks int, want ...string) {
+		t.Helper()
+		got, err := sw.sockets(fd)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
+			t.Fatalf("%s: sockets %v, want %v", name, got, want)
+		}
+		if sw.walks != walks {
+			t.Fatalf("%s: %d walks, want %d", name, sw.walks, walks)
+		}
+	}
+	step("first", 1, "a/old.sock")
+
+	listen(t, filepath.Join(ws, "a", "new.sock"))
+	feed.paths["a/new.sock"] = false
+	step("socket made", 1, "a/new.sock", "a/old.sock")
+
+	if err := os.Rename(filepath.Join(outside, "tree"), filepath.Join(ws, "in")); err != nil {
+		t.Fatal(err)
+	}
+	feed.paths["in"] = true
+	step("directory moved in", 1, "a/new.sock", "a/old.sock", "in/sub/s.sock")
+
+	os.Remove(filepath.Join(ws, "a", "new.sock"))
+	feed.paths["a/new.sock"] = false
+	if err := os.Rename(filepath.Join(ws, "in"), filepath.Join(outside, "tree")); err != nil {
+		t.Fatal(err)
+	}
+	feed.paths["in"] = true
+	step("socket removed, directory moved out", 1, "a/old.sock")
+
+	os.RemoveAll(filepath.Join(ws, "a"))
+	if err := os.Symlink(filepath.Join(outside, "evil"), filepath.Join(ws, "a")); err != nil {
+		t.Fatal(err)
+	}
+	feed.paths["a"] = true
+	step("directory replaced by a symlink", 1)
+
+	// Lost events: a socket the feed never reported is found by the walk.
+	os.Remove(filepath.Join(ws, "a"))
+	listen(t, filepath.Join(ws, "b", "c", "unreported.sock"))
+	feed.lost = true
+	step("overflow", 2, "b/c/unreported.sock")
+	if sw.updates != 4 {
+		t.Fatalf("%d updates from the feed, want 4", sw.updates)
+	}
+}

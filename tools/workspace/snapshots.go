@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/snapshot"
@@ -22,6 +23,11 @@ type Snapshots struct {
 	log   *slog.Logger
 	mu    sync.Mutex
 	store *snapshot.Store
+
+	// opened is store once open, read without mu (which an opening holds).
+	opened atomic.Pointer[snapshot.Store]
+	fmu    sync.Mutex
+	feed   *snapshot.EntryChanges // the sandbox's entry changes (entryChanges)
 }
 
 // NewSnapshots returns the (not yet opened) store of cfg's workspace;
@@ -115,12 +121,44 @@ func (l *Snapshots) get(ctx context.Context) (*snapshot.Store, error) {
 			return nil, err
 		}
 		l.store = st
+		l.opened.Store(st)
 	}
 	return l.store, nil
 }
 
+// entryChanges is the sandbox's entry-change feed
+// (sandbox.OpenOptions.EntryChanges) over the store's change capture
+// watcher. It vouches for nothing until the store is open with a watcher:
+// the first call after that subscribes and still says no (the sandbox
+// walks once, after the subscription began); later calls return what the
+// watcher saw since the previous one, or no when it lost events.
+func (l *Snapshots) entryChanges() (map[string]bool, bool) {
+	l.fmu.Lock()
+	defer l.fmu.Unlock()
+	if l.feed == nil {
+		st := l.opened.Load()
+		if st == nil {
+			return nil, false
+		}
+		f, err := st.EntryChanges()
+		if err != nil {
+			return nil, false
+		}
+		l.feed = f
+		return nil, false
+	}
+	paths, lost := l.feed.Take()
+	return paths, lost == ""
+}
+
 // Close closes the store if it was opened.
 func (l *Snapshots) Close() error {
+	l.fmu.Lock()
+	if l.feed != nil {
+		l.feed.Close()
+		l.feed = nil
+	}
+	l.fmu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.store != nil {

@@ -12,6 +12,9 @@
 // Snapshotter) over them and translates their types and errors to the
 // tools' own (Verdict, ExecRequest/ExecResult, JobStatus, JournalEntry,
 // SnapshotLimitError, UndoConflictError); no other package translates.
+// It also feeds the sandbox the snapshot watcher's entry changes
+// (Snapshots.entryChanges, sandbox.WithEntryChanges), so the unix sockets
+// the sandbox masks are kept current without a walk of the tree.
 // A process has one snapshot store per workspace, Snapshots: the
 // pipeline journals every call in it, the MCP History and Undo tools read
 // and revert it, and `agentbox exec` journals its command in it.
@@ -166,10 +169,10 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Tools, error)
 	s.Sessions = tools.NewSessionStore(SessionsDir(cfg), cfg.Workspace)
 	s.Grants = tools.NewGrantFile(GrantsPath(cfg))
 	running := tools.NewRunningCalls()
-	s.sandbox = &lazySandbox{cfg: cfg, log: log, runner: opts.Runner, net: newNetTracker(s.Audit, running)}
+	s.snaps = NewSnapshots(cfg, log)
+	s.sandbox = &lazySandbox{cfg: cfg, log: log, runner: opts.Runner, net: newNetTracker(s.Audit, running), entries: s.snaps.entryChanges}
 	s.jobs = &lazyJobs{sb: s.sandbox}
 	s.jobs.snaps.Logger = log
-	s.snaps = NewSnapshots(cfg, log)
 	s.Registry = tools.NewRegistry()
 	if opts.Register != nil {
 		if err := opts.Register(s.Registry); err != nil {
@@ -304,6 +307,9 @@ type lazySandbox struct {
 	runner sandbox.Runner
 	err    error
 	owned  bool
+	// entries feeds the sandbox the workspace's entry changes from the
+	// snapshot store's watcher (Snapshots.entryChanges).
+	entries func() (map[string]bool, bool)
 }
 
 func (l *lazySandbox) get(ctx context.Context) (sandbox.Runner, error) {
@@ -312,7 +318,7 @@ func (l *lazySandbox) get(ctx context.Context) (sandbox.Runner, error) {
 	if l.runner != nil || l.err != nil {
 		return l.runner, l.err
 	}
-	r, err := sandbox.Open(ctx, l.cfg, l.log, sandbox.WithNetwork(l.net.hooks()))
+	r, err := sandbox.Open(ctx, l.cfg, l.log, sandbox.WithNetwork(l.net.hooks()), sandbox.WithEntryChanges(l.entries))
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, err // do not remember a cancelled open

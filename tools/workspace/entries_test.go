@@ -1,0 +1,55 @@
+package workspace
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestEntryChangesRace: the sandbox's entry feed vouches for nothing
+// before the store is open, then (after one more call that subscribes)
+// reports every socket bound before it is called, with no wait in
+// between: the kernel queues the event inside bind(), and the feed
+// drains the queue. Repeated to give a late report a chance to show.
+func TestEntryChangesRace(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the change capture's watcher needs root (CAP_SYS_ADMIN)")
+	}
+	cfg := testConfig(t)
+	cfg.Snapshot.ChangeCapture = "auto"
+	l := NewSnapshots(cfg, nil)
+	defer l.Close()
+	if _, ok := l.entryChanges(); ok {
+		t.Fatal("vouched before the store was open")
+	}
+	if _, err := l.get(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := l.entryChanges(); ok {
+		t.Fatal("vouched for the time before it subscribed")
+	}
+	dir := filepath.Join(cfg.Workspace, "d")
+	os.Mkdir(dir, 0o755)
+	for i := 0; i < 300; i++ {
+		name := fmt.Sprintf("s%03d.sock", i)
+		ln, err := net.Listen("unix", filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths, ok := l.entryChanges()
+		ln.Close()
+		if !ok {
+			t.Fatalf("round %d: the feed lost events", i)
+		}
+		if _, seen := paths["d/"+name]; !seen {
+			t.Fatalf("round %d: a socket bound before the call is not reported: %v", i, paths)
+		}
+	}
+	l.Close()
+	if _, ok := l.entryChanges(); ok {
+		t.Fatal("vouched after the store closed")
+	}
+}
