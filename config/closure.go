@@ -1,0 +1,344 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// The host-run closure.
+//
+// A protected name (DefaultProtectedPaths) is a trigger: a host program
+// runs or loads it without the person choosing to run project code. What
+// the trigger itself runs or loads is protected like it. Which files those
+// are depends on what the workspace holds now — the hooks core.hooksPath
+// points at, the scripts a hook or a lefthook/pre-commit config names, the
+// files an .envrc sources, the keys of package.json a hook's `npm test`
+// reads, the target of a protected name that is a symlink — so a Closure
+// is computed from the workspace at the moment of use, read through an
+// os.Root (never following a symlink out of the workspace).
+//
+// A trigger file that cannot be read or parsed makes the closure fail
+// closed: it protects the conservative set for that trigger (see
+// Closure.Notes).
+
+// Closure is the protection of one workspace at one moment: the name rules
+// of a Protection plus the host-run closure computed from the files
+// present. Build one per decision (Protection.Closure); it is read-only
+// after that and safe for concurrent use.
+type Closure struct {
+	prot     Protection
+	isGitDir func(string) bool
+	// paths maps a workspace-relative path to why it is protected; it
+	// covers everything beneath it.
+	paths map[string]string
+	// present lists the paths of paths that existed when computed.
+	present map[string]bool
+	// hooks says why package.json's hook-relevant keys are judged (a hook
+	// runner is present); empty: they are not.
+	hooks string
+	notes []string
+}
+
+// ClosureOptions select what Protection.Closure computes.
+type ClosureOptions struct {
+	// Workspace is the workspace's absolute path (absolute paths in
+	// trigger files are mapped through it).
+	Workspace string
+	// IsGitDir is passed to Protection.Match; may be nil.
+	IsGitDir func(dir string) bool
+	// Shallow skips the walk of the whole tree (symlinked protected names
+	// and .envrc files below the root): for callers that run at every
+	// container hand-over and leave deeper paths to the changeset check.
+	Shallow bool
+}
+
+// maxTriggerBytes bounds what is read of one trigger file; a larger one
+// fails closed.
+const maxTriggerBytes = 4 << 20
+
+// maxWalk bounds the entries the tree walk visits; past it the closure
+// notes that it stopped (what it found so far is kept).
+const maxWalk = 2_000_000
+
+// Closure computes the host-run closure of the workspace root opens. It
+// never fails: what it cannot read it protects conservatively and notes.
+func (p Protection) Closure(root *os.Root, opts ClosureOptions) *Closure {
+	c := &Closure{prot: p, isGitDir: opts.IsGitDir, paths: map[string]string{}, present: map[string]bool{}}
+	if root == nil {
+		return c
+	}
+	b := closureBuilder{c: c, root: root, ws: opts.Workspace}
+	b.git()
+	b.npmHooks()
+	b.hookConfigs()
+	b.direnvAt(".envrc")
+	if !opts.Shallow {
+		b.walk()
+	} else {
+		b.rootLinks()
+	}
+	b.resolveLinks()
+	return c
+}
+
+// Match reports whether the workspace-relative path rel is protected — by
+// the name rules (Protection.Match) or by the closure — and why.
+func (c *Closure) Match(rel string) (string, bool) {
+	if why, ok := c.prot.Match(rel, c.isGitDir); ok {
+		return why, true
+	}
+	rel = strings.TrimPrefix(path.Clean("/"+rel), "/")
+	for p, why := range c.paths {
+		if rel == p || strings.HasPrefix(rel, p+"/") {
+			return fmt.Sprintf("%s is protected: %s", rel, why), true
+		}
+	}
+	return "", false
+}
+
+// JudgeFunc judges a change to a path protected by what its content says:
+// old and new are the content before and after (nil: absent). It reports
+// whether the change is to a protected part, and why.
+type JudgeFunc func(old, new []byte) (reason string, protected bool)
+
+// Judge returns the content judge of rel, or nil when rel is not judged by
+// content: a package.json while a hook runner is present
+// (JudgePackageJSON), the state files of a half-done rebase or
+// cherry-pick (JudgeGitState).
+func (c *Closure) Judge(rel string) JudgeFunc {
+	rel = strings.TrimPrefix(path.Clean("/"+rel), "/")
+	if isGitState(rel) {
+		return func(old, new []byte) (string, bool) { return JudgeGitState(rel, new) }
+	}
+	if path.Base(rel) != "package.json" {
+		return nil
+	}
+	hooks := c.hooks
+	return func(old, new []byte) (string, bool) {
+		why, ok := JudgePackageJSON(old, new, hooks != "")
+		if ok && hooks != "" {
+			why += " (" + hooks + ")"
+		}
+		return rel + ": " + why, ok
+	}
+}
+
+// Paths lists the closure's paths that existed when it was computed
+// (files and directories, symlink targets resolved), sorted: what a
+// sandbox can mount read-only.
+func (c *Closure) Paths() []string {
+	out := make([]string, 0, len(c.present))
+	for p := range c.present {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Notes are the closure's fail-closed decisions (a trigger file it could
+// not read or parse, and what it protected instead), for logs.
+func (c *Closure) Notes() []string { return append([]string(nil), c.notes...) }
+
+// HookRunner says why package.json's hook-relevant keys are judged, or ""
+// when no hook runner is present.
+func (c *Closure) HookRunner() string { return c.hooks }
+
+// closureBuilder computes one Closure.
+type closureBuilder struct {
+	c    *Closure
+	root *os.Root
+	ws   string
+	// links are the symlinks with a protected name the walk found.
+	links []string
+}
+
+// add protects rel (workspace-relative, clean, local) and what lies
+// beneath it.
+func (b *closureBuilder) add(rel, why string) {
+	rel = strings.TrimPrefix(path.Clean("/"+rel), "/")
+	if rel == "" || rel == "." {
+		return
+	}
+	if _, ok := b.c.paths[rel]; !ok {
+		b.c.paths[rel] = why
+	}
+	if _, err := b.root.Lstat(rel); err == nil {
+		b.c.present[rel] = true
+	}
+}
+
+// failClosed records a fail-closed decision.
+func (b *closureBuilder) failClosed(format string, args ...any) {
+	b.c.notes = append(b.c.notes, fmt.Sprintf(format, args...))
+}
+
+// read reads a trigger file (through symlinks that stay inside the
+// workspace). It returns os.ErrNotExist when absent.
+func (b *closureBuilder) read(rel string) ([]byte, error) {
+	f, err := b.root.Open(rel)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", rel)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxTriggerBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxTriggerBytes {
+		return nil, fmt.Errorf("%s is larger than %d bytes", rel, maxTriggerBytes)
+	}
+	return data, nil
+}
+
+// exists reports whether rel exists (not following a final symlink).
+func (b *closureBuilder) exists(rel string) bool {
+	_, err := b.root.Lstat(rel)
+	return err == nil
+}
+
+// local maps a path named in a trigger file in directory dir (both
+// workspace-relative) to a workspace-relative path; false when it lies
+// outside the workspace or cannot be known (~, empty).
+func (b *closureBuilder) local(dir, name string) (string, bool) {
+	if name == "" || strings.HasPrefix(name, "~") {
+		return "", false
+	}
+	if filepath.IsAbs(name) {
+		if b.ws == "" {
+			return "", false
+		}
+		rel, err := filepath.Rel(b.ws, name)
+		if err != nil || !filepath.IsLocal(rel) {
+			return "", false
+		}
+		return filepath.ToSlash(rel), true
+	}
+	p := path.Join(dir, name)
+	if p == "." {
+		return "", false
+	}
+	if !filepath.IsLocal(filepath.FromSlash(p)) {
+		return "", false
+	}
+	return p, true
+}
+
+// rootLinks records the protected names at the workspace root that are
+// symlinks (the shallow form of walk).
+func (b *closureBuilder) rootLinks() {
+	ents, err := fs.ReadDir(b.root.FS(), ".")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if e.Type()&fs.ModeSymlink != 0 {
+			if _, ok := b.c.prot.Match(e.Name(), b.c.isGitDir); ok {
+				b.links = append(b.links, e.Name())
+			}
+		}
+	}
+}
+
+// walk visits the whole tree once (names and types only, symlinks not
+// followed, .git directories not entered): every symlink with a protected
+// name is recorded for resolveLinks and every .envrc is read.
+func (b *closureBuilder) walk() {
+	n := 0
+	err := fs.WalkDir(b.root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == "." {
+				return err
+			}
+			return nil // unreadable directory: nothing of it is known
+		}
+		if n++; n > maxWalk {
+			return errWalkLimit
+		}
+		if p == "." {
+			return nil
+		}
+		if d.IsDir() && d.Name() == ".git" {
+			return fs.SkipDir
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			if _, ok := b.c.prot.Match(p, b.c.isGitDir); ok {
+				b.links = append(b.links, p)
+			}
+		}
+		if d.Name() == ".envrc" && p != ".envrc" {
+			b.direnvAt(p)
+		}
+		return nil
+	})
+	if errors.Is(err, errWalkLimit) {
+		b.failClosed("the workspace has more than %d entries: symlinked protected names and .envrc files past that were not looked at", maxWalk)
+	}
+}
+
+var errWalkLimit = errors.New("walk limit")
+
+// resolveLinks protects the target of every symlink with a protected name
+// and of every closure path that is a symlink: host programs follow the
+// link, so the protection judges what the name resolves to.
+func (b *closureBuilder) resolveLinks() {
+	links := append([]string(nil), b.links...)
+	for p := range b.c.paths {
+		links = append(links, p)
+	}
+	sort.Strings(links)
+	for _, l := range links {
+		fi, err := b.root.Lstat(l)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		target, ok := b.resolve(l)
+		if !ok || target == l {
+			continue
+		}
+		b.add(target, fmt.Sprintf("%s is a symlink to it, and host programs follow the link", l))
+	}
+}
+
+// resolve follows symlinks on every component of rel inside the
+// workspace; false when a link leads out of it or loops.
+func (b *closureBuilder) resolve(rel string) (string, bool) {
+	parts := strings.Split(rel, "/")
+	cur := ""
+	for hops := 0; len(parts) > 0; {
+		next := path.Join(cur, parts[0])
+		parts = parts[1:]
+		fi, err := b.root.Lstat(next)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		if hops++; hops > 40 {
+			return "", false
+		}
+		t, err := b.root.Readlink(next)
+		if err != nil {
+			return "", false
+		}
+		tr, ok := b.local(cur, t)
+		if !ok {
+			return "", false
+		}
+		parts = append(strings.Split(tr, "/"), parts...)
+		cur = ""
+	}
+	return cur, cur != ""
+}

@@ -1,0 +1,316 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// ShellCall is one simple command of a shell script as far as it is
+// literal: Args[i] is "" with Literal[i] false when the word has an
+// expansion, a substitution or arithmetic. Assignments (`A=b cmd`,
+// `export A=b`) are in Values.
+type ShellCall struct {
+	Args    []string
+	Literal []bool
+	Values  []string
+}
+
+// ParseShellCalls parses a shell script (bash syntax, what direnv and git
+// hooks run) into its simple commands, at any nesting (functions,
+// substitutions, conditionals).
+func ParseShellCalls(src []byte) ([]ShellCall, error) {
+	if bytes.IndexByte(src, 0) >= 0 {
+		return nil, errors.New("the script holds a NUL byte")
+	}
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(bytes.NewReader(src), "")
+	if err != nil {
+		return nil, err
+	}
+	var calls []ShellCall
+	syntax.Walk(f, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.CallExpr:
+			var c ShellCall
+			for _, a := range n.Assigns {
+				c.Values = append(c.Values, assignValue(a))
+			}
+			for _, w := range n.Args {
+				s, ok := wordLiteral(w)
+				c.Args = append(c.Args, s)
+				c.Literal = append(c.Literal, ok)
+			}
+			calls = append(calls, c)
+		case *syntax.DeclClause:
+			var c ShellCall
+			for _, a := range n.Args {
+				c.Values = append(c.Values, assignValue(a))
+			}
+			calls = append(calls, c)
+		}
+		return true
+	})
+	return calls, nil
+}
+
+func assignValue(a *syntax.Assign) string {
+	if a.Value == nil {
+		return ""
+	}
+	s, _ := wordLiteral(a.Value)
+	return s
+}
+
+// wordLiteral is the value of a word made only of literal parts (plain,
+// single- or double-quoted text without expansions).
+func wordLiteral(w *syntax.Word) (string, bool) {
+	var b strings.Builder
+	for _, p := range w.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			b.WriteString(unescape(p.Value))
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				return "", false
+			}
+			b.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				l, ok := q.(*syntax.Lit)
+				if !ok {
+					return "", false
+				}
+				b.WriteString(l.Value)
+			}
+		default:
+			return "", false
+		}
+	}
+	return b.String(), true
+}
+
+// unescape drops the backslashes of an unquoted literal (`a\ b` is `a b`).
+func unescape(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			i++
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// shellNames protects every regular file a script's literal words or
+// assignment values name, relative to dir (where the script runs).
+// Directories named as arguments are what a tool works on, not what it
+// runs, and stay unprotected. A script that cannot be parsed fails closed:
+// the note says so (the script itself is protected as a trigger).
+func (b *closureBuilder) shellNames(file string, src []byte, dir, why string) {
+	calls, err := ParseShellCalls(src)
+	if err != nil {
+		b.failClosed("%s could not be parsed as a shell script (%v): the files it runs are unknown", file, err)
+		return
+	}
+	for _, c := range calls {
+		for i, a := range c.Args {
+			if c.Literal[i] {
+				b.addFile(dir, a, why)
+			}
+		}
+		for _, v := range c.Values {
+			b.addFile(dir, v, why)
+		}
+	}
+}
+
+// addFile protects name (relative to dir) when it is an existing regular
+// file or a symlink inside the workspace.
+func (b *closureBuilder) addFile(dir, name, why string) {
+	if name == "" || strings.HasPrefix(name, "-") {
+		// An option may carry a path: --config=x.
+		if _, v, ok := strings.Cut(name, "="); ok && strings.HasPrefix(name, "-") {
+			name = v
+		} else {
+			return
+		}
+	}
+	rel, ok := b.local(dir, name)
+	if !ok {
+		return
+	}
+	fi, err := b.root.Lstat(rel)
+	if err != nil || fi.IsDir() {
+		return
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		if st, err := b.root.Stat(rel); err == nil && st.IsDir() {
+			return
+		}
+	}
+	b.add(rel, why)
+}
+
+// direnvLoaders are the direnv stdlib functions that load a file into the
+// shell that enters the directory, with the file each loads by default
+// ("" when it needs an argument).
+var direnvLoaders = map[string]string{
+	"source_env": "", "source_env_if_exists": "",
+	"dotenv": ".env", "dotenv_if_exists": ".env",
+	"source": "", ".": "",
+	"watch_file": "",
+}
+
+// direnvAt adds what the .envrc at rel loads when direnv enters its
+// directory: the files source_env*, source_up*, dotenv*, source and
+// watch_file name (whether or not they exist yet: .envrc.local is
+// typically planted, not changed), flake.nix and flake.lock for use
+// flake, shell.nix and default.nix for use nix, the directories PATH_add
+// and load_prefix put on PATH, and every other existing file a literal
+// word names. An .envrc that cannot be parsed, or a loader with an
+// argument that is not literal, fails closed: every .env* and .envrc*
+// beside it and the nix files are protected.
+func (b *closureBuilder) direnvAt(rel string) {
+	data, err := b.read(rel)
+	if err != nil {
+		if !isNotExist(err) {
+			b.failClosed("%s could not be read (%v)", rel, err)
+			b.direnvConservative(path.Dir(rel))
+		}
+		return
+	}
+	dir := path.Dir(rel)
+	why := func(what string) string {
+		return fmt.Sprintf("%s %s it, and direnv runs that when a shell enters %s", rel, what, dir)
+	}
+	calls, err := ParseShellCalls(data)
+	if err != nil {
+		b.failClosed("%s could not be parsed (%v): every .env* and .envrc* beside it is protected", rel, err)
+		b.direnvConservative(dir)
+		return
+	}
+	for _, c := range calls {
+		for _, v := range c.Values {
+			b.addFile(dir, v, why("names"))
+		}
+		if len(c.Args) == 0 {
+			continue
+		}
+		if !c.Literal[0] {
+			b.failClosed("%s runs a command whose name is not literal: every .env* and .envrc* beside it is protected", rel)
+			b.direnvConservative(dir)
+			continue
+		}
+		cmd, args, lit := c.Args[0], c.Args[1:], c.Literal[1:]
+		nonLiteral := false
+		for _, ok := range lit {
+			nonLiteral = nonLiteral || !ok
+		}
+		def, loader := direnvLoaders[cmd]
+		switch {
+		case loader:
+			if nonLiteral {
+				b.failClosed("%s: %s has an argument that is not literal: every .env* and .envrc* beside it is protected", rel, cmd)
+				b.direnvConservative(dir)
+				continue
+			}
+			names := args
+			if len(names) == 0 && def != "" {
+				names = []string{def}
+			}
+			for _, n := range names {
+				p, ok := b.local(dir, n)
+				if !ok {
+					continue
+				}
+				if fi, err := b.root.Stat(p); err == nil && fi.IsDir() && strings.HasPrefix(cmd, "source_env") {
+					p = path.Join(p, ".envrc")
+				}
+				b.add(p, why("loads ("+cmd+")"))
+			}
+		case cmd == "source_up" || cmd == "source_up_if_exists":
+			name := ".envrc"
+			if len(args) > 0 {
+				if nonLiteral {
+					b.direnvConservative(dir)
+					continue
+				}
+				name = args[0]
+			}
+			for d := dir; d != "."; {
+				d = path.Dir(d)
+				if p, ok := b.local(d, name); ok {
+					b.add(p, why("loads ("+cmd+")"))
+				}
+			}
+		case cmd == "use" && len(args) > 0:
+			files := map[string][]string{"flake": {"flake.nix", "flake.lock"}, "nix": {"shell.nix", "default.nix"}}[args[0]]
+			base := dir
+			if args[0] == "flake" && len(args) > 1 && lit[1] {
+				if ref, _, _ := strings.Cut(args[1], "#"); ref != "" && !strings.Contains(ref, ":") {
+					if p, ok := b.local(dir, ref); ok {
+						base = p
+					}
+				}
+			}
+			for _, f := range files {
+				b.add(path.Join(base, f), why("evaluates (use "+args[0]+")"))
+			}
+			for i, a := range args[1:] {
+				if lit[i+1] {
+					b.addFile(dir, a, why("evaluates"))
+				}
+			}
+		case cmd == "PATH_add" || cmd == "path_add" || cmd == "load_prefix":
+			for i, a := range args {
+				if !lit[i] {
+					b.direnvConservative(dir)
+					continue
+				}
+				if cmd == "path_add" && i == 0 {
+					continue // the variable's name
+				}
+				if p, ok := b.local(dir, a); ok {
+					b.add(p, why("puts on PATH (a program there shadows the command the person types)"))
+				}
+			}
+		default:
+			for i, a := range c.Args {
+				if c.Literal[i] {
+					b.addFile(dir, a, why("names"))
+				}
+			}
+		}
+	}
+}
+
+// direnvConservative protects what an .envrc in dir might load when it
+// cannot be judged: every .env* and .envrc* there, and the nix files.
+func (b *closureBuilder) direnvConservative(dir string) {
+	why := fmt.Sprintf("the .envrc in %s could not be judged, so everything it might load is protected", dir)
+	for _, n := range []string{".env", ".envrc.local", "flake.nix", "flake.lock", "shell.nix", "default.nix"} {
+		b.add(path.Join(dir, n), why)
+	}
+	ents, err := fs.ReadDir(b.root.FS(), dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".env") {
+			b.add(path.Join(dir, e.Name()), why)
+		}
+	}
+}
+
+func isNotExist(err error) bool {
+	return errors.Is(err, os.ErrNotExist) || errors.Is(err, fs.ErrNotExist)
+}
