@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -157,6 +158,8 @@ type closureBuilder struct {
 	ws   string
 	// links are the symlinks with a protected name the walk found.
 	links []string
+	// prefixes are the directory names protected patterns reach into.
+	prefixes map[string]bool
 }
 
 // add protects rel (workspace-relative, clean, local) and what lies
@@ -246,9 +249,7 @@ func (b *closureBuilder) rootLinks() {
 	}
 	for _, e := range ents {
 		if e.Type()&fs.ModeSymlink != 0 {
-			if _, ok := b.c.prot.Match(e.Name(), b.c.isGitDir); ok {
-				b.links = append(b.links, e.Name())
-			}
+			b.link(e.Name())
 		}
 	}
 }
@@ -275,9 +276,7 @@ func (b *closureBuilder) walk() {
 			return fs.SkipDir
 		}
 		if d.Type()&fs.ModeSymlink != 0 {
-			if _, ok := b.c.prot.Match(p, b.c.isGitDir); ok {
-				b.links = append(b.links, p)
-			}
+			b.link(p)
 		}
 		if d.Name() == ".envrc" && p != ".envrc" {
 			b.direnvAt(p)
@@ -290,6 +289,23 @@ func (b *closureBuilder) walk() {
 }
 
 var errWalkLimit = errors.New("walk limit")
+
+// link records the symlink rel when its name is protected or is a
+// directory a protected pattern reaches into (.cargo of .cargo/config.toml).
+func (b *closureBuilder) link(rel string) {
+	if b.prefixes == nil {
+		b.prefixes = map[string]bool{}
+		for _, pat := range b.c.prot.patterns {
+			comps := strings.Split(strings.Trim(pat, "/"), "/")
+			for _, c := range comps[:len(comps)-1] {
+				b.prefixes[c] = true
+			}
+		}
+	}
+	if _, ok := b.c.prot.Match(rel, b.c.isGitDir); ok || b.prefixes[path.Base(rel)] {
+		b.links = append(b.links, rel)
+	}
+}
 
 // resolveLinks protects the target of every symlink with a protected name
 // and of every closure path that is a symlink: host programs follow the
@@ -305,20 +321,53 @@ func (b *closureBuilder) resolveLinks() {
 		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
 			continue
 		}
-		target, ok := b.resolve(l)
+		target, via, ok := b.resolve(l)
 		if !ok || target == l {
 			continue
 		}
-		b.add(target, fmt.Sprintf("%s is a symlink to it, and host programs follow the link", l))
+		why := fmt.Sprintf("%s is a symlink to it, and host programs follow the link", l)
+		for _, v := range via[1:] {
+			b.add(v, why) // a link on the way redirects the name too
+		}
+		if _, ok := b.c.prot.Match(l, b.c.isGitDir); ok || b.c.paths[l] != "" {
+			b.add(target, why)
+		}
+		// A link to a directory whose protected part is deeper
+		// (.cargo -> x protects x/config.toml).
+		for _, rest := range b.c.prot.below(l) {
+			b.add(path.Join(target, rest), fmt.Sprintf("%s is a symlink to %s, and host programs read %s/%s", l, target, l, rest))
+		}
 	}
 }
 
+// below lists the paths beneath dir that a pattern with a slash protects
+// (the rest after a component that matches dir's last component).
+func (p Protection) below(dir string) []string {
+	var out []string
+	for _, pat := range p.patterns {
+		comps := strings.Split(strings.Trim(pat, "/"), "/")
+		for i := 1; i < len(comps); i++ {
+			rest := strings.Join(comps[i:], "/")
+			if strings.ContainsAny(rest, "*?[") {
+				continue
+			}
+			if _, ok := p.Match(dir+"/"+rest, nil); ok && !slices.Contains(out, rest) {
+				if _, whole := p.Match(dir, nil); !whole {
+					out = append(out, rest)
+				}
+			}
+		}
+	}
+	return out
+}
+
 // resolve follows symlinks on every component of rel inside the
-// workspace; false when a link leads out of it or loops.
-func (b *closureBuilder) resolve(rel string) (string, bool) {
+// workspace; via lists the links it went through; false when a link
+// leads out of it or loops.
+func (b *closureBuilder) resolve(rel string) (target string, via []string, ok bool) {
 	parts := strings.Split(rel, "/")
 	cur := ""
-	for hops := 0; len(parts) > 0; {
+	for len(parts) > 0 {
 		next := path.Join(cur, parts[0])
 		parts = parts[1:]
 		fi, err := b.root.Lstat(next)
@@ -326,19 +375,19 @@ func (b *closureBuilder) resolve(rel string) (string, bool) {
 			cur = next
 			continue
 		}
-		if hops++; hops > 40 {
-			return "", false
+		if via = append(via, next); len(via) > 40 {
+			return "", nil, false
 		}
 		t, err := b.root.Readlink(next)
 		if err != nil {
-			return "", false
+			return "", nil, false
 		}
-		tr, ok := b.local(cur, t)
+		tr, ok := b.local(path.Dir(next), t)
 		if !ok {
-			return "", false
+			return "", nil, false
 		}
 		parts = append(strings.Split(tr, "/"), parts...)
 		cur = ""
 	}
-	return cur, cur != ""
+	return cur, via, cur != ""
 }

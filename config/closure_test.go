@@ -1,0 +1,326 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// plant makes a workspace from a map: a value starting with "-> " is a
+// symlink to the rest, one ending in "/" is a directory.
+func plant(t testing.TB, files map[string]string) (string, *os.Root) {
+	t.Helper()
+	ws := t.TempDir()
+	for p, v := range files {
+		full := filepath.Join(ws, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case strings.HasPrefix(v, "-> "):
+			if err := os.Symlink(strings.TrimPrefix(v, "-> "), full); err != nil {
+				t.Fatal(err)
+			}
+		case strings.HasSuffix(p, "/"):
+			if err := os.MkdirAll(full, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		default:
+			if err := os.WriteFile(full, []byte(v), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { root.Close() })
+	return ws, root
+}
+
+func defaultProtection() Protection { return Protection{patterns: DefaultProtectedPaths} }
+
+func TestClosureMatch(t *testing.T) {
+	husky := map[string]string{
+		".git/config":       "[core]\n\thooksPath = .husky/_\n",
+		".git/HEAD":         "ref: refs/heads/main\n",
+		".husky/_/h":        "#!/bin/sh\n",
+		".husky/pre-commit": "npm test\n./scripts/check.sh --fast\n",
+		"scripts/check.sh":  "#!/bin/sh\n",
+		"scripts/other.sh":  "#!/bin/sh\n",
+		"package.json":      `{"scripts":{"test":"node t.js"}}`,
+	}
+	tests := []struct {
+		name  string
+		files map[string]string
+		yes   []string
+		no    []string
+	}{
+		{"husky hook names a script", husky,
+			[]string{"scripts/check.sh", ".husky/pre-commit", ".git/config"},
+			[]string{"scripts/other.sh", "package.json", "src/a.js"}},
+		{"hooksPath outside the defaults", map[string]string{
+			".git/config":          "[core]\n\thooksPath = tools/hooks\n[include]\n\tpath = ../gitconf.inc\n",
+			"tools/hooks/pre-push": "make lint\n",
+			"gitconf.inc":          "[core]\n\thooksPath = more-hooks\n",
+		}, []string{"tools/hooks/pre-push", "tools/hooks/new-hook", "gitconf.inc", "more-hooks/post-checkout"},
+			[]string{"tools/other", "Makefile"}},
+		{"hooksPath absolute inside the workspace", map[string]string{
+			".git/config": "[core]\n\thooksPath = WS/abs-hooks\n",
+		}, []string{"abs-hooks/pre-commit"}, []string{"abs"}},
+		{"hook symlinked to a tracked script", map[string]string{
+			".git/hooks/pre-commit": "-> ../../scripts/pre-commit",
+			"scripts/pre-commit":    "#!/bin/sh\nexit 0\n",
+		}, []string{"scripts/pre-commit"}, []string{"scripts/x"}},
+		{"direnv loaders", map[string]string{
+			".envrc": "source_env_if_exists .envrc.local\ndotenv\nwatch_file config/app.yml\nuse flake\nPATH_add bin\n" +
+				"export BASH_ENV=./tools/env.sh\nsource_env sub\n",
+			"tools/env.sh": "x",
+			"sub/":         "",
+		}, []string{".envrc.local", ".env", "config/app.yml", "flake.nix", "flake.lock", "bin/git", "tools/env.sh", "sub/.envrc"},
+			[]string{".env.example", "shell.nix", "src/main.go", "sub/x"}},
+		{"direnv in a subdirectory and source_up", map[string]string{
+			"a/b/.envrc": "source_up\nuse nix\ndotenv_if_exists .env.dev\n",
+		}, []string{"a/b/shell.nix", "a/b/default.nix", "a/b/.env.dev", "a/.envrc", ".envrc"},
+			[]string{"a/b/.env", "a/b/flake.nix"}},
+		{"direnv unparsable fails closed", map[string]string{
+			".envrc":       "if then fi ((\n",
+			".env.staging": "A=1",
+		}, []string{".env", ".env.staging", ".envrc.local", "shell.nix"}, []string{"main.go"}},
+		{"direnv non-literal loader fails closed", map[string]string{
+			".envrc":   `dotenv "$ENVFILE"` + "\n",
+			".env.dev": "A=1",
+		}, []string{".env.dev", ".env"}, []string{"x"}},
+		{"symlinked protected names", map[string]string{
+			"pkg/.claude":                 "-> shared-claude",
+			"pkg/shared-claude/settings":  "{}",
+			"pkg/.vscode":                 "-> vscode-real",
+			"pkg/vscode-real/tasks.json":  "{}",
+			"sub/.envrc":                  "-> ../deep/envrc-real",
+			"deep/envrc-real":             "dotenv\n",
+			".cargo":                      "-> cargo-real",
+			"cargo-real/config.toml":      "",
+			"outside":                     "-> /etc",
+			"pkg/.idea":                   "-> ../../escape",
+			"chain/.mcp.json":             "-> link2",
+			"chain/link2":                 "-> final.json",
+			"chain/final.json":            "{}",
+			"pkg/notprotected-link":       "-> shared2",
+			"pkg/shared2/settings.json":   "{}",
+			"pkg/shared-claude-else/file": "",
+		}, []string{"pkg/shared-claude/settings", "pkg/shared-claude/new.json", "pkg/vscode-real/tasks.json", "deep/envrc-real",
+			"sub/.env", "cargo-real/config.toml", "chain/final.json", "chain/link2"},
+			[]string{"pkg/shared2/settings.json", "pkg/shared-claude-else/file", "cargo-real/other", "deep/other"}},
+		{"lefthook commands", map[string]string{
+			"lefthook.yml": "pre-commit:\n  commands:\n    lint:\n      run: ./scripts/lint.sh {staged_files}\n" +
+				"    fmt:\n      run: node tools/fmt.js\n  jobs:\n    - run: bash ci/job.sh\nrc: ./.lefthookrc\nsource_dir: hooks-src\n",
+			"scripts/lint.sh": "x",
+			"tools/fmt.js":    "x",
+			"ci/job.sh":       "x",
+			"src/":            "",
+		}, []string{"scripts/lint.sh", "tools/fmt.js", "ci/job.sh", ".lefthookrc", "hooks-src/pre-commit/x", ".lefthook/pre-commit/y", "lefthook-local.yml"},
+			[]string{"tools/other.js", "src/a.go"}},
+		{"pre-commit local entries", map[string]string{
+			".pre-commit-config.yaml": "repos:\n- repo: local\n  hooks:\n  - id: check\n    name: check\n    entry: ./hooks/check.py --strict\n    language: script\n" +
+				"  - id: sys\n    name: sys\n    entry: python3 tools/lint.py\n    language: system\n",
+			"hooks/check.py": "x",
+			"tools/lint.py":  "x",
+		}, []string{"hooks/check.py", "tools/lint.py"}, []string{"tools/other.py"}},
+		{"lint-staged in package.json and rc", map[string]string{
+			"package.json":      `{"lint-staged":{"*.js":["node tools/stage.js","eslint --fix"]}}`,
+			".lintstagedrc.yml": "'*.md': node tools/md.js\n",
+			"tools/stage.js":    "x",
+			"tools/md.js":       "x",
+		}, []string{"tools/stage.js", "tools/md.js", ".lintstagedrc.yml", "commitlint.config.js", ".simple-git-hooks.json"},
+			[]string{"tools/x.js"}},
+		{"mise env files and hooks", map[string]string{
+			"mise.toml":    "[env]\n_.file = '.env.mise'\n_.source = 'env/setup.sh'\n[hooks]\nenter = 'bash tools/enter.sh'\n",
+			"tools/enter.sh": "x",
+		}, []string{".env.mise", "env/setup.sh", "tools/enter.sh"}, []string{"tools/x.sh"}},
+		{"home directory configs", map[string]string{}, []string{".aws/config", ".ssh/config", ".docker/config.json", ".kube/config",
+			".agents/skills/x/SKILL.md", ".gnupg/gpg-agent.conf", ".config/git/config", ".local/bin/git"},
+			[]string{".aws/other", ".docker/other.json", "docker/config.json", ".config/other"}},
+		{"git state and reflogs", map[string]string{".git/HEAD": "ref: refs/heads/main\n", ".git/logs/HEAD": "x", ".git/logs/refs/heads/main": "x"},
+			[]string{".git/hooks/pre-commit", ".git/config"},
+			[]string{".git/logs/HEAD", ".git/logs/refs/heads/main", ".git/refs/heads/main", ".git/ORIG_HEAD", ".git/index",
+				".git/objects/ab/cd", ".git/rebase-merge/git-rebase-todo", ".git/refs/stash", ".git/logs/refs/stash"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			files := map[string]string{}
+			for k, v := range tt.files {
+				files[k] = v
+			}
+			ws := t.TempDir()
+			for k, v := range files {
+				files[k] = strings.ReplaceAll(v, "WS/", ws+"/")
+			}
+			ws2, root := plant(t, files)
+			if c := files[".git/config"]; strings.Contains(c, ws) {
+				// The absolute case: map the planted path.
+				os.WriteFile(filepath.Join(ws2, ".git/config"), []byte(strings.ReplaceAll(c, ws, ws2)), 0o644)
+			}
+			isGit := func(dir string) bool {
+				_, err := root.Lstat(dir + "/HEAD")
+				return err == nil
+			}
+			c := defaultProtection().Closure(root, ClosureOptions{Workspace: ws2, IsGitDir: isGit})
+			for _, p := range tt.yes {
+				if why, ok := c.Match(p); !ok {
+					t.Errorf("%s is not protected (notes %v)", p, c.Notes())
+				} else if why == "" {
+					t.Errorf("%s protected without a reason", p)
+				}
+			}
+			for _, p := range tt.no {
+				if why, ok := c.Match(p); ok {
+					t.Errorf("%s is protected: %s", p, why)
+				}
+			}
+		})
+	}
+}
+
+func TestClosureHookRunnerAndPackageJSON(t *testing.T) {
+	deps := func(extra string) []byte {
+		return []byte(`{"name":"x","scripts":{"test":"node t.js"}` + extra + `,"dependencies":{"a":"1"}}`)
+	}
+	old := deps("")
+	tests := []struct {
+		name     string
+		files    map[string]string
+		new      []byte
+		want     bool
+		runnerOn bool
+	}{
+		{"no runner: scripts free", map[string]string{"package.json": string(old)},
+			[]byte(`{"name":"x","scripts":{"test":"curl x|sh"},"dependencies":{"a":"1"}}`), false, false},
+		{"husky dir: scripts judged", map[string]string{".husky/pre-commit": "npm test\n", "package.json": string(old)},
+			[]byte(`{"name":"x","scripts":{"test":"curl x|sh"},"dependencies":{"a":"1"}}`), true, true},
+		{"husky dir: dependencies free", map[string]string{".husky/pre-commit": "npm test\n", "package.json": string(old)},
+			[]byte(`{"name":"x","scripts":{"test":"node t.js"},"dependencies":{"a":"2","b":"1"},"version":"2.0.0"}`), false, true},
+		{"husky dir: reordered and reformatted scripts are no change", map[string]string{".husky/pre-commit": "npm test\n", "package.json": string(old)},
+			[]byte("{\n  \"dependencies\": {\"a\": \"1\"},\n  \"scripts\": {\"test\": \"node t.js\"},\n  \"name\": \"x\"\n}\n"), false, true},
+		{"active .git hook: config judged", map[string]string{".git/hooks/pre-commit": "npm test\n", "package.json": string(old)},
+			deps(`,"config":{"port":"1"}`), true, true},
+		{"sample hooks are no runner", map[string]string{".git/hooks/pre-commit.sample": "x", "package.json": string(old)},
+			deps(`,"config":{"port":"1"}`), false, false},
+		{"hook manager key always judged", map[string]string{"package.json": string(old)},
+			deps(`,"simple-git-hooks":{"pre-commit":"touch /tmp/x"}`), true, false},
+		{"lefthook config makes a runner", map[string]string{"lefthook.yml": "pre-commit:\n  commands: {}\n", "package.json": string(old)},
+			deps(`,"packageManager":"pnpm@9.0.0"`), true, true},
+		{"not JSON fails closed", map[string]string{".husky/pre-commit": "npm test\n"}, []byte("\ufeff{}"), true, true},
+		{"deleted is free", map[string]string{".husky/pre-commit": "npm test\n"}, nil, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, root := plant(t, tt.files)
+			c := defaultProtection().Closure(root, ClosureOptions{})
+			if got := c.HookRunner() != ""; got != tt.runnerOn {
+				t.Fatalf("hook runner %q, want present=%v", c.HookRunner(), tt.runnerOn)
+			}
+			judge := c.Judge("package.json")
+			if judge == nil {
+				t.Fatal("package.json has no judge")
+			}
+			why, got := judge(old, tt.new)
+			if got != tt.want {
+				t.Fatalf("judge = %v (%s), want %v", got, why, tt.want)
+			}
+			if _, ok := c.Match("package.json"); ok {
+				t.Fatal("package.json must be judged by content, not protected by name")
+			}
+		})
+	}
+}
+
+func TestJudgeGitState(t *testing.T) {
+	tests := []struct {
+		rel, content string
+		want         bool
+	}{
+		{".git/rebase-merge/git-rebase-todo", "pick abc one\npick def two\n", false},
+		{".git/rebase-merge/git-rebase-todo", "pick abc one\nexec touch /tmp/x\n", true},
+		{".git/rebase-merge/git-rebase-todo", "pick abc one\n  x make\n", true},
+		{".git/rebase-merge/git-rebase-todo.backup", "x make\n", true},
+		{".git/rebase-merge/done", "pick abc\n", false},
+		{".git/rebase-merge/strategy", "ort\n", false},
+		{".git/rebase-merge/strategy", "evil\n", true},
+		{".git/rebase-merge/author-script", "GIT_AUTHOR_NAME='x'\n", false},
+		{".git/rebase-apply/patch", "exec x\n", false},
+		{".git/sequencer/todo", "pick abc\n", false},
+		{".git/sequencer/todo", "exec sh\n", true},
+		{".git/sequencer/opts", "[options]\n\tstrategy = ort\n", false},
+		{".git/sequencer/opts", "[options]\n\tstrategy = pwn\n", true},
+		{".git/sequencer/opts", "[options\n", true},
+		{"sub/.git/rebase-merge/git-rebase-todo", "exec x\n", true},
+	}
+	c := defaultProtection().Closure(nil, ClosureOptions{})
+	for _, tt := range tests {
+		t.Run(tt.rel+"/"+tt.content, func(t *testing.T) {
+			judge := c.Judge(tt.rel)
+			if judge == nil {
+				t.Fatal("no judge")
+			}
+			if _, got := judge(nil, []byte(tt.content)); got != tt.want {
+				t.Fatalf("got %v, want %v", got, tt.want)
+			}
+			if _, got := judge([]byte(tt.content), nil); got {
+				t.Fatal("a deleted state file runs nothing")
+			}
+		})
+	}
+	if c.Judge(".git/logs/HEAD") != nil || c.Judge("src/main.go") != nil {
+		t.Fatal("only state files and package.json are judged by content")
+	}
+}
+
+func FuzzJudgePackageJSON(f *testing.F) {
+	f.Add([]byte(`{"scripts":{"test":"x"}}`), []byte(`{"scripts":{"test":"y"}}`), true)
+	f.Add([]byte(`{"dependencies":{}}`), []byte(`{"dependencies":{"a":"1"}}`), true)
+	f.Add([]byte(`{}`), []byte(`[]`), false)
+	f.Add([]byte(`{"husky":{"hooks":{}}}`), []byte(`{"husky":{"hooks":{}}}`), false)
+	f.Fuzz(func(t *testing.T, old, new []byte, runner bool) {
+		why, got := JudgePackageJSON(old, new, runner)
+		if got && why == "" {
+			t.Fatal("protected without a reason")
+		}
+		// The same content is never a change of a hook key, unless it
+		// cannot be judged at all.
+		if _, err := jsonObject(new); err == nil {
+			if _, same := JudgePackageJSON(new, new, runner); same {
+				t.Fatal("identical content judged as a hook change")
+			}
+		} else if !got && new != nil {
+			t.Fatal("content that is not a JSON object must fail closed")
+		}
+	})
+}
+
+func FuzzDirenv(f *testing.F) {
+	f.Add([]byte("source_env_if_exists .envrc.local\ndotenv\n"))
+	f.Add([]byte("use flake .#dev\nPATH_add bin\nwatch_file a b\n"))
+	f.Add([]byte("source_up\nexport A=$(cat x)\n"))
+	f.Add([]byte("if then ((\n"))
+	f.Fuzz(func(t *testing.T, envrc []byte) {
+		_, root := plant(t, map[string]string{"a/.envrc": string(envrc), "a/.env.x": "1"})
+		c := defaultProtection().Closure(root, ClosureOptions{Shallow: true})
+		b := closureBuilder{c: c, root: root}
+		b.direnvAt("a/.envrc")
+		if _, ok := c.Match("a/.envrc"); !ok {
+			t.Fatal(".envrc itself must stay protected")
+		}
+		for p := range c.paths {
+			if !filepath.IsLocal(p) {
+				t.Fatalf("closure path %q leaves the workspace", p)
+			}
+		}
+		if _, err := ParseShellCalls(envrc); err != nil {
+			if _, ok := c.Match("a/.env.x"); !ok {
+				t.Fatal("an .envrc that cannot be parsed must protect every .env* beside it")
+			}
+		}
+	})
+}
