@@ -2,6 +2,8 @@ package snapshot
 
 import (
 	"context"
+	"os"
+	"sync"
 
 	"github.com/agentbox/agentbox/config"
 )
@@ -15,7 +17,7 @@ func OpenConfig(ctx context.Context, cfg *config.Config, opts ...Option) (*Store
 	base := []Option{WithExclude(cfg.Snapshot.Exclude...), WithCompression(cfg.Snapshot.Compress),
 		WithMaxCallBytes(callCap(cfg.Snapshot.MaxCallBytes, cfg.Snapshot.MaxBytes)), WithMinFreeBytes(cfg.Snapshot.MinFreeBytes),
 		WithAutoGC(GCPolicy{MaxBytes: cfg.Snapshot.MaxBytes}), WithSerialCalls(cfg.Snapshot.SerialCalls),
-		WithProtection(ProtectConfig(cfg)),
+		WithProtection(ProtectConfig(cfg)), WithContentProtection(ContentConfig(cfg)),
 		WithChangeCapture(cfg.Snapshot.ChangeCapture), WithCaptureCheck(cfg.Snapshot.CaptureCheckEvery, cfg.Snapshot.CaptureCheckInterval)}
 	return Open(ctx, cfg.WorkspaceStateDir(), cfg.Workspace, append(base, opts...)...)
 }
@@ -26,28 +28,75 @@ func Policy(cfg *config.Config) GCPolicy {
 }
 
 // ProtectConfig is the protection of cfg's sandbox section
-// (config.Protection) over cfg's workspace. The git-directory test looks
-// at the workspace itself, beneath it and without following symlinks.
+// (config.Protection) over cfg's workspace, with the host-run closure
+// (config.Closure) computed from the workspace when the returned
+// function's first path is judged: once per call, at the moment of use.
+// The git-directory test looks at the workspace itself, beneath it and
+// without following symlinks.
 func ProtectConfig(cfg *config.Config) func() ProtectFunc {
 	prot := cfg.Sandbox.Protection()
 	ws := cfg.Workspace
 	return func() ProtectFunc {
-		memo := map[string]bool{}
-		isGitDir := func(dir string) bool {
-			if v, ok := memo[dir]; ok {
-				return v
+		isGitDir := gitDirTest(ws)
+		var once sync.Once
+		var c *config.Closure
+		return func(rel string) (string, bool) {
+			once.Do(func() { c = closureAt(prot, ws, isGitDir, false) })
+			return c.Match(rel)
+		}
+	}
+}
+
+// ContentConfig is the content judgement of cfg's protection
+// (config.Closure.Judge): package.json while a hook runner is present,
+// the todo lists of a half-done rebase or cherry-pick.
+func ContentConfig(cfg *config.Config) func() ContentFunc {
+	prot := cfg.Sandbox.Protection()
+	ws := cfg.Workspace
+	return func() ContentFunc {
+		var once sync.Once
+		var c *config.Closure
+		return func(rel string) func(old, new []byte) (string, bool) {
+			once.Do(func() { c = closureAt(prot, ws, nil, true) })
+			if j := c.Judge(rel); j != nil {
+				return j
 			}
-			v := false
-			for _, name := range []string{"HEAD", "objects", "refs"} {
-				if _, err := lstatBeneathPath(ws, dir+"/"+name); err == nil {
-					v = true
-					break
-				}
-			}
-			memo[dir] = v
+			return nil
+		}
+	}
+}
+
+// closureAt computes the host-run closure of the workspace ws. A
+// workspace that cannot be opened yields the name rules alone.
+func closureAt(prot config.Protection, ws string, isGitDir func(string) bool, shallow bool) *config.Closure {
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		return prot.Closure(nil, config.ClosureOptions{Workspace: ws, IsGitDir: isGitDir})
+	}
+	defer root.Close()
+	return prot.Closure(root, config.ClosureOptions{Workspace: ws, IsGitDir: isGitDir, Shallow: shallow})
+}
+
+// gitDirTest reports whether a workspace-relative directory looks like a
+// git directory (HEAD, objects or refs beneath it), memoized.
+func gitDirTest(ws string) func(string) bool {
+	var mu sync.Mutex
+	memo := map[string]bool{}
+	return func(dir string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if v, ok := memo[dir]; ok {
 			return v
 		}
-		return func(rel string) (string, bool) { return prot.Match(rel, isGitDir) }
+		v := false
+		for _, name := range []string{"HEAD", "objects", "refs"} {
+			if _, err := lstatBeneathPath(ws, dir+"/"+name); err == nil {
+				v = true
+				break
+			}
+		}
+		memo[dir] = v
+		return v
 	}
 }
 
