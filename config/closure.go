@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // The host-run closure.
@@ -113,7 +114,7 @@ type JudgeFunc func(old, new []byte) (reason string, protected bool)
 // content: a package.json while a hook runner is present
 // (JudgePackageJSON), the state files of a half-done rebase or
 // cherry-pick (JudgeGitState).
-func (c *Closure) Judge(rel string) JudgeFunc {
+func (c *Closure) Judge(rel string) func(old, new []byte) (string, bool) {
 	rel = strings.TrimPrefix(path.Clean("/"+rel), "/")
 	if isGitState(rel) {
 		return func(old, new []byte) (string, bool) { return JudgeGitState(rel, new) }
@@ -390,4 +391,45 @@ func (b *closureBuilder) resolve(rel string) (target string, via []string, ok bo
 		cur = ""
 	}
 	return cur, via, cur != ""
+}
+
+// Closure computes the host-run closure of c's workspace now (see
+// Protection.Closure); shallow skips the walk of the whole tree. The
+// git-directory test of the name rules looks beneath the workspace. A
+// workspace that cannot be opened yields the name rules alone.
+func (c *Config) Closure(shallow bool) *Closure {
+	prot := c.Sandbox.Protection()
+	root, err := os.OpenRoot(c.Workspace)
+	if err != nil {
+		return prot.Closure(nil, ClosureOptions{Workspace: c.Workspace})
+	}
+	defer root.Close()
+	return prot.Closure(root, ClosureOptions{Workspace: c.Workspace, IsGitDir: GitDirTest(c.Workspace), Shallow: shallow})
+}
+
+// GitDirTest returns the git-directory test of Protection.Match for the
+// workspace ws: a directory with a HEAD, objects or refs entry, looked up
+// beneath ws (os.Root), memoized. Safe for concurrent use.
+func GitDirTest(ws string) func(dir string) bool {
+	var mu sync.Mutex
+	memo := map[string]bool{}
+	return func(dir string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if v, ok := memo[dir]; ok {
+			return v
+		}
+		v := false
+		if root, err := os.OpenRoot(ws); err == nil {
+			for _, name := range []string{"HEAD", "objects", "refs"} {
+				if _, err := root.Lstat(dir + "/" + name); err == nil {
+					v = true
+					break
+				}
+			}
+			root.Close()
+		}
+		memo[dir] = v
+		return v
+	}
 }

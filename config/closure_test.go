@@ -136,7 +136,7 @@ func TestClosureMatch(t *testing.T) {
 		}, []string{"tools/stage.js", "tools/md.js", ".lintstagedrc.yml", "commitlint.config.js", ".simple-git-hooks.json"},
 			[]string{"tools/x.js"}},
 		{"mise env files and hooks", map[string]string{
-			"mise.toml":    "[env]\n_.file = '.env.mise'\n_.source = 'env/setup.sh'\n[hooks]\nenter = 'bash tools/enter.sh'\n",
+			"mise.toml":      "[env]\n_.file = '.env.mise'\n_.source = 'env/setup.sh'\n[hooks]\nenter = 'bash tools/enter.sh'\n",
 			"tools/enter.sh": "x",
 		}, []string{".env.mise", "env/setup.sh", "tools/enter.sh"}, []string{"tools/x.sh"}},
 		{"home directory configs", map[string]string{}, []string{".aws/config", ".ssh/config", ".docker/config.json", ".kube/config",

@@ -2,7 +2,6 @@ package snapshot
 
 import (
 	"context"
-	"os"
 	"sync"
 
 	"github.com/agentbox/agentbox/config"
@@ -31,17 +30,12 @@ func Policy(cfg *config.Config) GCPolicy {
 // (config.Protection) over cfg's workspace, with the host-run closure
 // (config.Closure) computed from the workspace when the returned
 // function's first path is judged: once per call, at the moment of use.
-// The git-directory test looks at the workspace itself, beneath it and
-// without following symlinks.
 func ProtectConfig(cfg *config.Config) func() ProtectFunc {
-	prot := cfg.Sandbox.Protection()
-	ws := cfg.Workspace
 	return func() ProtectFunc {
-		isGitDir := gitDirTest(ws)
 		var once sync.Once
 		var c *config.Closure
 		return func(rel string) (string, bool) {
-			once.Do(func() { c = closureAt(prot, ws, isGitDir, false) })
+			once.Do(func() { c = cfg.Closure(false) })
 			return c.Match(rel)
 		}
 	}
@@ -51,52 +45,13 @@ func ProtectConfig(cfg *config.Config) func() ProtectFunc {
 // (config.Closure.Judge): package.json while a hook runner is present,
 // the todo lists of a half-done rebase or cherry-pick.
 func ContentConfig(cfg *config.Config) func() ContentFunc {
-	prot := cfg.Sandbox.Protection()
-	ws := cfg.Workspace
 	return func() ContentFunc {
 		var once sync.Once
 		var c *config.Closure
 		return func(rel string) func(old, new []byte) (string, bool) {
-			once.Do(func() { c = closureAt(prot, ws, nil, true) })
-			if j := c.Judge(rel); j != nil {
-				return j
-			}
-			return nil
+			once.Do(func() { c = cfg.Closure(true) })
+			return c.Judge(rel)
 		}
-	}
-}
-
-// closureAt computes the host-run closure of the workspace ws. A
-// workspace that cannot be opened yields the name rules alone.
-func closureAt(prot config.Protection, ws string, isGitDir func(string) bool, shallow bool) *config.Closure {
-	root, err := os.OpenRoot(ws)
-	if err != nil {
-		return prot.Closure(nil, config.ClosureOptions{Workspace: ws, IsGitDir: isGitDir})
-	}
-	defer root.Close()
-	return prot.Closure(root, config.ClosureOptions{Workspace: ws, IsGitDir: isGitDir, Shallow: shallow})
-}
-
-// gitDirTest reports whether a workspace-relative directory looks like a
-// git directory (HEAD, objects or refs beneath it), memoized.
-func gitDirTest(ws string) func(string) bool {
-	var mu sync.Mutex
-	memo := map[string]bool{}
-	return func(dir string) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		if v, ok := memo[dir]; ok {
-			return v
-		}
-		v := false
-		for _, name := range []string{"HEAD", "objects", "refs"} {
-			if _, err := lstatBeneathPath(ws, dir+"/"+name); err == nil {
-				v = true
-				break
-			}
-		}
-		memo[dir] = v
-		return v
 	}
 }
 

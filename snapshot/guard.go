@@ -344,24 +344,6 @@ func errRevert(failed []Change) error {
 	return fmt.Errorf("snapshot: changes to protected paths could not be reverted: %s", strings.Join(paths, ", "))
 }
 
-// lstatBeneathPath reports whether rel exists beneath ws, without
-// following symlinks on the way.
-func lstatBeneathPath(ws, rel string) (unix.Stat_t, error) {
-	var st unix.Stat_t
-	fd, err := unix.Openat2(unix.AT_FDCWD, ws, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_DIRECTORY})
-	if err != nil {
-		return st, err
-	}
-	defer unix.Close(fd)
-	f, err := unix.Openat2(fd, rel, &unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS})
-	if err != nil {
-		return st, err
-	}
-	defer unix.Close(f)
-	return st, unix.Fstat(f, &st)
-}
-
 // emptyDirAdded reports whether changes[i] adds a directory that holds
 // nothing the call changed (changes are sorted by path).
 func emptyDirAdded(changes []Change, i int) bool {

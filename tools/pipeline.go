@@ -172,10 +172,10 @@ type Options struct {
 	Audit     AuditLog
 
 	Limits Limits
-	// Protected reports whether a workspace-relative path is protected
-	// and why (config.Protection); nil protects nothing here (the
-	// snapshot store still reverts what its own protection covers).
-	Protected func(rel string) (reason string, protected bool)
+	// Protection returns the workspace's protection at the moment of a
+	// call (config.Closure); nil protects nothing here (the snapshot
+	// store still reverts what its own protection covers).
+	Protection func() Protection
 	// MaxInputBytes bounds a call's JSON input (default 32 MiB).
 	MaxInputBytes int
 	// Parallelism bounds concurrent calls in a batch (default 10).
@@ -284,7 +284,7 @@ func NewPipeline(reg *Registry, opts Options) *Pipeline {
 		ClassifyStage(opts.Classify),
 		Rules(opts.Rules, pc),
 		ModeStage(opts.Mode, opts.Workspace, opts.Grants),
-		ProtectStage(opts.Protected, opts.Workspace, opts.Root, opts.Mode),
+		ProtectStage(opts.Protection, opts.Workspace, opts.Root, opts.Mode),
 		ApprovalStage(opts.Approver, opts.Grants, opts.Workspace, opts.Now),
 		ReadBeforeWrite(p.newEnv),
 		SnapshotStage(opts.Snapshots, opts.Approver),
