@@ -46,6 +46,8 @@ type Closure struct {
 	// runner is present); empty: they are not.
 	hooks string
 	notes []string
+	// targets maps a symlink with a protected name to where it resolves.
+	targets map[string]string
 }
 
 // ClosureOptions select what Protection.Closure computes.
@@ -72,7 +74,7 @@ const maxWalk = 2_000_000
 // Closure computes the host-run closure of the workspace root opens. It
 // never fails: what it cannot read it protects conservatively and notes.
 func (p Protection) Closure(root *os.Root, opts ClosureOptions) *Closure {
-	c := &Closure{prot: p, isGitDir: opts.IsGitDir, paths: map[string]string{}, present: map[string]bool{}}
+	c := &Closure{prot: p, isGitDir: opts.IsGitDir, paths: map[string]string{}, present: map[string]bool{}, targets: map[string]string{}}
 	if root == nil {
 		return c
 	}
@@ -142,6 +144,14 @@ func (c *Closure) Paths() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// LinkTarget reports where rel, a symlink with a protected name (or a
+// closure path that is a symlink), resolves inside the workspace; the
+// target is protected like the name.
+func (c *Closure) LinkTarget(rel string) (string, bool) {
+	t, ok := c.targets[rel]
+	return t, ok
 }
 
 // Notes are the closure's fail-closed decisions (a trigger file it could
@@ -256,7 +266,7 @@ func (b *closureBuilder) rootLinks() {
 }
 
 // walk visits the whole tree once (names and types only, symlinks not
-// followed, .git directories not entered): every symlink with a protected
+// followed, .git and node_modules directories not entered): every symlink with a protected
 // name is recorded for resolveLinks and every .envrc is read.
 func (b *closureBuilder) walk() {
 	n := 0
@@ -273,7 +283,10 @@ func (b *closureBuilder) walk() {
 		if p == "." {
 			return nil
 		}
-		if d.IsDir() && d.Name() == ".git" {
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules") {
+			// .git: its own rules. node_modules: installed packages, the
+			// agent's work product like the source (see the docs); no
+			// host program opens a project or enters a directory there.
 			return fs.SkipDir
 		}
 		if d.Type()&fs.ModeSymlink != 0 {
@@ -332,6 +345,7 @@ func (b *closureBuilder) resolveLinks() {
 		}
 		if _, ok := b.c.prot.Match(l, b.c.isGitDir); ok || b.c.paths[l] != "" {
 			b.add(target, why)
+			b.c.targets[l] = target
 		}
 		// A link to a directory whose protected part is deeper
 		// (.cargo -> x protects x/config.toml).
