@@ -53,6 +53,8 @@ import (
 //     (agent skills and hooks), .asdf (asdf plugins and asdfrc),
 //     .config/git .config/fish .config/systemd .config/autostart
 //     .config/environment.d .config/direnv .config/nvim .local/bin
+//     .local/share/direnv (direnv's allow list) .local/share/mise
+//     .cache/pre-commit (the hook repositories pre-commit runs)
 //     .pam_environment: home-directory configs a host program runs or
 //     loads (the workspace may be someone's home directory).
 //
@@ -86,7 +88,8 @@ var DefaultProtectedPaths = []string{
 	"mise.local.toml", ".mise.local.toml", "mise.*.toml", ".mise.*.toml", ".config/mise.toml", ".config/mise",
 	".aws/config", ".aws/credentials", ".ssh", ".docker/config.json", ".kube/config", ".gnupg", ".agents", ".asdf",
 	".config/git", ".config/fish", ".config/systemd", ".config/autostart", ".config/environment.d",
-	".config/direnv", ".config/nvim", ".local/bin", ".pam_environment",
+	".config/direnv", ".config/nvim", ".local/bin", ".local/share/direnv", ".local/share/mise", ".cache/pre-commit",
+	".pam_environment",
 }
 
 // GitBehaviourFiles are the entries of a git directory that decide what

@@ -50,8 +50,10 @@ func TestClosureGuard(t *testing.T) {
 		check    func(t *testing.T)
 	}{
 		{
-			name:     "scripts changed while husky is present",
-			act:      func() { write(t, ws, "package.json", `{"name":"x","scripts":{"test":"touch /tmp/pwned"},"dependencies":{"a":"1"}}`) },
+			name: "scripts changed while husky is present",
+			act: func() {
+				write(t, ws, "package.json", `{"name":"x","scripts":{"test":"touch /tmp/pwned"},"dependencies":{"a":"1"}}`)
+			},
 			reverted: []string{"package.json"},
 			check: func(t *testing.T) {
 				if got := read(ws, "package.json"); got != pkg {
@@ -60,13 +62,18 @@ func TestClosureGuard(t *testing.T) {
 			},
 		},
 		{
-			name:    "dependencies only",
-			act:     func() { write(t, ws, "package.json", `{"name":"x","scripts":{"test":"node t.js"},"dependencies":{"a":"2","b":"1"}}`) },
+			name: "dependencies only",
+			act: func() {
+				write(t, ws, "package.json", `{"name":"x","scripts":{"test":"node t.js"},"dependencies":{"a":"2","b":"1"}}`)
+			},
 			journal: []string{"package.json"},
 		},
 		{
-			name:     "a file the .envrc loads, and a symlinked .claude's target",
-			act:      func() { write(t, ws, ".envrc.local", "export BASH_ENV=x\n"); write(t, ws, "pkg/shared-claude/settings.json", "{}") },
+			name: "a file the .envrc loads, and a symlinked .claude's target",
+			act: func() {
+				write(t, ws, ".envrc.local", "export BASH_ENV=x\n")
+				write(t, ws, "pkg/shared-claude/settings.json", "{}")
+			},
 			reverted: []string{".envrc.local", "pkg/shared-claude/settings.json"},
 		},
 		{
@@ -91,8 +98,11 @@ func TestClosureGuard(t *testing.T) {
 			reverted: []string{".git/rebase-merge/git-rebase-todo"},
 		},
 		{
-			name:     "the hook runner removed while scripts change: judged after the revert",
-			act:      func() { os.RemoveAll(filepath.Join(ws, ".husky")); write(t, ws, "package.json", `{"scripts":{"test":"evil"}}`) },
+			name: "the hook runner removed while scripts change: judged after the revert",
+			act: func() {
+				os.RemoveAll(filepath.Join(ws, ".husky"))
+				write(t, ws, "package.json", `{"scripts":{"test":"evil"}}`)
+			},
 			reverted: []string{".husky", ".husky/pre-commit", "package.json"},
 		},
 	}

@@ -25,7 +25,13 @@ import (
 //     (config, hooks, info, commondir, objects/info, modules, worktrees…),
 //     with hooks/ and info/ created empty first when missing;
 //   - every existing workspace-root match of sandbox.protected_paths
-//     read-only (.vscode, .envrc, .agentbox, …).
+//     read-only (.vscode, .envrc, .agentbox, …); for one that is a symlink
+//     inside the workspace, its target instead (host programs follow it);
+//   - every existing path of the host-run closure read-only, at any depth
+//     (config.Closure, computed shallowly through the workspace
+//     descriptor at each hand-over: core.hooksPath, the scripts hooks and
+//     hook managers name, what the root .envrc loads), up to
+//     maxClosureMounts.
 //
 // Protected paths that do not exist, or that match deeper in the tree,
 // cannot be mounted without littering the workspace; the tool layer finds
