@@ -105,6 +105,12 @@ func (b *closureBuilder) configTree(file string, v any, hc hookConfig, why, key 
 		}
 	case string:
 		switch {
+		case key == "repo" && v != "local" && v != "meta" && !strings.Contains(v, ":"):
+			// pre-commit: a hook repository given as a local path is
+			// cloned and its hooks run.
+			if p, ok := b.local(".", v); ok && b.exists(p) {
+				b.add(p, why)
+			}
 		case slices.Contains(hc.pathKeys, key):
 			if p, ok := b.local(".", v); ok {
 				b.add(p, why)

@@ -124,10 +124,12 @@ func TestClosureMatch(t *testing.T) {
 			[]string{"tools/other.js", "src/a.go"}},
 		{"pre-commit local entries", map[string]string{
 			".pre-commit-config.yaml": "repos:\n- repo: local\n  hooks:\n  - id: check\n    name: check\n    entry: ./hooks/check.py --strict\n    language: script\n" +
-				"  - id: sys\n    name: sys\n    entry: python3 tools/lint.py\n    language: system\n",
-			"hooks/check.py": "x",
-			"tools/lint.py":  "x",
-		}, []string{"hooks/check.py", "tools/lint.py"}, []string{"tools/other.py"}},
+				"  - id: sys\n    name: sys\n    entry: python3 tools/lint.py\n    language: system\n" +
+				"- repo: ./vendored-hooks\n  rev: v1\n  hooks:\n  - id: x\n- repo: https://github.com/x/y\n  rev: v1\n",
+			"hooks/check.py":                        "x",
+			"tools/lint.py":                         "x",
+			"vendored-hooks/.pre-commit-hooks.yaml": "[]",
+		}, []string{"hooks/check.py", "tools/lint.py", "vendored-hooks/hook.py"}, []string{"tools/other.py", "https:"}},
 		{"lint-staged in package.json and rc", map[string]string{
 			"package.json":      `{"lint-staged":{"*.js":["node tools/stage.js","eslint --fix"]}}`,
 			".lintstagedrc.yml": "'*.md': node tools/md.js\n",
