@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // The host-run closure.
@@ -196,7 +197,9 @@ func (b *closureBuilder) failClosed(format string, args ...any) {
 // read reads a trigger file (through symlinks that stay inside the
 // workspace). It returns os.ErrNotExist when absent.
 func (b *closureBuilder) read(rel string) ([]byte, error) {
-	f, err := b.root.Open(rel)
+	// Non-blocking: a FIFO planted at a trigger's name must not hang
+	// the decision (it is then refused as not a regular file).
+	f, err := b.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -254,7 +257,7 @@ func (b *closureBuilder) local(dir, name string) (string, bool) {
 // rootLinks records the protected names at the workspace root that are
 // symlinks (the shallow form of walk).
 func (b *closureBuilder) rootLinks() {
-	ents, err := fs.ReadDir(b.root.FS(), ".")
+	ents, err := b.readDir(".")
 	if err != nil {
 		return
 	}
@@ -270,39 +273,53 @@ func (b *closureBuilder) rootLinks() {
 // name is recorded for resolveLinks and every .envrc is read.
 func (b *closureBuilder) walk() {
 	n := 0
-	err := fs.WalkDir(b.root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+	var visit func(dir string) error
+	visit = func(dir string) error {
+		ents, err := b.readDir(dir)
 		if err != nil {
-			if p == "." {
-				return err
-			}
 			return nil // unreadable directory: nothing of it is known
 		}
-		if n++; n > maxWalk {
-			return errWalkLimit
-		}
-		if p == "." {
-			return nil
-		}
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules") {
-			// .git: its own rules. node_modules: installed packages, the
-			// agent's work product like the source (see the docs); no
-			// host program opens a project or enters a directory there.
-			return fs.SkipDir
-		}
-		if d.Type()&fs.ModeSymlink != 0 {
-			b.link(p)
-		}
-		if d.Name() == ".envrc" && p != ".envrc" {
-			b.direnvAt(p)
+		for _, d := range ents {
+			if n++; n > maxWalk {
+				return errWalkLimit
+			}
+			p := path.Join(dir, d.Name())
+			if d.Type()&fs.ModeSymlink != 0 {
+				b.link(p)
+			}
+			if d.Name() == ".envrc" && p != ".envrc" {
+				b.direnvAt(p)
+			}
+			if d.IsDir() && d.Name() != ".git" && d.Name() != "node_modules" {
+				// .git: its own rules. node_modules: installed packages,
+				// the agent's work product like the source (see the
+				// docs); no host program opens a project or enters a
+				// directory there.
+				if err := visit(p); err != nil {
+					return err
+				}
+			}
 		}
 		return nil
-	})
+	}
+	err := visit(".")
 	if errors.Is(err, errWalkLimit) {
 		b.failClosed("the workspace has more than %d entries: symlinked protected names and .envrc files past that were not looked at", maxWalk)
 	}
 }
 
 var errWalkLimit = errors.New("walk limit")
+
+// readDir lists a directory beneath the root, opened non-blocking as a
+// directory (a FIFO swapped in never hangs the walk).
+func (b *closureBuilder) readDir(rel string) ([]fs.DirEntry, error) {
+	f, err := b.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.ReadDir(-1)
+}
 
 // link records the symlink rel when its name is protected or is a
 // directory a protected pattern reaches into (.cargo of .cargo/config.toml).

@@ -112,7 +112,7 @@ func (b *closureBuilder) gitConfig(rel string, seen map[string]bool) []string {
 // (not a .sample) makes a hook runner present; what a hook names inside
 // the workspace (a script, a symlink's target) is protected.
 func (b *closureBuilder) hookDir(dir string) {
-	ents, err := fs.ReadDir(b.root.FS(), dir)
+	ents, err := b.readDir(dir)
 	if err != nil {
 		return
 	}

@@ -300,7 +300,7 @@ func (b *closureBuilder) direnvConservative(dir string) {
 	for _, n := range []string{".env", ".envrc.local", "flake.nix", "flake.lock", "shell.nix", "default.nix"} {
 		b.add(path.Join(dir, n), why)
 	}
-	ents, err := fs.ReadDir(b.root.FS(), dir)
+	ents, err := b.readDir(dir)
 	if err != nil {
 		return
 	}

@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // plant makes a workspace from a map: a value starting with "-> " is a
@@ -236,6 +238,30 @@ func TestClosureHookRunnerAndPackageJSON(t *testing.T) {
 				t.Fatal("package.json must be judged by content, not protected by name")
 			}
 		})
+	}
+}
+
+// TestClosureSpecialFiles: a FIFO or a directory at a trigger's name
+// never hangs the computation, and fails closed.
+func TestClosureSpecialFiles(t *testing.T) {
+	ws, root := plant(t, map[string]string{".git/hooks/": "", "package.json/": ""})
+	for _, name := range []string{".envrc", ".git/config", ".git/hooks/pre-commit", "lefthook.yml"} {
+		if err := syscall.Mkfifo(filepath.Join(ws, name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan *Closure)
+	go func() { done <- defaultProtection().Closure(root, ClosureOptions{}) }()
+	select {
+	case c := <-done:
+		if _, ok := c.Match(".env"); !ok {
+			t.Error("an unreadable .envrc must protect what it might load")
+		}
+		if c.HookRunner() == "" {
+			t.Error("an unreadable package.json or hook must count as a hook runner")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the closure hangs on a FIFO")
 	}
 }
 

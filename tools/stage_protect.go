@@ -2,10 +2,14 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/agentbox/agentbox/tools/permission"
 )
@@ -102,11 +106,9 @@ func protectedForm(prot Protection, root *os.Root, forms []string, params any) (
 		if judge == nil {
 			continue
 		}
-		var old []byte
-		if root != nil {
-			if data, err := root.ReadFile(rel); err == nil {
-				old = data
-			}
+		old, err := readRegular(root, rel)
+		if err != nil {
+			return rel + " is judged by what a change does to its content, and its current content cannot be read as a regular file", true
 		}
 		pv, ok := params.(ContentPreview)
 		if !ok {
@@ -200,6 +202,29 @@ func keepFor(c *Call, ap Approver) func(ctx context.Context, changes []Protected
 		}
 		return keep
 	}
+}
+
+// maxJudgedBytes bounds what is read of a content-judged file.
+const maxJudgedBytes = 8 << 20
+
+// readRegular reads rel beneath root when it is a regular file (nil, nil
+// when absent), without blocking on a FIFO.
+func readRegular(root *os.Root, rel string) ([]byte, error) {
+	if root == nil {
+		return nil, nil
+	}
+	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() || st.Size() > maxJudgedBytes {
+		return nil, fmt.Errorf("%s is not a regular file agentbox can judge", rel)
+	}
+	return io.ReadAll(io.LimitReader(f, maxJudgedBytes+1))
 }
 
 // inGitDir reports whether rel has a .git component above its last one:
