@@ -130,6 +130,41 @@ func (b *closureBuilder) shellNames(file string, src []byte, dir, why string) {
 		for _, v := range c.Values {
 			b.addFile(dir, v, why)
 		}
+		b.taskFiles(dir, c, why)
+	}
+}
+
+// taskRunners are programs that run what a file in the directory lists:
+// a trigger that runs `make lint` runs the Makefile's recipe, as one
+// that runs `npm test` runs package.json's scripts.test (judged by key,
+// see JudgePackageJSON).
+var taskRunners = map[string][]string{
+	"make":  {"GNUmakefile", "makefile", "Makefile"},
+	"gmake": {"GNUmakefile", "makefile", "Makefile"},
+	"just":  {"justfile", ".justfile", "Justfile"},
+	"task":  {"Taskfile.yml", "Taskfile.yaml", "taskfile.yml", "taskfile.yaml"},
+	"rake":  {"Rakefile", "rakefile"},
+	"tox":   {"tox.ini"},
+	"nox":   {"noxfile.py"},
+}
+
+// taskFiles protects the task file a call's program reads, when a
+// trigger runs that program (a -f/--file option names another one).
+func (b *closureBuilder) taskFiles(dir string, c ShellCall, why string) {
+	if len(c.Args) == 0 || !c.Literal[0] {
+		return
+	}
+	files, ok := taskRunners[path.Base(c.Args[0])]
+	if !ok {
+		return
+	}
+	for i := 1; i < len(c.Args); i++ {
+		if (c.Args[i] == "-f" || c.Args[i] == "--file" || c.Args[i] == "--makefile" || c.Args[i] == "--justfile" || c.Args[i] == "-c") && i+1 < len(c.Args) && c.Literal[i+1] {
+			files = append(files, c.Args[i+1])
+		}
+	}
+	for _, f := range files {
+		b.addFile(dir, f, fmt.Sprintf("%s (it runs %s, which reads it)", why, path.Base(c.Args[0])))
 	}
 }
 
@@ -210,6 +245,7 @@ func (b *closureBuilder) direnvAt(rel string) {
 			b.direnvConservative(dir)
 			continue
 		}
+		b.taskFiles(dir, c, why("runs a program that reads"))
 		cmd, args, lit := c.Args[0], c.Args[1:], c.Literal[1:]
 		nonLiteral := false
 		for _, ok := range lit {

@@ -55,8 +55,13 @@ import (
 //     .config/environment.d .config/direnv .config/nvim .local/bin
 //     .local/share/direnv (direnv's allow list) .local/share/mise
 //     .cache/pre-commit (the hook repositories pre-commit runs)
-//     .pam_environment: home-directory configs a host program runs or
-//     loads (the workspace may be someone's home directory).
+//     .pam_environment .config/husky (husky 9 sources init.sh before
+//     every hook) .local/lib (Python runs usercustomize and the import
+//     lines of .pth files at every start) .local/share/nvim .vim .emacs
+//     .emacs.d (editor plugins) .cargo/bin (on PATH) .xinitrc .xprofile
+//     .xsession .xsessionrc .tmux.conf .config/tmux (run-shell) .gdbinit:
+//     home-directory configs a host program runs or loads (the workspace
+//     may be someone's home directory).
 //
 // What a present trigger runs or loads (the files a hook, .envrc or hook
 // manager names, core.hooksPath, the hook-relevant keys of package.json,
@@ -89,7 +94,9 @@ var DefaultProtectedPaths = []string{
 	".aws/config", ".aws/credentials", ".ssh", ".docker/config.json", ".kube/config", ".gnupg", ".agents", ".asdf",
 	".config/git", ".config/fish", ".config/systemd", ".config/autostart", ".config/environment.d",
 	".config/direnv", ".config/nvim", ".local/bin", ".local/share/direnv", ".local/share/mise", ".cache/pre-commit",
-	".pam_environment",
+	".pam_environment", ".config/husky", ".local/lib", ".local/share/nvim", ".cargo/bin",
+	".xinitrc", ".xprofile", ".xsession", ".xsessionrc", ".tmux.conf", ".config/tmux", ".gdbinit",
+	".vim", ".emacs", ".emacs.d",
 }
 
 // GitBehaviourFiles are the entries of a git directory that decide what
