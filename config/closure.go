@@ -290,6 +290,9 @@ func (b *closureBuilder) walk() {
 			if d.Name() == ".envrc" && p != ".envrc" {
 				b.direnvAt(p)
 			}
+			if d.Name() == ".git" && dir != "." {
+				b.gitAt(dir) // a nested repository: its hooks run too
+			}
 			if d.IsDir() && d.Name() != ".git" && d.Name() != "node_modules" {
 				// .git: its own rules. node_modules: installed packages,
 				// the agent's work product like the source (see the

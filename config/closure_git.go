@@ -13,36 +13,41 @@ import (
 )
 
 // git adds what the repository at the workspace root runs on the owner's
-// git commands: the hooks directory core.hooksPath names (wherever it
-// points inside the workspace), the files its config includes, and what
-// the active hooks name.
-func (b *closureBuilder) git() {
-	gitDir := b.gitDir()
+// git commands (gitAt); the walk adds nested repositories the same way.
+func (b *closureBuilder) git() { b.gitAt(".") }
+
+// gitAt adds what the repository whose working tree is top runs on the
+// owner's git commands: the hooks directory core.hooksPath names
+// (wherever it points inside the workspace), the files its config
+// includes, and what the active hooks name.
+func (b *closureBuilder) gitAt(top string) {
+	gitDir := b.gitDir(top)
 	var hookDirs []string
 	if gitDir != "" {
 		hookDirs = append(hookDirs, path.Join(gitDir, "hooks"))
-		hookDirs = append(hookDirs, b.gitConfig(path.Join(gitDir, "config"), map[string]bool{})...)
+		hookDirs = append(hookDirs, b.gitConfig(path.Join(gitDir, "config"), top, map[string]bool{})...)
 	}
 	// Hook directories a hook manager installs and a core.hooksPath set
 	// elsewhere (the owner's global config) may name.
-	hookDirs = append(hookDirs, ".husky", ".githooks")
+	hookDirs = append(hookDirs, path.Join(top, ".husky"), path.Join(top, ".githooks"))
 	for _, dir := range hookDirs {
-		b.hookDir(dir)
+		b.hookDir(dir, top)
 	}
 }
 
-// gitDir is the workspace-relative git directory of the root repository:
-// .git, or where a .git pointer file leads inside the workspace; "" when
-// there is none (or it lies outside).
-func (b *closureBuilder) gitDir() string {
-	fi, err := b.root.Lstat(".git")
+// gitDir is the workspace-relative git directory of the repository whose
+// working tree is top: top/.git, or where a .git pointer file leads
+// inside the workspace; "" when there is none (or it lies outside).
+func (b *closureBuilder) gitDir(top string) string {
+	dotgit := path.Join(top, ".git")
+	fi, err := b.root.Lstat(dotgit)
 	if err != nil {
 		return ""
 	}
 	if fi.IsDir() {
-		return ".git"
+		return dotgit
 	}
-	data, err := b.read(".git")
+	data, err := b.read(dotgit)
 	if err != nil {
 		return ""
 	}
@@ -50,7 +55,7 @@ func (b *closureBuilder) gitDir() string {
 	if !ok {
 		return ""
 	}
-	rel, ok := b.local(".", strings.TrimSpace(target))
+	rel, ok := b.local(top, strings.TrimSpace(target))
 	if !ok {
 		return ""
 	}
@@ -62,7 +67,7 @@ func (b *closureBuilder) gitDir() string {
 // it includes (protected: they may set anything config can, and read
 // too). A config that cannot be parsed fails closed: .githooks and .husky
 // are judged as hook directories anyway; the note says so.
-func (b *closureBuilder) gitConfig(rel string, seen map[string]bool) []string {
+func (b *closureBuilder) gitConfig(rel, top string, seen map[string]bool) []string {
 	if seen[rel] || len(seen) > 10 {
 		return nil
 	}
@@ -86,7 +91,7 @@ func (b *closureBuilder) gitConfig(rel string, seen map[string]bool) []string {
 		case s.IsName("core"):
 			for _, hp := range s.OptionAll("hooksPath") {
 				// Relative to where hooks run: the working tree's top.
-				if dir, ok := b.local(".", hp); ok {
+				if dir, ok := b.local(top, hp); ok {
 					b.add(dir, fmt.Sprintf("core.hooksPath in %s points at it: git runs its hooks on commit, checkout, merge and rebase", rel))
 					dirs = append(dirs, dir)
 				}
@@ -100,7 +105,7 @@ func (b *closureBuilder) gitConfig(rel string, seen map[string]bool) []string {
 				// Relative to the including file's directory.
 				if p, ok := b.local(path.Dir(rel), inc); ok {
 					b.add(p, fmt.Sprintf("%s includes it: it is git configuration", rel))
-					dirs = append(dirs, b.gitConfig(p, seen)...)
+					dirs = append(dirs, b.gitConfig(p, top, seen)...)
 				}
 			}
 		}
@@ -108,10 +113,10 @@ func (b *closureBuilder) gitConfig(rel string, seen map[string]bool) []string {
 	return dirs
 }
 
-// hookDir judges one hooks directory: every hook in it that is active
+// hookDir judges one hooks directory of the working tree top: every hook in it that is active
 // (not a .sample) makes a hook runner present; what a hook names inside
 // the workspace (a script, a symlink's target) is protected.
-func (b *closureBuilder) hookDir(dir string) {
+func (b *closureBuilder) hookDir(dir, top string) {
 	ents, err := b.readDir(dir)
 	if err != nil {
 		return
@@ -124,7 +129,7 @@ func (b *closureBuilder) hookDir(dir string) {
 		p := path.Join(dir, name)
 		if e.IsDir() {
 			// husky 9 keeps its runner in .husky/_ and the hooks one up.
-			b.hookDir(p)
+			b.hookDir(p, top)
 			continue
 		}
 		if b.c.hooks == "" {
@@ -138,7 +143,7 @@ func (b *closureBuilder) hookDir(dir string) {
 			continue // a dangling link: its target (resolveLinks) is what matters
 		}
 		// Hooks run at the top of the working tree.
-		b.shellNames(p, data, ".", fmt.Sprintf("the git hook %s names it", p))
+		b.shellNames(p, data, top, fmt.Sprintf("the git hook %s names it", p))
 	}
 }
 

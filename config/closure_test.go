@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,6 +78,14 @@ func TestClosureMatch(t *testing.T) {
 			"gitconf.inc":          "[core]\n\thooksPath = more-hooks\n",
 		}, []string{"tools/hooks/pre-push", "tools/hooks/new-hook", "gitconf.inc", "more-hooks/post-checkout"},
 			[]string{"tools/other", "Makefile"}},
+		{"a nested repository's hooksPath and hooks", map[string]string{
+			"sub/.git/config":         "[core]\n\thooksPath = hooks\n",
+			"sub/.git/HEAD":           "ref: refs/heads/main\n",
+			"sub/hooks/pre-commit":    "./tools/check.sh\n",
+			"sub/tools/check.sh":      "x",
+			"sub/.git/hooks/pre-push": "make\n",
+			"sub/Makefile":            "x",
+		}, []string{"sub/hooks/pre-commit", "sub/tools/check.sh", "sub/Makefile"}, []string{"hooks/x", "tools/check.sh"}},
 		{"hooksPath absolute inside the workspace", map[string]string{
 			".git/config": "[core]\n\thooksPath = WS/abs-hooks\n",
 		}, []string{"abs-hooks/pre-commit"}, []string{"abs"}},
@@ -362,4 +371,30 @@ func FuzzDirenv(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkClosure: the full closure (tree walk included) of a
+// workspace of 10,000 files in 500 directories with a husky hook, an
+// .envrc and a few symlinks — what every Write and every changed shell
+// call pays once.
+func BenchmarkClosure(b *testing.B) {
+	files := map[string]string{
+		".git/config":       "[core]\n\thooksPath = .husky/_\n",
+		".husky/pre-commit": "npm test\nmake lint\n",
+		".envrc":            "source_env_if_exists .envrc.local\ndotenv\n",
+		"Makefile":          "lint:\n",
+		"package.json":      `{"scripts":{"test":"true"}}`,
+		"pkg/.claude":       "-> shared",
+	}
+	for d := 0; d < 500; d++ {
+		for f := 0; f < 20; f++ {
+			files[fmt.Sprintf("src/d%03d/f%02d.go", d, f)] = "package x\n"
+		}
+	}
+	ws, root := plant(b, files)
+	prot := defaultProtection()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		prot.Closure(root, ClosureOptions{Workspace: ws})
+	}
 }
