@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -15,11 +16,32 @@ import (
 // ShellCall is one simple command of a shell script as far as it is
 // literal: Args[i] is "" with Literal[i] false when the word has an
 // expansion, a substitution or arithmetic. Assignments (`A=b cmd`,
-// `export A=b`) are in Values.
+// `export A=b`) are in Values (literal values only). Dirs holds, for each
+// argument and for each assignment to PATH, the entries it names with
+// $PWD read as the script's directory (PWD="" prefix: relative), and
+// whether that could be known.
 type ShellCall struct {
 	Args    []string
 	Literal []bool
 	Values  []string
+	// PathDirs are the PATH entries assignments to PATH add (without
+	// $PATH itself); PathUnknown is set when one could not be read.
+	PathDirs    []string
+	PathUnknown bool
+	pwd         []pwdArg
+}
+
+type pwdArg struct {
+	v  string
+	ok bool
+}
+
+// argPWD is argument i read with $PWD as the script's directory.
+func (c ShellCall) argPWD(i int) (string, bool) {
+	if i >= len(c.pwd) || !c.pwd[i].ok || strings.Contains(c.pwd[i].v, "\x00") {
+		return "", false
+	}
+	return c.pwd[i].v, true
 }
 
 // ParseShellCalls parses a shell script (bash syntax, what direnv and git
@@ -40,23 +62,86 @@ func ParseShellCalls(src []byte) ([]ShellCall, error) {
 			var c ShellCall
 			for _, a := range n.Assigns {
 				c.Values = append(c.Values, assignValue(a))
+				c.pathAssign(a)
 			}
 			for _, w := range n.Args {
 				s, ok := wordLiteral(w)
 				c.Args = append(c.Args, s)
 				c.Literal = append(c.Literal, ok)
+				p, pok := wordPWD(w)
+				c.pwd = append(c.pwd, pwdArg{p, pok})
 			}
 			calls = append(calls, c)
 		case *syntax.DeclClause:
 			var c ShellCall
 			for _, a := range n.Args {
 				c.Values = append(c.Values, assignValue(a))
+				c.pathAssign(a)
 			}
 			calls = append(calls, c)
 		}
 		return true
 	})
 	return calls, nil
+}
+
+// pathAssign records the entries an assignment to PATH adds.
+func (c *ShellCall) pathAssign(a *syntax.Assign) {
+	if a.Name == nil || a.Name.Value != "PATH" || a.Value == nil {
+		return
+	}
+	v, ok := wordPWD(a.Value)
+	if !ok {
+		c.PathUnknown = true
+		return
+	}
+	for _, e := range strings.Split(v, ":") {
+		if e != "" && e != "\x00PATH" {
+			c.PathDirs = append(c.PathDirs, e)
+		}
+	}
+}
+
+// wordPWD is the value of a word whose only expansions are $PWD (written
+// as "" so that the rest is relative to the script's directory) and
+// $PATH (written as "\x00PATH"); false for any other expansion.
+func wordPWD(w *syntax.Word) (string, bool) {
+	var b strings.Builder
+	var parts func(ps []syntax.WordPart) bool
+	parts = func(ps []syntax.WordPart) bool {
+		for _, p := range ps {
+			switch p := p.(type) {
+			case *syntax.Lit:
+				b.WriteString(p.Value)
+			case *syntax.SglQuoted:
+				b.WriteString(p.Value)
+			case *syntax.DblQuoted:
+				if !parts(p.Parts) {
+					return false
+				}
+			case *syntax.ParamExp:
+				if p.Param == nil || p.Exp != nil || p.Repl != nil || p.Index != nil || p.Slice != nil || p.Length || p.Excl || p.Width {
+					return false
+				}
+				switch p.Param.Value {
+				case "PWD":
+					// "$PWD/bin" → "./bin" after the leading slash.
+					b.WriteString(".")
+				case "PATH":
+					b.WriteString("\x00PATH")
+				default:
+					return false
+				}
+			default:
+				return false
+			}
+		}
+		return true
+	}
+	if !parts(w.Parts) {
+		return "", false
+	}
+	return b.String(), true
 }
 
 func assignValue(a *syntax.Assign) string {
@@ -237,6 +322,7 @@ func (b *closureBuilder) direnvAt(rel string) {
 		for _, v := range c.Values {
 			b.addFile(dir, v, why("names"))
 		}
+		b.pathDirs(rel, dir, c.PathDirs, c.PathUnknown, why("puts on PATH (a program there shadows the command the person types)"))
 		if len(c.Args) == 0 {
 			continue
 		}
@@ -309,7 +395,11 @@ func (b *closureBuilder) direnvAt(rel string) {
 		case cmd == "PATH_add" || cmd == "path_add" || cmd == "load_prefix":
 			for i, a := range args {
 				if !lit[i] {
-					b.direnvConservative(dir)
+					if d, ok := c.argPWD(i + 1); ok {
+						b.pathDirs(rel, dir, []string{d}, false, why("puts on PATH (a program there shadows the command the person types)"))
+					} else {
+						b.pathDirs(rel, dir, nil, true, why("puts on PATH (a program there shadows the command the person types)"))
+					}
 					continue
 				}
 				if cmd == "path_add" && i == 0 {
@@ -343,6 +433,26 @@ func (b *closureBuilder) direnvConservative(dir string) {
 	for _, e := range ents {
 		if strings.HasPrefix(e.Name(), ".env") {
 			b.add(path.Join(dir, e.Name()), why)
+		}
+	}
+}
+
+// pathDirs protects the workspace directories an .envrc (at rel, in dir)
+// puts on PATH; one it cannot read fails closed: every directory of dir
+// named bin, sbin or scripts, and the note says so.
+func (b *closureBuilder) pathDirs(rel, dir string, dirs []string, unknown bool, why string) {
+	for _, d := range dirs {
+		if p, ok := b.local(dir, d); ok && !slices.Contains(strings.Split(p, "/"), "node_modules") {
+			// node_modules/.bin on PATH runs installed packages by name:
+			// dependencies are work product (docs/protected-paths.md),
+			// and the packages themselves could not be protected anyway.
+			b.add(p, why)
+		}
+	}
+	if unknown {
+		b.failClosed("%s sets PATH from something other than $PWD and literal text: bin, sbin and scripts beside it are protected", rel)
+		for _, n := range []string{"bin", "sbin", "scripts"} {
+			b.add(path.Join(dir, n), why)
 		}
 	}
 }

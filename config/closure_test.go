@@ -100,6 +100,12 @@ func TestClosureMatch(t *testing.T) {
 			"sub/":         "",
 		}, []string{".envrc.local", ".env", "config/app.yml", "flake.nix", "flake.lock", "bin/git", "tools/env.sh", "sub/.envrc"},
 			[]string{".env.example", "shell.nix", "src/main.go", "sub/x"}},
+		{"direnv PATH through $PWD", map[string]string{
+			"app/.envrc": "export PATH=\"$PWD/bin:$PATH\"\nPATH_add \"${PWD}/tools\"\nPATH=$PATH:$PWD/node_modules/.bin\n",
+		}, []string{"app/bin/git", "app/tools/x"}, []string{"app/src/x", "bin/git", "app/node_modules/.bin/eslint"}},
+		{"direnv PATH unknown fails closed", map[string]string{
+			".envrc": "export PATH=$(pwd)/x:$PATH\n",
+		}, []string{"bin/git", "scripts/a", "sbin/b"}, []string{"x2/y"}},
 		{"direnv in a subdirectory and source_up", map[string]string{
 			"a/b/.envrc": "source_up\nuse nix\ndotenv_if_exists .env.dev\n",
 		}, []string{"a/b/shell.nix", "a/b/default.nix", "a/b/.env.dev", "a/.envrc", ".envrc"},
