@@ -404,3 +404,23 @@ func BenchmarkClosure(b *testing.B) {
 		prot.Closure(root, ClosureOptions{Workspace: ws})
 	}
 }
+
+// FuzzHookConfigs: whatever a hook manager's config holds, computing the
+// closure terminates, and every path it protects lies in the workspace.
+func FuzzHookConfigs(f *testing.F) {
+	f.Add([]byte("pre-commit:\n  commands:\n    a:\n      run: sh x.sh\nrc: ../../etc/passwd\n"), []byte(`{"lint-staged":{"*":["node a.js"]}}`))
+	f.Add([]byte("repos:\n- repo: local\n  hooks:\n  - entry: /abs/x\n"), []byte(`{"scripts":{}}`))
+	f.Add([]byte("{{{"), []byte("\ufeff"))
+	f.Fuzz(func(t *testing.T, yml, pkg []byte) {
+		ws, root := plant(t, map[string]string{"lefthook.yml": string(yml), ".pre-commit-config.yaml": string(yml), "package.json": string(pkg), "x.sh": ""})
+		c := defaultProtection().Closure(root, ClosureOptions{Workspace: ws})
+		for p := range c.paths {
+			if !filepath.IsLocal(p) {
+				t.Fatalf("closure path %q leaves the workspace", p)
+			}
+		}
+		if _, ok := c.Match("lefthook.yml"); !ok {
+			t.Fatal("lefthook.yml must stay protected")
+		}
+	})
+}
