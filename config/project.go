@@ -32,6 +32,7 @@ var projectKeys = map[string]tighten{
 	"tools.deny":                 tightenAppend,
 	"tools.ask":                  tightenAppend,
 	"tools.mode":                 tightenMode,
+	"tools.auto_allow_sandboxed": tightenFalse,
 	"tools.max_output_bytes":     tightenLower,
 	"tools.max_input_bytes":      tightenLower,
 	"tools.parallelism":          tightenLower,

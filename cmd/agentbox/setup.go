@@ -41,7 +41,8 @@ type setupTarget struct {
 	user    bool   // --user: the person's own config; else the project's
 	ws      string // the workspace (project root)
 	home    string
-	command string // the agentbox binary the client starts
+	command string      // the agentbox binary the client starts
+	http    *httpTarget // --http: an entry for a running server (setup_http.go)
 }
 
 // configEdit is one file setup changes: the edit gets the current content
@@ -51,13 +52,15 @@ type configEdit struct {
 	edit func(old []byte) ([]byte, error)
 	// manual is what to add by hand when the edit fails.
 	manual string
+	// private files hold a token: written 0600.
+	private bool
 }
 
 func newSetupCmd(a *app) *cobra.Command {
 	var project, user, dryRun bool
-	var command string
+	var command, httpURL string
 	cmd := &cobra.Command{
-		Use:   "setup CLIENT [--project | --user] [--dry-run]",
+		Use:   "setup CLIENT [--project | --user] [--http URL] [--dry-run]",
 		Short: "Wire agentbox into an agent client: its MCP server entry, and its own shell and file tools off",
 		Long: `setup writes, into CLIENT's own config files, the MCP server entry that
 starts "agentbox mcp" and the settings that turn off the client's native shell
@@ -87,7 +90,13 @@ default) writes the workspace's files, --user the person's own:
 A project entry names the workspace (--workspace, default the current
 directory); a user entry serves whatever directory the client runs in. These
 files are protected paths for agents (an agent cannot change them through
-agentbox); setup is for the person at the host.`,
+agentbox); setup is for the person at the host.
+
+--http URL points the client at a running "agentbox mcp --http" instead, with
+the bearer token every request needs: Claude Code runs "agentbox mcp token
+--header" for it (headersHelper; rotation is picked up by itself); for the
+others --user writes the token into the file (made 0600) and --project names
+the variable AGENTBOX_MCP_TOKEN instead (a project file is no place for it).`,
 		Args:      cobra.ExactArgs(1),
 		ValidArgs: setupClients,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -111,6 +120,9 @@ agentbox); setup is for the person at the host.`,
 				}
 			}
 			t := setupTarget{client: args[0], user: user, ws: cfg.Workspace, home: home, command: command}
+			if httpURL != "" {
+				return runSetupHTTP(a, t, cfg, httpURL, dryRun)
+			}
 			return runSetup(a, t, dryRun)
 		},
 	}
@@ -119,6 +131,7 @@ agentbox); setup is for the person at the host.`,
 	f.BoolVar(&user, "user", false, "write the person's own config files instead")
 	f.BoolVar(&dryRun, "dry-run", false, "print the changes, write nothing")
 	f.StringVar(&command, "command", "", "the agentbox binary the client starts (default: this one's absolute path)")
+	f.StringVar(&httpURL, "http", "", "point the client at a running `agentbox mcp --http` at URL, with its bearer token")
 	return cmd
 }
 
@@ -139,7 +152,7 @@ func agentboxCommand() (string, error) {
 }
 
 func runSetup(a *app, t setupTarget, dryRun bool) error {
-	edits := setupEdits(t)
+	edits := t.edits()
 	out := a.stdout()
 	toTerminal := false
 	if f, ok := out.(*os.File); ok && isTerminal(f) {
@@ -160,7 +173,7 @@ func runSetup(a *app, t setupTarget, dryRun bool) error {
 			continue
 		}
 		changed++
-		diff := udiff.Unified("a"+e.path, "b"+e.path, string(old), string(next))
+		diff := redactTokens(udiff.Unified("a"+e.path, "b"+e.path, string(old), string(next)))
 		if toTerminal {
 			diff = termtext.Escape(diff)
 		}
@@ -170,6 +183,9 @@ func runSetup(a *app, t setupTarget, dryRun bool) error {
 		}
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return err
+		}
+		if e.private {
+			mode &^= 0o077
 		}
 		if err := atomicfile.WriteFile(path, next, mode); err != nil {
 			return fmt.Errorf("writing %s: %w", e.path, err)

@@ -85,6 +85,8 @@ type Runner struct {
 	seccomp    string      // the "seccomp=..." security option (seccompFor)
 	wsFD       *os.File    // O_PATH descriptor of the workspace, held for the Runner's life
 	pinBase    string      // root-only directory of bind-source pins (pin.go)
+	inert      string      // the empty file mounted over workspace sockets (sockets.go)
+	sockets    socketWalk  // finds them
 	noPins     bool        // WithoutPins
 	runtime    string      // OCI runtime (config sandbox.runtime; "" = engine default)
 	gvisor     bool        // runtime is runsc: mount identities are checked host-side (gofer.go)
@@ -266,12 +268,16 @@ func New(ctx context.Context, cli *client.Client, cfg *config.Config, log *slog.
 		wsFD: wsFD, pinBase: filepath.Join(cfg.WorkspaceStateDir(), "pins"), noPins: o.noPins,
 		runtime: cfg.Sandbox.Runtime, gvisor: gvisor,
 	}
+	if r.inert, err = inertFile(cfg.WorkspaceStateDir()); err != nil {
+		wsFD.Close()
+		return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+	}
 	r.cfg.CPUs, r.cfg.MemoryMB = cfg.Sandbox.EffectiveCPUs(), cfg.Sandbox.EffectiveMemoryMB()
 	if err := r.setupToolchains(cfg, o); err != nil {
 		wsFD.Close()
 		return nil, err
 	}
-	if _, err := r.fingerprint(); err != nil {
+	if _, err := r.fingerprint(false); err != nil {
 		wsFD.Close()
 		return nil, err
 	}

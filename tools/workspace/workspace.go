@@ -203,10 +203,13 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Tools, error)
 		Classify:     classifierFunc(classifier.FromConfig(cfg.Classifier)),
 		Approver:     approver,
 		Grants:       s.Grants,
-		Sandbox:      s.sandbox,
-		Jobs:         s.jobsFor(opts.OneShot),
-		Snapshots:    s.snaps,
-		Audit:        s.Audit,
+		// Contained: the sandbox and the snapshot store are always wired
+		// here; the sandbox says at the call whether it is available.
+		AutoAllowSandboxed: cfg.Tools.AutoAllowSandboxed,
+		Sandbox:            s.sandbox,
+		Jobs:               s.jobsFor(opts.OneShot),
+		Snapshots:          s.snaps,
+		Audit:              s.Audit,
 		Limits: tools.Limits{
 			MaxOutputBytes: cfg.Tools.MaxOutputBytes,
 			DefaultTimeout: cfg.Sandbox.DefaultTimeout,
@@ -286,6 +289,13 @@ func (l *lazySandbox) get(ctx context.Context) (sandbox.Runner, error) {
 	return r, nil
 }
 
+// Available implements tools.SandboxChecker: it opens the runner if it
+// is not open yet.
+func (l *lazySandbox) Available(ctx context.Context) error {
+	_, err := l.get(ctx)
+	return err
+}
+
 func (l *lazySandbox) Exec(ctx context.Context, req tools.ExecRequest) (tools.ExecResult, error) {
 	r, err := l.get(ctx)
 	if err != nil {
@@ -313,8 +323,9 @@ func (s *Tools) jobsFor(oneShot bool) tools.Jobs {
 }
 
 // lazyJobs runs background jobs on the lazily opened runner. A job's
-// attached snapshot is finished (its changes journaled) by the Kill, the
-// Read that sees it ended, or close.
+// attached snapshot is finished (its changes journaled, protected ones
+// reverted) the moment its command exits; the Kill or the Read that sees
+// it ended reports the entry; close finishes what is left.
 type lazyJobs struct {
 	sb    *lazySandbox
 	mu    sync.Mutex
@@ -324,7 +335,18 @@ type lazyJobs struct {
 
 // AttachSnapshot implements tools.Jobs: job id's end journals snap.
 func (l *lazyJobs) AttachSnapshot(id string, snap tools.SnapshotCall) bool {
-	return l.snaps.AttachSnapshot(id, snap)
+	if !l.snaps.AttachSnapshot(id, snap) {
+		return false
+	}
+	l.mu.Lock()
+	t := l.table
+	l.mu.Unlock()
+	if t != nil {
+		if exited := t.Done(id); exited != nil {
+			l.snaps.FinishOnExit(context.Background(), id, exited)
+		}
+	}
+	return true
 }
 
 func (l *lazyJobs) get(ctx context.Context) (sandboxJobs, error) {
