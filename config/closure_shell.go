@@ -216,6 +216,19 @@ func (b *closureBuilder) shellNames(file string, src []byte, dir, why string) {
 			b.addFile(dir, v, why)
 		}
 		b.taskFiles(dir, c, why)
+		b.packageRunner(file, c)
+	}
+}
+
+// packageRunners read package.json's scripts when they run (npm test,
+// npx, corepack's package managers).
+var packageRunners = []string{"npm", "npx", "yarn", "pnpm", "pnpx", "bun", "bunx", "corepack"}
+
+// packageRunner makes a hook runner present when a trigger's command runs
+// a package manager: package.json's scripts are then what it runs.
+func (b *closureBuilder) packageRunner(file string, c ShellCall) {
+	if len(c.Args) > 0 && c.Literal[0] && slices.Contains(packageRunners, path.Base(c.Args[0])) && b.c.hooks == "" {
+		b.c.hooks = fmt.Sprintf("%s runs %s, which runs package.json's scripts", file, path.Base(c.Args[0]))
 	}
 }
 
@@ -332,6 +345,7 @@ func (b *closureBuilder) direnvAt(rel string) {
 			continue
 		}
 		b.taskFiles(dir, c, why("runs a program that reads"))
+		b.packageRunner(rel, c)
 		cmd, args, lit := c.Args[0], c.Args[1:], c.Literal[1:]
 		nonLiteral := false
 		for _, ok := range lit {
