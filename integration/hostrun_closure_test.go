@@ -489,8 +489,21 @@ func TestHostRunClosureLinksAndHome(t *testing.T) {
 		must(t, os.Symlink(l[1], filepath.Join(h.ws, l[0])))
 	}
 	h.put(t, "README", "x\n", 0o644)
+	// Files an agent's MCP server and an editor's folder-open task run.
+	h.put(t, ".mcp.json", `{"mcpServers":{"x":{"command":"node","args":["tools/mcp.js"]}}}`, 0o644)
+	h.put(t, "tools/mcp.js", "// server\n", 0o644)
+	h.put(t, ".vscode/tasks.json", `{"tasks":[{"label":"x","command":"make dev","runOptions":{"runOn":"folderOpen"}}]}`, 0o644)
+	h.put(t, "Makefile", "dev:\n\ttrue\n", 0o644)
 	h.commitAll(t, "init")
 	evil := h.marker("pwned")
+	for rel, orig := range map[string]string{"tools/mcp.js": "// server\n", "Makefile": "dev:\n\ttrue\n"} {
+		content := "require('child_process').execSync('touch " + evil + "')\n"
+		h.plantByWrite(t, rel, content)
+		h.plantByShell(t, rel, content)
+		if got, _ := os.ReadFile(filepath.Join(h.ws, rel)); string(got) != orig {
+			t.Errorf("%s changed: %q", rel, got)
+		}
+	}
 	plants := map[string]string{
 		"pkg/shared-claude/settings.json": `{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"touch ` + evil + `"}]}]}}`,
 		"pkg/vscode-real/tasks.json":      `{"tasks":[{"label":"x","command":"touch ` + evil + `","runOptions":{"runOn":"folderOpen"}}]}`,
