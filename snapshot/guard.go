@@ -424,9 +424,10 @@ func (s *Store) guardTakeover(ctx context.Context, id string, rels []string) boo
 		return false
 	}
 	protect := s.opts.protect()
+	content := s.contentFunc()
 	var cand []string
 	for _, p := range rels {
-		if _, ok := protect(p); ok && !s.excludedPath(p, map[string]bool{}) {
+		if guarded(protect, content, p) && !s.excludedPath(p, map[string]bool{}) {
 			cand = append(cand, p)
 		}
 	}
@@ -481,9 +482,10 @@ func (s *Store) takeoverStale(states map[string]*Node) error {
 		return nil
 	}
 	protect := s.opts.protect()
+	content := s.contentFunc()
 	var cand []string
 	for p := range states {
-		if _, ok := protect(p); ok && !s.excludedPath(p, map[string]bool{}) {
+		if guarded(protect, content, p) && !s.excludedPath(p, map[string]bool{}) {
 			cand = append(cand, p)
 		}
 	}
@@ -505,6 +507,23 @@ func (s *Store) takeoverStale(states map[string]*Node) error {
 	}
 	sort.Strings(stale)
 	return fmt.Errorf("snapshot: a running command keeps changing the protected %s; try again once it has ended", strings.Join(stale, ", "))
+}
+
+// guarded reports whether a change to rel is judged by the guard: a
+// protected path, or one judged by its content (WithContentProtection).
+func guarded(protect ProtectFunc, content ContentFunc, rel string) bool {
+	if _, ok := protect(rel); ok {
+		return true
+	}
+	return content != nil && content(rel) != nil
+}
+
+// contentFunc is the store's content judge for one decision, or nil.
+func (s *Store) contentFunc() ContentFunc {
+	if s.opts.content == nil {
+		return nil
+	}
+	return s.opts.content()
 }
 
 // planStates is the state on disk each path of a plan was found in.
