@@ -13,7 +13,11 @@
 //
 // Being the bottom of the import graph, it also holds the few things
 // every layer shares: the command timeouts (MaxTimeout, DefaultTimeout),
-// the "is this path inside the workspace" check (Within) and, in
+// the "is this path inside the workspace" check (Within), the protection
+// of paths a host program runs or loads (Protection, and Closure: the
+// host-run closure computed from what the workspace holds at the moment
+// of use, read through os.Root, never following a symlink out of the
+// workspace, failing closed on what it cannot parse) and, in
 // config/atomicfile, the one atomic durable file write.
 package config
 

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -37,6 +38,36 @@ import (
 //     parent's): rustc wrappers and runners that an editor's
 //     rust-analyzer runs on open.
 //   - .ripgreprc: options for rg, including --pre (a preprocessor program).
+//   - lefthook.yml .lefthook.yml lefthook-local.yml .lefthook … (every
+//     name lefthook reads) and .lefthook/ .lefthook-local/ (its script
+//     directories): lefthook runs them on git commit/checkout/merge.
+//   - .huskyrc* .lintstagedrc* lint-staged.config.* .commitlintrc*
+//     commitlint.config.* .simple-git-hooks* simple-git-hooks.*: the
+//     configs of the npm hook managers and of the tools their hooks run.
+//   - mise.local.toml .mise.local.toml mise.*.toml .config/mise.toml
+//     .config/mise: more names mise loads on entering the directory.
+//   - .aws/config .aws/credentials (credential_process), .ssh
+//     (ProxyCommand, LocalCommand, rc, authorized_keys command=),
+//     .docker/config.json (credsStore, credHelpers), .kube/config (exec
+//     plugins), .gnupg (gpg-agent.conf names pinentry-program), .agents
+//     (agent skills and hooks), .asdf (asdf plugins and asdfrc),
+//     .config/git .config/fish .config/systemd .config/autostart
+//     .config/environment.d .config/direnv .config/nvim .local/bin
+//     .local/share/direnv (direnv's allow list) .local/share/mise
+//     .cache/pre-commit (the hook repositories pre-commit runs)
+//     .pam_environment .config/husky (husky 9 sources init.sh before
+//     every hook) .local/lib (Python runs usercustomize and the import
+//     lines of .pth files at every start) .local/share/nvim .vim .emacs
+//     .emacs.d (editor plugins) .cargo/bin (on PATH) .xinitrc .xprofile
+//     .xsession .xsessionrc .tmux.conf .config/tmux (run-shell) .gdbinit:
+//     home-directory configs a host program runs or loads (the workspace
+//     may be someone's home directory).
+//
+// What a present trigger runs or loads (the files a hook, .envrc or hook
+// manager names, core.hooksPath, the hook-relevant keys of package.json,
+// the target of a protected name that is a symlink) is protected on top,
+// computed from the workspace at the moment of use: see Closure and
+// docs/protected-paths.md for the table and where the line is.
 var DefaultProtectedPaths = []string{
 	".gitmodules",
 	".vscode", ".idea", ".fleet", ".zed", ".devcontainer",
@@ -51,6 +82,21 @@ var DefaultProtectedPaths = []string{
 	".husky", ".githooks", ".pre-commit-config.yaml",
 	".cargo/config.toml", ".cargo/config", "**/.cargo/config.toml", "**/.cargo/config",
 	".ripgreprc",
+	"lefthook.yml", "lefthook.yaml", "lefthook.json", "lefthook.jsonc", "lefthook.toml",
+	".lefthook.yml", ".lefthook.yaml", ".lefthook.json", ".lefthook.jsonc", ".lefthook.toml",
+	"lefthook-local.yml", "lefthook-local.yaml", "lefthook-local.json", "lefthook-local.jsonc", "lefthook-local.toml",
+	".lefthook-local.yml", ".lefthook-local.yaml", ".lefthook-local.json", ".lefthook-local.jsonc", ".lefthook-local.toml",
+	".config/lefthook.yml", ".config/lefthook.yaml", ".config/lefthook-local.yml", ".config/lefthook-local.yaml",
+	".lefthook", ".lefthook-local",
+	".huskyrc*", ".lintstagedrc*", "lint-staged.config.*", ".commitlintrc*", "commitlint.config.*",
+	".simple-git-hooks*", "simple-git-hooks.*",
+	"mise.local.toml", ".mise.local.toml", "mise.*.toml", ".mise.*.toml", ".config/mise.toml", ".config/mise",
+	".aws/config", ".aws/credentials", ".ssh", ".docker/config.json", ".kube/config", ".gnupg", ".agents", ".asdf",
+	".config/git", ".config/fish", ".config/systemd", ".config/autostart", ".config/environment.d",
+	".config/direnv", ".config/nvim", ".local/bin", ".local/share/direnv", ".local/share/mise", ".cache/pre-commit",
+	".pam_environment", ".config/husky", ".local/lib", ".local/share/nvim", ".cargo/bin",
+	".xinitrc", ".xprofile", ".xsession", ".xsessionrc", ".tmux.conf", ".config/tmux", ".gdbinit",
+	".vim", ".emacs", ".emacs.d",
 }
 
 // GitBehaviourFiles are the entries of a git directory that decide what
@@ -62,6 +108,15 @@ var DefaultProtectedPaths = []string{
 // commit-graph) is maintenance data git gc must be able to write.
 var GitBehaviourFiles = []string{"config", "config.worktree", "commondir", "gitdir", "hooks", "info",
 	"objects/info/alternates", "objects/info/http-alternates", "modules", "worktrees"}
+
+// GitStateDirs are the entries of a git directory that hold a
+// half-done operation whose continuation runs commands: the todo lists
+// of rebase and of cherry-pick/revert (an exec line runs a shell command
+// at the owner's git rebase --continue) and the merge strategy they name
+// (git runs git-merge-<strategy>). They are judged by content (see
+// JudgeGitState): a rebase or cherry-pick stopped on a conflict in the
+// sandbox leaves its state here, and that must stay.
+var GitStateDirs = []string{"rebase-merge", "rebase-apply", "sequencer"}
 
 // Protection decides which workspace paths are protected. It is built
 // from sandbox.protected_paths; its zero value protects git metadata
@@ -150,6 +205,12 @@ func matchGit(rel string, isGitDir func(string) bool) (string, bool) {
 			if gitBehaviour(rest) {
 				return fmt.Sprintf("%s is git metadata that decides what git runs (%s)", rel, dir), true
 			}
+			continue
+		}
+		if slices.Contains(parts[:i], ".git") {
+			// Below a .git directory git's own state is judged by the
+			// .git rules above: .git/logs holds HEAD and refs like a
+			// repository, yet a reflog runs nothing.
 			continue
 		}
 		// Any other directory that looks like a git directory (a bare

@@ -83,3 +83,23 @@ func TestProtectionZeroValueGuardsGit(t *testing.T) {
 		t.Fatal("zero Protection has no patterns")
 	}
 }
+
+// TestProtectionGitStateRunsNothing: below a .git directory, git's own
+// state is judged by the .git rules alone: .git/logs has a HEAD and refs
+// like a repository, yet a reflog runs nothing; a bare repository
+// elsewhere is still protected.
+func TestProtectionGitStateRunsNothing(t *testing.T) {
+	p := Protection{patterns: DefaultProtectedPaths}
+	looksLikeRepo := func(string) bool { return true }
+	for _, rel := range []string{".git/logs/HEAD", ".git/logs/refs/heads/main", ".git/logs/refs/stash", ".git/refs/heads/x",
+		".git/ORIG_HEAD", ".git/rebase-merge/done", "sub/.git/logs/HEAD"} {
+		if why, ok := p.Match(rel, looksLikeRepo); ok {
+			t.Errorf("%s is protected: %s", rel, why)
+		}
+	}
+	for _, rel := range []string{"bare/HEAD", "bare/config", ".git/hooks/x", ".git/modules/m/HEAD"} {
+		if _, ok := p.Match(rel, looksLikeRepo); !ok {
+			t.Errorf("%s is not protected", rel)
+		}
+	}
+}

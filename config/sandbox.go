@@ -77,6 +77,10 @@ type Sandbox struct {
 	// mounted read-only in it; a change to any of them (created, modified,
 	// deleted, at any depth) is reverted before the call returns unless
 	// approved; Write/Edit of one asks. A project config may only add.
+	// What these triggers run or load (the host-run closure: hook
+	// scripts, files .envrc loads, package.json's hook-relevant keys, a
+	// symlinked name's target) is protected on top, computed from the
+	// workspace (config.Closure; docs/protected-paths.md).
 	ProtectedPaths []string `mapstructure:"protected_paths" yaml:"protected_paths"`
 	// AllowRootWorkspace lets commands run as uid 0 (without capabilities)
 	// when the workspace is owned by root. Off by default: agentbox then

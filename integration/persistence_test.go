@@ -169,7 +169,7 @@ func TestApprovedGitCommit(t *testing.T) {
 	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
 	must(t, os.WriteFile(cfgFile, []byte("tools:\n  mode: bypassPermissions\nsandbox:\n  image: agentbox/host\n  pool_size: 0\n"), 0o644))
 	out, err := runAgentbox(t, ws, state, cfgFile, "tool", "Bash", `{"command":"git -c user.name=agent -c user.email=a@x commit -q -am second && git log --oneline | wc -l"}`, "--json")
-	if err != nil || !strings.Contains(out, `"ok":true`) || !strings.Contains(out, `2\n`) {
+	if err != nil || !strings.Contains(out, `"ok":true`) || !strings.Contains(out, `"content":"2`) {
 		t.Fatalf("commit in the sandbox: %v %s", err, out)
 	}
 	if got := asOwner(t, ws, home, "git", "log", "--format=%an %s", "-1"); strings.TrimSpace(got) != "agent second" {

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"sync"
 
 	"github.com/agentbox/agentbox/config"
 )
@@ -15,7 +16,7 @@ func OpenConfig(ctx context.Context, cfg *config.Config, opts ...Option) (*Store
 	base := []Option{WithExclude(cfg.Snapshot.Exclude...), WithCompression(cfg.Snapshot.Compress),
 		WithMaxCallBytes(callCap(cfg.Snapshot.MaxCallBytes, cfg.Snapshot.MaxBytes)), WithMinFreeBytes(cfg.Snapshot.MinFreeBytes),
 		WithAutoGC(GCPolicy{MaxBytes: cfg.Snapshot.MaxBytes}), WithSerialCalls(cfg.Snapshot.SerialCalls),
-		WithProtection(ProtectConfig(cfg)),
+		WithProtection(ProtectConfig(cfg)), WithContentProtection(ContentConfig(cfg)),
 		WithChangeCapture(cfg.Snapshot.ChangeCapture), WithCaptureCheck(cfg.Snapshot.CaptureCheckEvery, cfg.Snapshot.CaptureCheckInterval)}
 	return Open(ctx, cfg.WorkspaceStateDir(), cfg.Workspace, append(base, opts...)...)
 }
@@ -26,28 +27,31 @@ func Policy(cfg *config.Config) GCPolicy {
 }
 
 // ProtectConfig is the protection of cfg's sandbox section
-// (config.Protection) over cfg's workspace. The git-directory test looks
-// at the workspace itself, beneath it and without following symlinks.
+// (config.Protection) over cfg's workspace, with the host-run closure
+// (config.Closure) computed from the workspace when the returned
+// function's first path is judged: once per call, at the moment of use.
 func ProtectConfig(cfg *config.Config) func() ProtectFunc {
-	prot := cfg.Sandbox.Protection()
-	ws := cfg.Workspace
 	return func() ProtectFunc {
-		memo := map[string]bool{}
-		isGitDir := func(dir string) bool {
-			if v, ok := memo[dir]; ok {
-				return v
-			}
-			v := false
-			for _, name := range []string{"HEAD", "objects", "refs"} {
-				if _, err := lstatBeneathPath(ws, dir+"/"+name); err == nil {
-					v = true
-					break
-				}
-			}
-			memo[dir] = v
-			return v
+		var once sync.Once
+		var c *config.Closure
+		return func(rel string) (string, bool) {
+			once.Do(func() { c = cfg.Closure(false) })
+			return c.Match(rel)
 		}
-		return func(rel string) (string, bool) { return prot.Match(rel, isGitDir) }
+	}
+}
+
+// ContentConfig is the content judgement of cfg's protection
+// (config.Closure.Judge): package.json while a hook runner is present,
+// the todo lists of a half-done rebase or cherry-pick.
+func ContentConfig(cfg *config.Config) func() ContentFunc {
+	return func() ContentFunc {
+		var once sync.Once
+		var c *config.Closure
+		return func(rel string) func(old, new []byte) (string, bool) {
+			once.Do(func() { c = cfg.Closure(true) })
+			return c.Judge(rel)
+		}
 	}
 }
 

@@ -80,6 +80,14 @@
 //     were journaled gets a new ID when it is committed (Call.ID reports
 //     it after Finish), so that it sorts after them.
 //
+// Protected paths (WithProtection) are judged per call against the
+// workspace as it is after the call: the configured protection computes
+// the host-run closure then (config.Closure), and paths judged by content
+// (WithContentProtection: package.json's hook-relevant keys, a rebase
+// todo list's exec lines) compare the old content from the blob store
+// with the new. A second round judges what is left after the first
+// reverted something (a reverted change can bring a trigger back).
+//
 // A protected path (WithProtection) that a running command changed is
 // set back to its last journaled state before a file-scoped call, undo or
 // rollback takes it over (see Protected): it never becomes the state an

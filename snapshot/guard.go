@@ -2,8 +2,12 @@ package snapshot
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"io"
 	"maps"
+	"os"
 	"sort"
 	"strings"
 
@@ -44,6 +48,20 @@ import (
 // why (a sentence for people). It must be safe for concurrent use.
 type ProtectFunc func(rel string) (reason string, protected bool)
 
+// ContentFunc returns the judge of a path protected by what a change does
+// to its content (package.json's hook-relevant keys, a rebase todo list's
+// exec lines), or nil for any other path. The judge gets the content
+// before and after (nil: absent) and reports whether the change is
+// protected, and why.
+type ContentFunc func(rel string) func(old, new []byte) (reason string, protected bool)
+
+// WithContentProtection makes the store judge changes to content-judged
+// paths (ContentFunc) like changes to protected paths: reverted unless
+// kept. newFn makes the judge for one call.
+func WithContentProtection(newFn func() ContentFunc) Option {
+	return func(o *options) { o.content = newFn }
+}
+
 // Protected is one change to a protected path.
 type Protected struct {
 	Change
@@ -76,12 +94,39 @@ func (d *Detached) SetKeep(fn KeepFunc) {
 // the latter and updates post (the manifest after the call) for them. It
 // returns the changes to journal, the reverted ones, and an error when a
 // revert failed (the changes it could not revert stay in the journal).
+//
+// The protection depends on what the workspace holds (the host-run
+// closure: a hook directory, an .envrc naming a file), and reverting a
+// change can bring a trigger back: so when the first round reverted
+// something, a second round judges the rest against the restored state.
 func (s *Store) guard(ctx context.Context, id string, changes []Change, keep KeepFunc, post *index) ([]Change, []Protected, error) {
+	journal, reverted, err := s.guardRound(ctx, id, changes, keep, post)
+	if err != nil || len(reverted) == 0 || len(journal) == 0 {
+		return journal, reverted, err
+	}
+	journal, more, err := s.guardRound(ctx, id+"-2", journal, keep, post)
+	reverted = append(reverted, more...)
+	sort.Slice(reverted, func(i, j int) bool { return reverted[i].Path < reverted[j].Path })
+	return journal, reverted, err
+}
+
+// guardRound is one round of guard.
+func (s *Store) guardRound(ctx context.Context, id string, changes []Change, keep KeepFunc, post *index) ([]Change, []Protected, error) {
 	if s.opts.protect == nil || len(changes) == 0 {
 		return changes, nil, nil
 	}
 	var hits []Protected
 	protect := s.opts.protect()
+	var content ContentFunc
+	if s.opts.content != nil {
+		content = s.opts.content()
+	}
+	rootfd := -1
+	defer func() {
+		if rootfd >= 0 {
+			closeFD(rootfd)
+		}
+	}()
 	for i, ch := range changes {
 		if emptyDirAdded(changes, i) {
 			// An empty directory runs nothing (the sandbox creates empty
@@ -91,6 +136,20 @@ func (s *Store) guard(ctx context.Context, id string, changes []Change, keep Kee
 		}
 		if why, ok := protect(ch.Path); ok {
 			hits = append(hits, Protected{Change: ch, Reason: why})
+			continue
+		}
+		if content == nil {
+			continue
+		}
+		if judge := content(ch.Path); judge != nil {
+			if rootfd < 0 {
+				if fd, err := s.openRoot(); err == nil {
+					rootfd = fd
+				}
+			}
+			if why, ok := s.judgeContent(rootfd, ch, judge); ok {
+				hits = append(hits, Protected{Change: ch, Reason: why})
+			}
 		}
 	}
 	if len(hits) == 0 {
@@ -202,6 +261,64 @@ func (s *Store) guard(ctx context.Context, id string, changes []Change, keep Kee
 
 func closeFD(fd int) { _ = unix.Close(fd) }
 
+// maxJudgedBytes bounds the content a judge reads; a larger file fails
+// closed.
+const maxJudgedBytes = 8 << 20
+
+// judgeContent runs a content judge on a change: the old content from
+// the blob store, the new one from the blob store or, when it was not
+// stored, from the workspace (beneath rootfd, no symlinks). A side that
+// is not a regular file, or that cannot be read, fails closed.
+func (s *Store) judgeContent(rootfd int, ch Change, judge func(old, new []byte) (string, bool)) (string, bool) {
+	read := func(n *Node, disk bool) ([]byte, bool) {
+		switch {
+		case n == nil:
+			return nil, true
+		case n.Type != TypeFile || n.Size > maxJudgedBytes:
+			return nil, false
+		}
+		if data, err := s.readBlob(n.Hash); err == nil {
+			return data, true
+		}
+		if !disk || rootfd < 0 {
+			return nil, false
+		}
+		data, err := readBeneath(rootfd, ch.Path)
+		return data, err == nil && sha256Hex(data) == n.Hash
+	}
+	newData, ok := read(ch.New, true)
+	if !ok {
+		return fmt.Sprintf("%s is judged by its content, and its new content could not be read as a regular file", ch.Path), true
+	}
+	oldData, ok := read(ch.Old, false)
+	if !ok {
+		oldData = nil // unknown before: judged as if it was absent
+	}
+	return judge(oldData, newData)
+}
+
+// readBeneath reads the regular file rel beneath rootfd without
+// following a symlink anywhere on the way.
+func readBeneath(rootfd int, rel string) ([]byte, error) {
+	fd, err := unix.Openat2(rootfd, rel, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_CLOEXEC | unix.O_NONBLOCK,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), rel)
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxJudgedBytes+1))
+	if err == nil && len(data) > maxJudgedBytes {
+		err = fmt.Errorf("%s is larger than %d bytes", rel, maxJudgedBytes)
+	}
+	return data, err
+}
+
+func sha256Hex(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
 // foreignBeneath reports whether post (the manifest after the call; nil:
 // unknown) holds a path beneath dir that is not among the call's changes.
 func foreignBeneath(dir string, changes []Change, post *index) bool {
@@ -227,24 +344,6 @@ func errRevert(failed []Change) error {
 		paths = append(paths, quotePath(f.Path))
 	}
 	return fmt.Errorf("snapshot: changes to protected paths could not be reverted: %s", strings.Join(paths, ", "))
-}
-
-// lstatBeneathPath reports whether rel exists beneath ws, without
-// following symlinks on the way.
-func lstatBeneathPath(ws, rel string) (unix.Stat_t, error) {
-	var st unix.Stat_t
-	fd, err := unix.Openat2(unix.AT_FDCWD, ws, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_DIRECTORY})
-	if err != nil {
-		return st, err
-	}
-	defer unix.Close(fd)
-	f, err := unix.Openat2(fd, rel, &unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS})
-	if err != nil {
-		return st, err
-	}
-	defer unix.Close(f)
-	return st, unix.Fstat(f, &st)
 }
 
 // emptyDirAdded reports whether changes[i] adds a directory that holds
@@ -325,9 +424,10 @@ func (s *Store) guardTakeover(ctx context.Context, id string, rels []string) boo
 		return false
 	}
 	protect := s.opts.protect()
+	content := s.contentFunc()
 	var cand []string
 	for _, p := range rels {
-		if _, ok := protect(p); ok && !s.excludedPath(p, map[string]bool{}) {
+		if guarded(protect, content, p) && !s.excludedPath(p, map[string]bool{}) {
 			cand = append(cand, p)
 		}
 	}
@@ -382,9 +482,10 @@ func (s *Store) takeoverStale(states map[string]*Node) error {
 		return nil
 	}
 	protect := s.opts.protect()
+	content := s.contentFunc()
 	var cand []string
 	for p := range states {
-		if _, ok := protect(p); ok && !s.excludedPath(p, map[string]bool{}) {
+		if guarded(protect, content, p) && !s.excludedPath(p, map[string]bool{}) {
 			cand = append(cand, p)
 		}
 	}
@@ -406,6 +507,23 @@ func (s *Store) takeoverStale(states map[string]*Node) error {
 	}
 	sort.Strings(stale)
 	return fmt.Errorf("snapshot: a running command keeps changing the protected %s; try again once it has ended", strings.Join(stale, ", "))
+}
+
+// guarded reports whether a change to rel is judged by the guard: a
+// protected path, or one judged by its content (WithContentProtection).
+func guarded(protect ProtectFunc, content ContentFunc, rel string) bool {
+	if _, ok := protect(rel); ok {
+		return true
+	}
+	return content != nil && content(rel) != nil
+}
+
+// contentFunc is the store's content judge for one decision, or nil.
+func (s *Store) contentFunc() ContentFunc {
+	if s.opts.content == nil {
+		return nil
+	}
+	return s.opts.content()
 }
 
 // planStates is the state on disk each path of a plan was found in.

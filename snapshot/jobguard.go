@@ -167,12 +167,19 @@ func (s *Store) liveRelevant(recent map[string]bool) bool {
 		return false
 	}
 	protect := s.opts.protect()
+	var content ContentFunc
+	if s.opts.content != nil {
+		content = s.opts.content()
+	}
 	for p, whole := range recent {
 		if whole {
 			return true
 		}
 		if _, ok := protect(p); ok {
 			return true
+		}
+		if content != nil && content(p) != nil {
+			return true // judged by content: the sweep reads it
 		}
 	}
 	return false

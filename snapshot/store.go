@@ -75,6 +75,7 @@ type options struct {
 	hooks    func(point string)     // test hook: called at named points
 	callHook func(point, id string) // test hook: the same, with the call's record ID
 	protect  func() ProtectFunc     // WithProtection
+	content  func() ContentFunc     // WithContentProtection
 	lockPoll time.Duration
 	serial   bool // WithSerialCalls
 	// fullIndex: every manifest update is a whole save (withFullIndexSaves).

@@ -179,10 +179,10 @@ type Options struct {
 	Audit     AuditLog
 
 	Limits Limits
-	// Protected reports whether a workspace-relative path is protected
-	// and why (config.Protection); nil protects nothing here (the
-	// snapshot store still reverts what its own protection covers).
-	Protected func(rel string) (reason string, protected bool)
+	// Protection returns the workspace's protection at the moment of a
+	// call (config.Closure); nil protects nothing here (the snapshot
+	// store still reverts what its own protection covers).
+	Protection func() Protection
 	// MaxInputBytes bounds a call's JSON input (default 32 MiB).
 	MaxInputBytes int
 	// Parallelism bounds concurrent calls in a batch (default 10).
@@ -298,7 +298,7 @@ func NewPipeline(reg *Registry, opts Options) *Pipeline {
 		ClassifyStage(opts.Classify),
 		Rules(opts.Rules, pc),
 		ModeStage(opts.Mode, opts.Rules, pc, opts.Grants, p.containedFunc()),
-		ProtectStage(opts.Protected, opts.Workspace, opts.Root, opts.Mode),
+		ProtectStage(opts.Protection, opts.Workspace, opts.Root, opts.Mode),
 		ApprovalStage(opts.Approver, opts.Grants, opts.Rules, pc, opts.Now),
 		ContainedNote(func() bool { _, ok := reg.Lookup("Undo"); return ok }),
 		running,

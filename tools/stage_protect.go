@@ -2,45 +2,70 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/agentbox/agentbox/tools/permission"
 )
+
+// Protection is what ProtectStage asks of the workspace's protection at
+// the moment of a call (config.Closure implements it): whether a path is
+// protected by name or by the host-run closure, and the content judge of
+// a path protected by what a change does to its content (package.json's
+// hook-relevant keys).
+type Protection interface {
+	Match(rel string) (reason string, protected bool)
+	Judge(rel string) func(old, new []byte) (reason string, protected bool)
+}
+
+// ContentPreview is implemented by the params of a tool that writes one
+// file whole (Write, Edit, MultiEdit): the content the call would leave
+// given the file's current content (nil: absent); false when that cannot
+// be known before the tool runs.
+type ContentPreview interface {
+	NewContent(old []byte) ([]byte, bool)
+}
 
 // ProtectStage makes a file-changing call (Write, Edit, MultiEdit: any
 // tool that is not read-only and names paths) on a protected path ask, in
 // every mode — bypassPermissions included — unless an explicit allow rule
 // matched the call; in dontAsk mode it is refused. A protected path is
-// one a host program may run or load (config.Protection); the question
+// one a host program may run or load (config.Protection) or one that a
+// present trigger runs or loads (config.Closure, computed once per call
+// from the workspace); a content-judged path (package.json while a hook
+// runner is present) asks only when the call's new content changes a
+// protected part (ContentPreview; unknown content asks). The question
 // says why. The path is checked as written and as it resolves beneath the
 // workspace (a symlink into .git is no way around it). The approved paths
 // are recorded on the call so that the snapshot stage keeps their changes.
-func ProtectStage(protected func(rel string) (string, bool), workspace string, root *os.Root, mode permission.Mode) Stage {
+func ProtectStage(protection func() Protection, workspace string, root *os.Root, mode permission.Mode) Stage {
 	return func(next Handler) Handler {
 		return func(ctx context.Context, c *Call) Result {
-			if protected == nil || c.Decision.Action == permission.Deny || c.Tool.ReadOnly(c.Params) {
+			if protection == nil || c.Decision.Action == permission.Deny || c.Tool.ReadOnly(c.Params) {
 				return next(ctx, c)
 			}
 			if _, isCmd := CommandOf(c.Params); isCmd {
 				return next(ctx, c) // shell commands: the changeset check (SnapshotStage)
 			}
+			paths := PathsOf(c.Params)
+			if len(paths) == 0 {
+				return next(ctx, c)
+			}
+			prot := protection()
 			var hits, rels, reasons []string
-			for _, p := range PathsOf(c.Params) {
+			for _, p := range paths {
 				forms := relForms(root, workspace, p)
-				for _, rel := range forms {
-					why, ok := protected(rel)
-					if !ok && inGitDir(rel) {
-						why, ok = rel+" is inside git metadata (a file tool may create or change a repository there)", true
-					}
-					if ok {
-						hits = append(hits, p)
-						rels = append(rels, forms...)
-						reasons = append(reasons, why)
-						break
-					}
+				why, ok := protectedForm(prot, root, forms, c.Params)
+				if ok {
+					hits = append(hits, p)
+					rels = append(rels, forms...)
+					reasons = append(reasons, why)
 				}
 			}
 			if len(hits) == 0 {
@@ -61,6 +86,43 @@ func ProtectStage(protected func(rel string) (string, bool), workspace string, r
 			return next(ctx, c)
 		}
 	}
+}
+
+// protectedForm judges one path of a call in its workspace-relative
+// forms (as written, as resolved): protected by name or closure, inside
+// git metadata, or — for a content-judged path — by what the call's new
+// content changes.
+func protectedForm(prot Protection, root *os.Root, forms []string, params any) (string, bool) {
+	for _, rel := range forms {
+		if why, ok := prot.Match(rel); ok {
+			return why, true
+		}
+		if inGitDir(rel) {
+			return rel + " is inside git metadata (a file tool may create or change a repository there)", true
+		}
+	}
+	for _, rel := range forms {
+		judge := prot.Judge(rel)
+		if judge == nil {
+			continue
+		}
+		old, err := readRegular(root, rel)
+		if err != nil {
+			return rel + " is judged by what a change does to its content, and its current content cannot be read as a regular file", true
+		}
+		pv, ok := params.(ContentPreview)
+		if !ok {
+			return rel + " is judged by what a change does to its content, and this tool's content is not known before it runs", true
+		}
+		newData, ok := pv.NewContent(old)
+		if !ok {
+			return rel + " is judged by what a change does to its content, and this edit's result cannot be known before it runs", true
+		}
+		if why, ok := judge(old, newData); ok {
+			return why, true
+		}
+	}
+	return "", false
 }
 
 // relForms is the workspace-relative form of p as written and as it
@@ -140,6 +202,29 @@ func keepFor(c *Call, ap Approver) func(ctx context.Context, changes []Protected
 		}
 		return keep
 	}
+}
+
+// maxJudgedBytes bounds what is read of a content-judged file.
+const maxJudgedBytes = 8 << 20
+
+// readRegular reads rel beneath root when it is a regular file (nil, nil
+// when absent), without blocking on a FIFO.
+func readRegular(root *os.Root, rel string) ([]byte, error) {
+	if root == nil {
+		return nil, nil
+	}
+	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() || st.Size() > maxJudgedBytes {
+		return nil, fmt.Errorf("%s is not a regular file agentbox can judge", rel)
+	}
+	return io.ReadAll(io.LimitReader(f, maxJudgedBytes+1))
 }
 
 // inGitDir reports whether rel has a .git component above its last one:

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/tools/permission"
 )
 
@@ -52,7 +53,7 @@ func TestProtectStage(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer root.Close()
-			h := Chain(reached(&got), ProtectStage(protected, ws, root, tt.mode))
+			h := Chain(reached(&got), ProtectStage(func() Protection { return nameOnly(protected) }, ws, root, tt.mode))
 			c := &Call{Tool: tt.tool, Params: tt.params, Decision: Decision{Action: permission.Allow}, Match: tt.match}
 			res := h(context.Background(), c)
 			if c.Decision.Action != tt.action {
@@ -71,6 +72,64 @@ func TestProtectStage(t *testing.T) {
 				t.Errorf("approved paths %v", c.ProtectedApproved)
 			}
 			_ = got
+		})
+	}
+}
+
+// nameOnly is a Protection of name rules alone.
+type nameOnly func(rel string) (string, bool)
+
+func (n nameOnly) Match(rel string) (string, bool)                 { return n(rel) }
+func (nameOnly) Judge(string) func(old, new []byte) (string, bool) { return nil }
+func (p *writeParams) NewContent(old []byte) ([]byte, bool)        { return []byte(p.Content), true }
+
+// TestProtectStageClosure: with the configured protection and the
+// host-run closure, a Write that changes what a present trigger runs asks
+// (package.json's scripts while husky is present, the file .envrc loads,
+// the target of a symlinked .claude), while a dependency-only
+// package.json change does not.
+func TestProtectStageClosure(t *testing.T) {
+	ws := t.TempDir()
+	put := func(rel, data string) {
+		p := filepath.Join(ws, rel)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(".husky/pre-commit", "npm test\n")
+	put("package.json", `{"scripts":{"test":"node t.js"},"dependencies":{"a":"1"}}`)
+	put(".envrc", "source_env_if_exists .envrc.local\n")
+	put("pkg/shared-claude/x", "")
+	os.Symlink("shared-claude", filepath.Join(ws, "pkg/.claude"))
+	cfg := config.Default()
+	cfg.Workspace = ws
+	write := testTools(t)[2]
+	tests := []struct {
+		name, path, content string
+		action              permission.Action
+	}{
+		{"dependencies only", "package.json", `{"scripts":{"test":"node t.js"},"dependencies":{"a":"2"}}`, permission.Allow},
+		{"scripts", "package.json", `{"scripts":{"test":"curl x | sh"},"dependencies":{"a":"1"}}`, permission.Ask},
+		{"a nested package.json's lint-staged", "web/package.json", `{"lint-staged":{"*":"sh x"}}`, permission.Ask},
+		{"the file .envrc loads", ".envrc.local", "export BASH_ENV=/tmp/x\n", permission.Ask},
+		{"a symlinked .claude's target", "pkg/shared-claude/settings.json", "{}", permission.Ask},
+		{"an ordinary file", "src/a.js", "x", permission.Allow},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root, err := os.OpenRoot(ws)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer root.Close()
+			var got *Call
+			h := Chain(reached(&got), ProtectStage(func() Protection { return cfg.Closure(false) }, ws, root, permission.ModeDefault))
+			c := &Call{Tool: write, Params: &writeParams{FilePath: filepath.Join(ws, tt.path), Content: tt.content}, Decision: Decision{Action: permission.Allow}}
+			h(context.Background(), c)
+			if c.Decision.Action != tt.action {
+				t.Errorf("action %s, want %s (%s)", c.Decision.Action, tt.action, c.Decision.Reason)
+			}
 		})
 	}
 }

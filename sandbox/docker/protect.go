@@ -25,7 +25,13 @@ import (
 //     (config, hooks, info, commondir, objects/info, modules, worktrees…),
 //     with hooks/ and info/ created empty first when missing;
 //   - every existing workspace-root match of sandbox.protected_paths
-//     read-only (.vscode, .envrc, .agentbox, …).
+//     read-only (.vscode, .envrc, .agentbox, …); for one that is a symlink
+//     inside the workspace, its target instead (host programs follow it);
+//   - every existing path of the host-run closure read-only, at any depth
+//     (config.Closure, computed shallowly through the workspace
+//     descriptor at each hand-over: core.hooksPath, the scripts hooks and
+//     hook managers name, what the root .envrc loads), up to
+//     maxClosureMounts.
 //
 // Protected paths that do not exist, or that match deeper in the tree,
 // cannot be mounted without littering the workspace; the tool layer finds
@@ -234,7 +240,15 @@ func (r *Runner) protectedSources(ws int) ([]bindSource, error) {
 			}
 		}
 	}
+	closure := r.closure(ws)
+	mounted := map[string]bool{}
 	for _, rel := range r.rootProtected(rootNames) {
+		if target, ok := closure.LinkTarget(rel); ok && target != rel {
+			// A protected name that is a symlink inside the workspace:
+			// its target is mounted below (host programs follow the
+			// link); the link itself is judged in the changeset.
+			continue
+		}
 		f, ok, err := open(rel)
 		if err != nil {
 			return out, err
@@ -243,9 +257,54 @@ func (r *Runner) protectedSources(ws int) ([]bindSource, error) {
 			if err := add(rel, true, f); err != nil {
 				return out, err
 			}
+			mounted[rel] = true
 		}
 	}
+	// The host-run closure: what a present trigger runs or loads
+	// (core.hooksPath, the scripts hooks and hook managers name, the files
+	// .envrc loads, a symlinked protected name's target), wherever it is.
+	// A path below a symlink is left to the changeset check.
+	for _, rel := range closure.Paths() {
+		if rel == ".git" || strings.HasPrefix(rel, ".git/") || coveredBy(rel, mounted) || len(mounted) >= maxClosureMounts {
+			continue
+		}
+		f, err := openBeneath(ws, rel)
+		if err != nil {
+			continue
+		}
+		if err := add(rel, true, f); err != nil {
+			return out, err
+		}
+		mounted[rel] = true
+	}
 	return out, nil
+}
+
+// maxClosureMounts bounds the read-only mounts of a container; past it
+// the changeset check alone covers the rest of the closure.
+const maxClosureMounts = 64
+
+// coveredBy reports whether rel is, or lies beneath, a mounted path.
+func coveredBy(rel string, mounted map[string]bool) bool {
+	for p := rel; p != "." && p != ""; p = path.Dir(p) {
+		if mounted[p] {
+			return true
+		}
+	}
+	return false
+}
+
+// closure computes the host-run closure of the workspace through its
+// descriptor (never by path), shallowly: this runs at every hand-over, and
+// what lies deeper is judged in each call's changeset.
+func (r *Runner) closure(ws int) *config.Closure {
+	prot := r.cfg.Protection()
+	root, err := os.OpenRoot(fmt.Sprintf("/proc/self/fd/%d", ws))
+	if err != nil {
+		return prot.Closure(nil, config.ClosureOptions{Workspace: r.workspace})
+	}
+	defer root.Close()
+	return prot.Closure(root, config.ClosureOptions{Workspace: r.workspace, IsGitDir: r.isGitDir, Shallow: true})
 }
 
 // rootProtected lists the workspace-relative paths of sandbox.

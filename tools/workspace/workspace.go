@@ -33,7 +33,6 @@ import (
 	"github.com/agentbox/agentbox/classifier"
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/sandbox"
-	"github.com/agentbox/agentbox/snapshot"
 	"github.com/agentbox/agentbox/tools"
 	"github.com/agentbox/agentbox/tools/audit"
 	"github.com/agentbox/agentbox/tools/permission"
@@ -209,7 +208,6 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Tools, error)
 	if approver == nil {
 		approver = tools.DenyApprover{}
 	}
-	protect := snapshot.ProtectConfig(cfg)
 	s.Pipeline = tools.NewPipeline(s.Registry, tools.Options{
 		Workspace:    cfg.Workspace,
 		Root:         s.root,
@@ -233,7 +231,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Tools, error)
 			DefaultTimeout: cfg.Sandbox.DefaultTimeout,
 			MaxTimeout:     cfg.Sandbox.MaxTimeout,
 		},
-		Protected:     func(rel string) (string, bool) { return protect()(rel) },
+		Protection:    func() tools.Protection { return cfg.Closure(false) },
 		MaxInputBytes: cfg.Tools.MaxInputBytes,
 		Parallelism:   cfg.Tools.Parallelism,
 		Logger:        log,
