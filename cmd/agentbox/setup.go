@@ -24,8 +24,17 @@ func init() { register(newSetupCmd) }
 // Native tools each client is told not to use, so that its agent works
 // through agentbox's tools instead.
 var (
-	// Claude Code: permissions.deny rules (its shell and every file-writing tool).
-	claudeDeny = []string{"Bash", "Edit", "Write", "MultiEdit", "NotebookEdit"}
+	// Claude Code: permissions.deny rules for every native tool that runs a
+	// command, reads or writes a file or fetches a URL on the host (the
+	// names Claude Code 2.1 knows; it warns at every launch about a rule
+	// that names no tool).
+	claudeDeny = []string{"Bash", "Read", "Write", "Edit", "NotebookEdit", "Glob", "Grep", "WebFetch"}
+	// Claude Code: permissions.allow for agentbox's own tools, so that
+	// Claude Code does not ask before each call (agentbox decides).
+	claudeAllow = []string{"mcp__agentbox__*"}
+	// Claude Code: rules earlier versions of setup wrote that name no tool
+	// Claude Code 2.1 knows; setup removes them.
+	claudeObsolete = []string{"MultiEdit"}
 	// Gemini CLI: tools.exclude (excludeTools in the old flat format).
 	geminiExclude = []string{"run_shell_command", "write_file", "replace"}
 	// Cursor CLI: permissions.deny in cli.json / cli-config.json.
@@ -69,7 +78,8 @@ CLIENT is one of claude-code, gemini-cli, codex, cursor. --project (the
 default) writes the workspace's files, --user the person's own:
 
   claude-code  --project  .mcp.json (mcpServers.agentbox), .claude/settings.json
-                          (permissions.deny: Bash Edit Write MultiEdit NotebookEdit) and
+                          (permissions.allow: mcp__agentbox__*; permissions.deny: Bash
+                          Read Write Edit NotebookEdit Glob Grep WebFetch) and
                           .claude/settings.local.json (enabledMcpjsonServers: agentbox;
                           Claude Code still asks once whether to trust the folder)
                --user     ~/.claude.json (mcpServers.agentbox) and ~/.claude/settings.json
@@ -235,8 +245,14 @@ func setupEdits(t setupTarget) []configEdit {
 		edits := []configEdit{
 			{path: mcpFile, edit: jsonEdit(setServer(entry)), manual: manualJSON("mcpServers.agentbox", entry)},
 			{path: settings, edit: jsonEdit(func(o *jsonObject) error {
+				if err := removeStrings(o, []string{"permissions", "deny"}, claudeObsolete); err != nil {
+					return err
+				}
+				if err := addStrings(o, []string{"permissions", "allow"}, claudeAllow); err != nil {
+					return err
+				}
 				return addStrings(o, []string{"permissions", "deny"}, claudeDeny)
-			}), manual: manualList("permissions.deny", claudeDeny)},
+			}), manual: manualList("permissions.allow", claudeAllow) + "\n" + manualList("permissions.deny", claudeDeny)},
 		}
 		if !t.user {
 			// A project's .mcp.json server waits for approval; Claude Code

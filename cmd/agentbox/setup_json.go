@@ -204,6 +204,37 @@ func addStrings(o *jsonObject, path []string, items []string) error {
 	return nil
 }
 
+// removeStrings drops items from the list of strings at path, when the
+// list exists.
+func removeStrings(o *jsonObject, path []string, items []string) error {
+	cur := o
+	for i, k := range path[:len(path)-1] {
+		v, ok := cur.get(k)
+		if !ok || v == nil {
+			return nil
+		}
+		next, ok := v.(*jsonObject)
+		if !ok {
+			return fmt.Errorf("%s is not a JSON object", strings.Join(path[:i+1], "."))
+		}
+		cur = next
+	}
+	key := path[len(path)-1]
+	v, ok := cur.get(key)
+	if !ok || v == nil {
+		return nil
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return fmt.Errorf("%s is not a JSON list", strings.Join(path, "."))
+	}
+	kept := slices.DeleteFunc(slices.Clone(list), func(e any) bool { s, ok := e.(string); return ok && slices.Contains(items, s) })
+	if len(kept) != len(list) {
+		cur.set(key, kept)
+	}
+	return nil
+}
+
 // strList turns Go strings into JSON list elements.
 func strList(ss []string) []any {
 	out := make([]any, len(ss))
