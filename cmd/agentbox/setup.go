@@ -51,6 +51,10 @@ type setupTarget struct {
 	ws      string // the workspace (project root)
 	home    string
 	command string // the agentbox binary the client starts
+	// stateDir and configFile are passed to a server whose client starts
+	// it with a scrubbed environment (Codex), when they differ from what
+	// such a server finds from HOME alone; "" otherwise.
+	stateDir, configFile string
 }
 
 // configEdit is one file setup changes: the edit gets the current content
@@ -121,6 +125,14 @@ agentbox); setup is for the person at the host.`,
 				}
 			}
 			t := setupTarget{client: args[0], user: user, ws: cfg.Workspace, home: home, command: command}
+			if cfg.StateDirNote == "" && cfg.StateDir != filepath.Join(home, ".local", "state", "agentbox") {
+				t.stateDir = cfg.StateDir
+			}
+			if cfg.File != "" && cfg.File != filepath.Join(home, ".config", "agentbox", "config.yaml") {
+				if t.configFile, err = filepath.Abs(cfg.File); err != nil {
+					return err
+				}
+			}
 			return runSetup(a, t, dryRun)
 		},
 	}
@@ -227,6 +239,21 @@ func (t setupTarget) serverArgs(workspace string) []string {
 	return []string{"--workspace", workspace, "mcp"}
 }
 
+// scrubbedEnvArgs puts before args the global flags a server needs when its
+// client starts it with a scrubbed environment (Codex passes on HOME and
+// PATH but no AGENTBOX_* or XDG_* variable): the state dir and the config
+// file, when they are not the ones found from HOME.
+func (t setupTarget) scrubbedEnvArgs(args []string) []string {
+	var pre []string
+	if t.stateDir != "" {
+		pre = append(pre, "--state-dir", t.stateDir)
+	}
+	if t.configFile != "" {
+		pre = append(pre, "--config", t.configFile)
+	}
+	return append(pre, args...)
+}
+
 // in is the path of a config file: below the home directory for --user,
 // else below the workspace.
 func (t setupTarget) in(userPath, projectPath string) string {
@@ -287,7 +314,7 @@ func setupEdits(t setupTarget) []configEdit {
 		return []configEdit{{path: file, edit: edit, manual: manualJSON("mcpServers.agentbox", entry) + "\n" + manualList("tools.exclude", geminiExclude)}}
 	case "codex":
 		file := t.in(".codex/config.toml", ".codex/config.toml")
-		args := t.serverArgs(t.ws)
+		args := t.scrubbedEnvArgs(t.serverArgs(t.ws))
 		return []configEdit{{path: file, edit: func(old []byte) ([]byte, error) { return codexEdit(old, t.command, args) }, manual: codexBlock(t.command, args)}}
 	case "cursor":
 		args := t.serverArgs("${workspaceFolder}")
