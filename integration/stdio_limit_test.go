@@ -16,7 +16,7 @@ import (
 func TestStdioLargeWrite(t *testing.T) {
 	e := newMCPEnv(t, "")
 	big := strings.Repeat("0123456789abcde\n", 17<<20/16) // 17 MiB
-	huge := strings.Repeat("x", 34<<20)                     // beyond 32 MiB + 1 MiB
+	huge := strings.Repeat("x", 34<<20)                   // beyond 32 MiB + 1 MiB
 	plan := []tsStep{
 		{"op": "call", "id": "big", "name": "Write", "args": map[string]any{"file_path": filepath.Join(e.ws, "big.txt"), "content": big}, "timeout_ms": 300000},
 		{"op": "call", "id": "huge", "name": "Write", "args": map[string]any{"file_path": filepath.Join(e.ws, "huge.txt"), "content": huge}},
