@@ -22,6 +22,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -183,6 +184,9 @@ func readFile(file string) (*viper.Viper, error) {
 	fv.SetConfigFile(file)
 	fv.SetConfigType("yaml")
 	if err := fv.ReadInConfig(); err != nil {
+		if _, serr := os.Stat(file); errors.Is(serr, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: the config file %s does not exist", ErrInvalid, file)
+		}
 		return nil, fmt.Errorf("%w: reading %s: %v", ErrInvalid, file, err)
 	}
 	return fv, nil
@@ -253,6 +257,9 @@ func (c *Config) resolvePaths(getenv func(string) string) error {
 		ws = wd
 	}
 	real, err := RealDir(ws)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: the workspace %s does not exist; run agentbox in your project or pass --workspace DIR", ErrInvalid, ws)
+	}
 	if err != nil {
 		return fmt.Errorf("%w: workspace: %v", ErrInvalid, err)
 	}
