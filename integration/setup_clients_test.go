@@ -195,23 +195,78 @@ func TestSetupClaudeCode(t *testing.T) {
 	})
 }
 
+// geminiLaunchWarnings starts the real Gemini CLI headless with no
+// account: it loads its settings and the user's policy files, prints what
+// it warns about (a deprecated key, a policy file error) and stops at the
+// auth check, before any network call. It returns the lines before that.
+func geminiLaunchWarnings(t *testing.T, c clientEnv) string {
+	t.Helper()
+	out, _ := c.try(t, "gemini", "-p", "hello")
+	i := strings.Index(out, "Please set an Auth method")
+	if i < 0 {
+		t.Fatalf("gemini -p without an account:\n%s", out)
+	}
+	return strings.TrimSpace(out[:i])
+}
+
 // TestSetupGeminiCLI: the real Gemini CLI connects to the server setup
 // wrote once the person trusts the folder (Gemini CLI starts no server in
-// an untrusted one, which is checked too).
+// an untrusted one, which is checked too), and reads the settings and the
+// policy file setup wrote without a warning.
 func TestSetupGeminiCLI(t *testing.T) {
 	agentClientsDir(t)
-	c := newClientEnv(t)
-	c.run(t, "agentbox", "setup", "gemini-cli")
-	out := c.run(t, "gemini", "mcp", "list")
-	if !strings.Contains(out, "agentbox: "+agentbox+" --workspace "+c.ws+" mcp") || !strings.Contains(out, "Disabled") {
-		t.Fatalf("gemini mcp list in an untrusted folder:\n%s", out)
-	}
-	trust := fmt.Sprintf(`{%q: "TRUST_FOLDER"}`, c.ws)
-	if err := os.WriteFile(filepath.Join(c.home, ".gemini", "trustedFolders.json"), []byte(trust), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out = c.run(t, "gemini", "mcp", "list")
-	if !strings.Contains(out, "agentbox: "+agentbox+" --workspace "+c.ws+" mcp") || !strings.Contains(out, "Connected") {
-		t.Fatalf("gemini mcp list in a trusted folder:\n%s", out)
-	}
+	t.Run("project", func(t *testing.T) {
+		c := newClientEnv(t)
+		// What setup wrote before: tools.exclude, which Gemini CLI 0.61
+		// warns about at every launch. Setup removes it.
+		old := `{"tools": {"exclude": ["run_shell_command", "write_file", "replace"]}}`
+		os.MkdirAll(filepath.Join(c.ws, ".gemini"), 0o755)
+		if err := os.WriteFile(filepath.Join(c.ws, ".gemini", "settings.json"), []byte(old), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		trust := fmt.Sprintf(`{%q: "TRUST_FOLDER"}`, c.ws)
+		os.MkdirAll(filepath.Join(c.home, ".gemini"), 0o755)
+		if err := os.WriteFile(filepath.Join(c.home, ".gemini", "trustedFolders.json"), []byte(trust), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if w := geminiLaunchWarnings(t, c); !strings.Contains(w, "tools.exclude in settings.json is deprecated") {
+			t.Fatalf("Gemini CLI does not warn about the old settings:\n%s", w)
+		}
+		c.run(t, "agentbox", "setup", "gemini-cli")
+		if w := geminiLaunchWarnings(t, c); w != "" {
+			t.Fatalf("Gemini CLI warns about what setup wrote:\n%s", w)
+		}
+		out := c.run(t, "gemini", "mcp", "list")
+		if !strings.Contains(out, "agentbox: "+agentbox+" --workspace "+c.ws+" mcp") || !strings.Contains(out, "Connected") {
+			t.Fatalf("gemini mcp list in a trusted folder:\n%s", out)
+		}
+		// Untrusted, Gemini CLI starts no server.
+		if err := os.WriteFile(filepath.Join(c.home, ".gemini", "trustedFolders.json"), []byte("{}"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out = c.run(t, "gemini", "mcp", "list")
+		if !strings.Contains(out, "agentbox: "+agentbox+" --workspace "+c.ws+" mcp") || !strings.Contains(out, "Disabled") {
+			t.Fatalf("gemini mcp list in an untrusted folder:\n%s", out)
+		}
+	})
+	t.Run("user", func(t *testing.T) {
+		c := newClientEnv(t)
+		c.run(t, "agentbox", "setup", "gemini-cli", "--user")
+		if w := geminiLaunchWarnings(t, c); w != "" {
+			t.Fatalf("Gemini CLI warns about what setup wrote:\n%s", w)
+		}
+		// Gemini CLI validates the user's policy files at launch: a broken
+		// one is reported, so the silence above means ours is valid.
+		policy := filepath.Join(c.home, ".gemini", "policies", "agentbox.toml")
+		good, err := os.ReadFile(policy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(policy, []byte(strings.Replace(string(good), "priority = 900", "priority = 5000", 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if w := geminiLaunchWarnings(t, c); !strings.Contains(w, "Policy file error in agentbox.toml") {
+			t.Fatalf("Gemini CLI did not report a broken policy file:\n%s", w)
+		}
+	})
 }

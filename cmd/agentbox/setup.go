@@ -35,10 +35,15 @@ var (
 	// Claude Code: rules earlier versions of setup wrote that name no tool
 	// Claude Code 2.1 knows; setup removes them.
 	claudeObsolete = []string{"MultiEdit"}
-	// Gemini CLI: tools.exclude (excludeTools in the old flat format).
-	geminiExclude = []string{"run_shell_command", "write_file", "replace"}
+	// Gemini CLI: its native tools that reach the host (Gemini CLI 0.61's
+	// names), denied by a policy file of its Policy Engine.
+	geminiDeny = []string{"run_shell_command", "write_file", "replace", "read_file", "read_many_files", "glob", "grep_search", "list_directory", "web_fetch"}
+	// Gemini CLI: what earlier versions of setup put into tools.exclude
+	// (excludeTools), which Gemini CLI 0.61 warns about at every launch;
+	// setup removes them.
+	geminiExcludeObsolete = []string{"run_shell_command", "write_file", "replace"}
 	// Cursor CLI: permissions.deny in cli.json / cli-config.json.
-	cursorDeny = []string{"Shell(*)", "Write(**)"}
+	cursorDeny = []string{"Shell(*)", "Write(**)", "Read(**)"}
 )
 
 // setupClients are the clients `agentbox setup` knows, in help order.
@@ -301,17 +306,22 @@ func setupEdits(t setupTarget) []configEdit {
 			if err := setServer(entry)(o); err != nil {
 				return err
 			}
-			// The flat (v1) format names it excludeTools; the nested one
-			// tools.exclude.
-			if _, v1 := o.get("excludeTools"); v1 {
-				return addStrings(o, []string{"excludeTools"}, geminiExclude)
+			// The policy file replaces what setup once excluded here.
+			for _, path := range [][]string{{"excludeTools"}, {"tools", "exclude"}} {
+				if err := removeStrings(o, path, geminiExcludeObsolete); err != nil {
+					return err
+				}
+				if err := dropEmptyList(o, path); err != nil {
+					return err
+				}
 			}
-			if _, v1 := o.get("coreTools"); v1 {
-				return addStrings(o, []string{"excludeTools"}, geminiExclude)
-			}
-			return addStrings(o, []string{"tools", "exclude"}, geminiExclude)
+			return nil
 		})
-		return []configEdit{{path: file, edit: edit, manual: manualJSON("mcpServers.agentbox", entry) + "\n" + manualList("tools.exclude", geminiExclude)}}
+		policy := t.in(".gemini/policies/agentbox.toml", ".gemini/policies/agentbox.toml")
+		return []configEdit{
+			{path: file, edit: edit, manual: manualJSON("mcpServers.agentbox", entry)},
+			{path: policy, edit: func([]byte) ([]byte, error) { return []byte(geminiPolicy), nil }, manual: geminiPolicy},
+		}
 	case "codex":
 		file := t.in(".codex/config.toml", ".codex/config.toml")
 		args := t.scrubbedEnvArgs(t.serverArgs(t.ws))
@@ -340,6 +350,26 @@ func setupEdits(t setupTarget) []configEdit {
 	}
 	return nil
 }
+
+// geminiPolicy is the Gemini CLI Policy Engine file setup owns whole: the
+// native tools that reach the host are denied, agentbox's own run without
+// Gemini CLI asking first (agentbox decides, and asks where it must).
+var geminiPolicy = `# Written by ` + "`agentbox setup gemini-cli`" + `; running it again rewrites this file.
+# Gemini CLI's own shell, file and fetch tools run on the host: the agent
+# uses agentbox's (contained, judged, undoable) instead.
+[[rule]]
+toolName = ` + tomlStrings(geminiDeny) + `
+decision = "deny"
+priority = 900
+denyMessage = "Use the agentbox tools (Bash, Read, Write, Edit, Glob, Grep, LS) instead: they run contained and every change can be undone."
+
+# agentbox's tools: agentbox itself decides what needs a person's approval.
+[[rule]]
+mcpName = "agentbox"
+toolName = "*"
+decision = "allow"
+priority = 900
+`
 
 // mcpEntry is agentbox's stdio server entry; typ ("stdio") is written only
 // for clients that take it.

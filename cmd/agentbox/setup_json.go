@@ -32,6 +32,14 @@ func (o *jsonObject) set(k string, v any) {
 	o.vals[k] = v
 }
 
+func (o *jsonObject) del(k string) {
+	if _, ok := o.vals[k]; !ok {
+		return
+	}
+	delete(o.vals, k)
+	o.keys = slices.DeleteFunc(o.keys, func(x string) bool { return x == k })
+}
+
 // parseJSONObject reads a JSON document whose top level is an object;
 // empty input is an empty object. Numbers keep their text.
 func parseJSONObject(b []byte) (*jsonObject, error) {
@@ -232,6 +240,49 @@ func removeStrings(o *jsonObject, path []string, items []string) error {
 	if len(kept) != len(list) {
 		cur.set(key, kept)
 	}
+	return nil
+}
+
+// dropEmptyList removes the list at path when it is empty (an empty
+// tools.exclude still makes Gemini CLI warn that the key is deprecated),
+// and then its parent object when that is left empty.
+func dropEmptyList(o *jsonObject, path []string) error {
+	parent := o
+	for _, k := range path[:len(path)-1] {
+		v, ok := parent.get(k)
+		if !ok {
+			return nil
+		}
+		next, ok := v.(*jsonObject)
+		if !ok {
+			return nil
+		}
+		parent = next
+	}
+	key := path[len(path)-1]
+	if v, ok := parent.get(key); ok {
+		if l, isList := v.([]any); isList && len(l) == 0 {
+			parent.del(key)
+		}
+	}
+	if len(path) > 1 && len(parent.keys) == 0 {
+		return dropEmptyObject(o, path[:len(path)-1])
+	}
+	return nil
+}
+
+// dropEmptyObject removes the empty object at path.
+func dropEmptyObject(o *jsonObject, path []string) error {
+	parent := o
+	for _, k := range path[:len(path)-1] {
+		v, _ := parent.get(k)
+		next, ok := v.(*jsonObject)
+		if !ok {
+			return nil
+		}
+		parent = next
+	}
+	parent.del(path[len(path)-1])
 	return nil
 }
 
