@@ -92,21 +92,24 @@ default) writes the workspace's files, --user the person's own:
                           .claude/settings.local.json (enabledMcpjsonServers: agentbox;
                           Claude Code still asks once whether to trust the folder)
                --user     ~/.claude.json (mcpServers.agentbox) and ~/.claude/settings.json
-  gemini-cli   --project  .gemini/settings.json (mcpServers.agentbox; tools.exclude:
-                          run_shell_command write_file replace; Gemini CLI starts
-                          servers only in a folder the person trusts)
-               --user     ~/.gemini/settings.json
-  codex        --project  .codex/config.toml ([mcp_servers.agentbox]; [features]
-                          shell_tool = false)
+  gemini-cli   --project  .gemini/settings.json (mcpServers.agentbox) and
+                          .gemini/policies/agentbox.toml (deny its shell, file, search
+                          and fetch tools; allow agentbox's); Gemini CLI starts servers
+                          only in a folder the person trusts (~/.gemini/trustedFolders.json)
+               --user     ~/.gemini/settings.json and ~/.gemini/policies/agentbox.toml
+  codex        --project  .codex/config.toml ([mcp_servers.agentbox], with --state-dir
+                          and --config when they are not the defaults, since Codex
+                          passes no AGENTBOX_* variable; [features] shell_tool = false)
                --user     ~/.codex/config.toml
   cursor       --project  .cursor/mcp.json (mcpServers.agentbox) and .cursor/cli.json
-                          (permissions.deny: Shell(*) Write(**), for the Cursor CLI)
+                          (permissions.deny: Shell(*) Write(**) Read(**), for the Cursor CLI)
                --user     ~/.cursor/mcp.json and ~/.cursor/cli-config.json
 
 A project entry names the workspace (--workspace, default the current
 directory); a user entry serves whatever directory the client runs in. These
 files are protected paths for agents (an agent cannot change them through
-agentbox); setup is for the person at the host.`,
+agentbox); setup is for the person at the host. docs/clients.md says what
+each client still asks of you.`,
 		Args:      cobra.ExactArgs(1),
 		ValidArgs: setupClients,
 		RunE: func(cmd *cobra.Command, args []string) error {
