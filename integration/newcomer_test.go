@@ -17,7 +17,8 @@ import (
 
 // TestNewcomer is the first hour, scripted, as one person on a fresh
 // machine would go through it: `make install`, `agentbox setup
-// claude-code`, `claude mcp list` shows agentbox connected, a client
+// claude-code`, `claude mcp list` shows agentbox connected and Claude Code
+// warns about nothing setup wrote, a client
 // without elicitation (like Gemini CLI) gets a refusal that names the fix,
 // the person applies that fix, and `agentbox diff --since session:ID`
 // shows what the session changed.
@@ -58,6 +59,10 @@ func TestNewcomer(t *testing.T) {
 	list := run(claude, "mcp", "list")
 	if !strings.Contains(list, "agentbox") || !strings.Contains(list, "Connected") {
 		t.Fatalf("claude mcp list does not show agentbox connected:\n%s", list)
+	}
+	// Claude Code reads what setup wrote without a warning at launch.
+	if w := claudeLaunchWarnings(t, c); w != "" {
+		t.Errorf("Claude Code warns about the settings setup wrote:\n%s", w)
 	}
 
 	// 4. A client without elicitation: the refusal names the fix.
