@@ -1,11 +1,14 @@
 package builtin
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestApplyEditShown: in a file with bytes that are not UTF-8, Edit takes
@@ -90,4 +93,49 @@ func TestEditWhatReadShows(t *testing.T) {
 	if r.Err == nil || !strings.Contains(r.Content, "caf\uFFFD") || strings.Contains(r.Content, `\xe9`) {
 		t.Fatalf("hint: %q", r.Content)
 	}
+}
+
+// FuzzApplyEditShown: for any bytes, an edit of text taken from what Read
+// shows either fails cleanly or changes exactly the shown text it matched,
+// keeping every byte before and after it.
+func FuzzApplyEditShown(f *testing.F) {
+	f.Add([]byte("name = caf\xe9\nx = 1\n"), uint16(3), uint16(11))
+	f.Add([]byte("\xff\xfe\xfd abc \xe9\xe8 abc"), uint16(0), uint16(9))
+	f.Add([]byte("a\uFFFDb a\xe9b"), uint16(0), uint16(5))
+	f.Fuzz(func(t *testing.T, content []byte, i, j uint16) {
+		if bytes.ContainsRune(content, '\r') {
+			return // CRLF files take LF in old_string: another property
+		}
+		c := string(content)
+		view, invalid := shownText(c)
+		a, b := int(i)%(len(view)+1), int(j)%(len(view)+1)
+		if a > b {
+			a, b = b, a
+		}
+		for a > 0 && a < len(view) && !utf8.RuneStart(view[a]) {
+			a--
+		}
+		for b < len(view) && !utf8.RuneStart(view[b]) {
+			b++
+		}
+		old := view[a:b]
+		if strings.TrimSpace(old) == "" {
+			return
+		}
+		o, err := applyEdit(c, old, old+"Z", false)
+		if err != nil {
+			if _, ok := err.(*editFailure); !ok {
+				t.Fatalf("error of type %T: %v", err, err)
+			}
+			return
+		}
+		at := strings.Index(view, old)
+		if got, want := func() string { s, _ := shownText(o.content); return s }(), view[:at]+old+"Z"+view[at+len(old):]; got != want {
+			t.Fatalf("shown after the edit %q, want %q", got, want)
+		}
+		raw := func(v int) int { k, _ := slices.BinarySearch(invalid, v); return v - 2*k }
+		if !strings.HasPrefix(o.content, c[:raw(at)]) || !strings.HasSuffix(o.content, c[raw(at+len(old)):]) {
+			t.Fatalf("bytes outside the edit changed: %q -> %q", c, o.content)
+		}
+	})
 }
