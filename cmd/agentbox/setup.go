@@ -213,6 +213,24 @@ func runSetup(a *app, t setupTarget, dryRun bool) error {
 	default:
 		fmt.Fprintf(a.stderr(), "agentbox setup: %d file(s) changed for %s\n", changed, t.client)
 	}
+	if !dryRun {
+		for _, n := range t.nextSteps() {
+			fmt.Fprintf(a.stderr(), "agentbox setup: next: %s\n", termtext.Line(n))
+		}
+	}
+	return nil
+}
+
+// nextSteps is what the client still asks of the person after setup.
+func (t setupTarget) nextSteps() []string {
+	switch {
+	case t.client == "claude-code" && !t.user:
+		return []string{"run `claude` here once and trust the folder: until then Claude Code keeps the agentbox server pending and ignores the project's permissions.allow"}
+	case t.client == "gemini-cli" && !t.user:
+		return []string{fmt.Sprintf("trust this folder in Gemini CLI (it asks on the first `gemini` here; or add {%q: \"TRUST_FOLDER\"} to ~/.gemini/trustedFolders.json), and accept the project's policy file when it asks", t.ws)}
+	case t.client == "codex" && !t.user:
+		return []string{"Codex reads .codex/config.toml only in a project you trust (`--user` needs no trust)"}
+	}
 	return nil
 }
 

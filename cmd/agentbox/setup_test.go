@@ -282,3 +282,32 @@ func TestSetupUserFromHome(t *testing.T) {
 		t.Fatalf("~/.claude.json: %v %s", err, b)
 	}
 }
+
+// TestSetupNextSteps: setup tells the person what the client still asks
+// of them; a dry run and a user setup that needs nothing more say nothing.
+func TestSetupNextSteps(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // "" for none
+	}{
+		{[]string{"claude-code"}, "trust the folder"},
+		{[]string{"gemini-cli"}, `: "TRUST_FOLDER"} to ~/.gemini/trustedFolders.json`},
+		{[]string{"codex"}, "only in a project you trust"},
+		{[]string{"claude-code", "--user"}, ""},
+		{[]string{"gemini-cli", "--dry-run"}, ""},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			ws := t.TempDir()
+			t.Setenv("HOME", t.TempDir())
+			t.Setenv("AGENTBOX_STATE_DIR", filepath.Join(t.TempDir(), "state"))
+			_, stderr, err := runCLI(t, append([]string{"--workspace", ws, "setup", "--command", "agentbox"}, tc.args...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			has := strings.Contains(stderr, "agentbox setup: next: ")
+			if tc.want == "" && has || tc.want != "" && !strings.Contains(stderr, tc.want) {
+				t.Fatalf("stderr:\n%s", stderr)
+			}
+		})
+	}
+}
