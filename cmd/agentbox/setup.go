@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -60,6 +61,9 @@ type setupTarget struct {
 	// it with a scrubbed environment (Codex), when they differ from what
 	// such a server finds from HOME alone; "" otherwise.
 	stateDir, configFile string
+	// dockerHost is DOCKER_HOST, passed the same way ("" when unset or
+	// when the config names the engine).
+	dockerHost string
 }
 
 // configEdit is one file setup changes: the edit gets the current content
@@ -135,6 +139,9 @@ each client still asks of you.`,
 			t := setupTarget{client: args[0], user: user, ws: cfg.Workspace, home: home, command: command}
 			if cfg.StateDirNote == "" && cfg.StateDir != filepath.Join(home, ".local", "state", "agentbox") {
 				t.stateDir = cfg.StateDir
+			}
+			if cfg.Engine.Host == "" {
+				t.dockerHost = os.Getenv("DOCKER_HOST")
 			}
 			if cfg.File != "" && cfg.File != filepath.Join(home, ".config", "agentbox", "config.yaml") {
 				if t.configFile, err = filepath.Abs(cfg.File); err != nil {
@@ -346,7 +353,11 @@ func setupEdits(t setupTarget) []configEdit {
 	case "codex":
 		file := t.in(".codex/config.toml", ".codex/config.toml")
 		args := t.scrubbedEnvArgs(t.serverArgs(t.ws))
-		return []configEdit{{path: file, edit: func(old []byte) ([]byte, error) { return codexEdit(old, t.command, args) }, manual: codexBlock(t.command, args)}}
+		env := map[string]string{}
+		if t.dockerHost != "" {
+			env["DOCKER_HOST"] = t.dockerHost
+		}
+		return []configEdit{{path: file, edit: func(old []byte) ([]byte, error) { return codexEdit(old, t.command, args, env) }, manual: codexBlock(t.command, args, env)}}
 	case "cursor":
 		args := t.serverArgs("${workspaceFolder}")
 		entry := mcpEntry(t.command, args, "")
@@ -485,17 +496,42 @@ func tomlStrings(ss []string) string {
 	return "[" + strings.Join(q, ", ") + "]"
 }
 
-func codexBlock(command string, args []string) string {
-	return fmt.Sprintf("[mcp_servers.agentbox]\ncommand = %s\nargs = %s\n\n[features]\nshell_tool = false\n", tomlString(command), tomlStrings(args))
+func codexBlock(command string, args []string, env map[string]string) string {
+	envLine := ""
+	if len(env) > 0 {
+		envLine = "env = " + tomlInlineTable(env) + "\n"
+	}
+	return fmt.Sprintf("[mcp_servers.agentbox]\ncommand = %s\nargs = %s\n%s\n[features]\nshell_tool = false\n", tomlString(command), tomlStrings(args), envLine)
+}
+
+// tomlInlineTable writes m as a TOML inline table of strings, keys sorted.
+func tomlInlineTable(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = tomlString(k) + " = " + tomlString(m[k])
+	}
+	return "{ " + strings.Join(parts, ", ") + " }"
 }
 
 // codexEdit sets [mcp_servers.agentbox] command and args and [features]
 // shell_tool = false in a Codex config.toml, editing the text so that
 // comments and everything else stay as they are. The result is parsed
 // back and checked; anything this cannot do safely is an error.
-func codexEdit(old []byte, command string, args []string) ([]byte, error) {
+func codexEdit(old []byte, command string, args []string, env map[string]string) ([]byte, error) {
+	type server struct {
+		Command string            `toml:"command"`
+		Args    []string          `toml:"args"`
+		Env     map[string]string `toml:"env"`
+	}
+	var probe struct {
+		MCPServers map[string]server `toml:"mcp_servers"`
+	}
 	if old != nil {
-		var probe map[string]any
 		if err := toml.Unmarshal(old, &probe); err != nil {
 			return nil, fmt.Errorf("not valid TOML (%v)", err)
 		}
@@ -504,7 +540,19 @@ func codexEdit(old []byte, command string, args []string) ([]byte, error) {
 	if len(old) == 0 {
 		lines = nil
 	}
-	lines = setTOMLKeys(lines, "mcp_servers.agentbox", []tomlKV{{"command", tomlString(command)}, {"args", tomlStrings(args)}})
+	kvs := []tomlKV{{"command", tomlString(command)}, {"args", tomlStrings(args)}}
+	if len(env) > 0 {
+		// Codex gives the server only these (and HOME, PATH): keep the
+		// person's own entries beside ours.
+		merged := maps.Clone(probe.MCPServers["agentbox"].Env)
+		if merged == nil {
+			merged = map[string]string{}
+		}
+		maps.Copy(merged, env)
+		env = merged
+		kvs = append(kvs, tomlKV{"env", tomlInlineTable(env)})
+	}
+	lines = setTOMLKeys(lines, "mcp_servers.agentbox", kvs)
 	lines = setTOMLKeys(lines, "features", []tomlKV{{"shell_tool", "false"}})
 	out := strings.Join(lines, "\n")
 	if !strings.HasSuffix(out, "\n") {
@@ -514,17 +562,14 @@ func codexEdit(old []byte, command string, args []string) ([]byte, error) {
 		return old, nil
 	}
 	var got struct {
-		MCPServers map[string]struct {
-			Command string   `toml:"command"`
-			Args    []string `toml:"args"`
-		} `toml:"mcp_servers"`
-		Features map[string]any `toml:"features"`
+		MCPServers map[string]server `toml:"mcp_servers"`
+		Features   map[string]any    `toml:"features"`
 	}
 	if err := toml.Unmarshal([]byte(out), &got); err != nil {
 		return nil, fmt.Errorf("the merged file would not be valid TOML (%v)", err)
 	}
 	srv := got.MCPServers["agentbox"]
-	if srv.Command != command || !slices.Equal(srv.Args, args) || got.Features["shell_tool"] != false {
+	if srv.Command != command || !slices.Equal(srv.Args, args) || got.Features["shell_tool"] != false || (len(env) > 0 && !maps.Equal(srv.Env, env)) {
 		return nil, errors.New("its mcp_servers or features are written in a form setup does not edit (dotted keys or inline tables)")
 	}
 	return []byte(out), nil

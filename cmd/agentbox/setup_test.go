@@ -85,6 +85,7 @@ func TestSetupGolden(t *testing.T) {
 			state := filepath.Join(t.TempDir(), "state")
 			t.Setenv("AGENTBOX_STATE_DIR", state)
 			t.Setenv("XDG_CONFIG_HOME", filepath.Join(t.TempDir(), "config"))
+			t.Setenv("DOCKER_HOST", "")
 			args := append([]string{"--workspace", ws, "setup", "--command", "agentbox"}, strings.Fields(string(argsb))...)
 
 			before := treeFiles(t, base)
@@ -151,6 +152,7 @@ func TestSetupRefuses(t *testing.T) {
 		{"deny not a list", "claude-code", ".claude/settings.json", `{"permissions": {"deny": "Bash"}}`},
 		{"TOML dotted features key", "codex", ".codex/config.toml", "features.shell_tool = true\n"},
 		{"TOML inline server table", "codex", ".codex/config.toml", "mcp_servers = { agentbox = { command = \"x\" } }\n"},
+		{"TOML env sub-table", "codex", ".codex/config.toml", "[mcp_servers.agentbox]\ncommand = \"x\"\n\n[mcp_servers.agentbox.env]\nA = \"1\"\n"},
 		{"invalid TOML", "codex", ".codex/config.toml", "[features\n"},
 		{"unknown client", "vim", "x", ""},
 	}
@@ -159,6 +161,7 @@ func TestSetupRefuses(t *testing.T) {
 			ws := t.TempDir()
 			t.Setenv("HOME", t.TempDir())
 			t.Setenv("AGENTBOX_STATE_DIR", filepath.Join(t.TempDir(), "state"))
+			t.Setenv("DOCKER_HOST", "unix:///run/docker.sock") // Codex gets it in an env table
 			p := filepath.Join(ws, tt.file)
 			os.MkdirAll(filepath.Dir(p), 0o755)
 			os.WriteFile(p, []byte(tt.content), 0o644)
@@ -208,6 +211,7 @@ func TestSetupCodexScrubbedEnv(t *testing.T) {
 	t.Setenv("HOME", home)
 	t.Setenv("AGENTBOX_STATE_DIR", state)
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(base, "xdg"))
+	t.Setenv("DOCKER_HOST", "unix:///run/user/1000/docker.sock")
 	for _, scope := range []string{"--project", "--user"} {
 		t.Run(scope, func(t *testing.T) {
 			if _, stderr, err := runCLI(t, "--workspace", ws, "setup", "--command", "agentbox", "codex", scope); err != nil {
@@ -222,12 +226,18 @@ func TestSetupCodexScrubbedEnv(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got struct {
-				MCPServers map[string]struct{ Args []string } `toml:"mcp_servers"`
+				MCPServers map[string]struct {
+					Args []string
+					Env  map[string]string
+				} `toml:"mcp_servers"`
 			}
 			if err := toml.Unmarshal(b, &got); err != nil {
 				t.Fatal(err)
 			}
 			args := got.MCPServers["agentbox"].Args
+			if h := got.MCPServers["agentbox"].Env["DOCKER_HOST"]; h != "unix:///run/user/1000/docker.sock" {
+				t.Errorf("env.DOCKER_HOST = %q:\n%s", h, b)
+			}
 			if len(args) == 0 || args[len(args)-1] != "mcp" {
 				t.Fatalf("args %q", args)
 			}
@@ -309,5 +319,28 @@ func TestSetupNextSteps(t *testing.T) {
 				t.Fatalf("stderr:\n%s", stderr)
 			}
 		})
+	}
+}
+
+// TestCodexEditEnv: DOCKER_HOST joins the entry's env table, beside the
+// person's own variables.
+func TestCodexEditEnv(t *testing.T) {
+	old := []byte("[mcp_servers.agentbox]\ncommand = \"x\"\nenv = { FOO = \"1\" }\n")
+	out, err := codexEdit(old, "agentbox", []string{"mcp"}, map[string]string{"DOCKER_HOST": "unix:///d.sock"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		MCPServers map[string]struct{ Env map[string]string } `toml:"mcp_servers"`
+	}
+	if err := toml.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if env := got.MCPServers["agentbox"].Env; env["FOO"] != "1" || env["DOCKER_HOST"] != "unix:///d.sock" {
+		t.Fatalf("env %v:\n%s", env, out)
+	}
+	again, err := codexEdit(out, "agentbox", []string{"mcp"}, map[string]string{"DOCKER_HOST": "unix:///d.sock"})
+	if err != nil || string(again) != string(out) {
+		t.Fatalf("second run: %v\n%s", err, again)
 	}
 }
