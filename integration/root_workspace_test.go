@@ -3,9 +3,14 @@
 package integration
 
 import (
+	"context"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestRootOwnedWorkspaceMessage: with a root-owned workspace, the MCP
@@ -42,4 +47,45 @@ func TestRootOwnedWorkspaceMessage(t *testing.T) {
 		t.Errorf("doctor (exit %d) calls a root-owned workspace ready:\n%s", code, out)
 	}
 	check("doctor", out)
+}
+
+// TestRootOwnedWorkspaceFixed: once the person gives the workspace to a
+// user, the same MCP session runs commands: the refusal is not remembered.
+func TestRootOwnedWorkspaceFixed(t *testing.T) {
+	e := newMCPEnv(t, "")
+	if err := os.Chown(e.ws, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.Command(agentbox, e.args("mcp")...)
+	cmd.Env = append(os.Environ(), "DOCKER_HOST="+cli.DaemonHost())
+	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "t", Version: "1"}, nil)
+	sess, err := client.Connect(ctx, &mcpsdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	ls := func() (bool, string) {
+		res, err := sess.CallTool(ctx, &mcpsdk.CallToolParams{Name: "Bash", Arguments: map[string]any{"command": "ls"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcpsdk.TextContent); ok {
+				b.WriteString(tc.Text)
+			}
+		}
+		return res.IsError, b.String()
+	}
+	if failed, text := ls(); !failed || !strings.Contains(text, "owned by root") {
+		t.Fatalf("root-owned: %v %s", failed, text)
+	}
+	if err := os.Chown(e.ws, wsUID, wsGID); err != nil {
+		t.Fatal(err)
+	}
+	if failed, text := ls(); failed {
+		t.Fatalf("after chown the session still refuses: %s", text)
+	}
 }

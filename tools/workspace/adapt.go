@@ -80,7 +80,7 @@ func sandboxError(err error) error {
 		return tools.Errorf(tools.ErrValidation, "the command cannot be run: %v", err)
 	case errors.Is(err, sandbox.ErrUnsafeWorkspace):
 		// Before ErrUnavailable: starting an engine would not help.
-		return tools.Errorf(tools.ErrPermissionDenied, "the sandbox refused to run in this workspace, so nothing was run: %s. A person must fix this; retrying will not help", strings.TrimPrefix(err.Error(), sandbox.ErrUnsafeWorkspace.Error()+": "))
+		return tools.Errorf(tools.ErrPermissionDenied, "the sandbox refused to run in this workspace, so nothing was run: %s. Only a person can fix this: retrying before they have will not help", strings.TrimPrefix(err.Error(), sandbox.ErrUnsafeWorkspace.Error()+": "))
 	case errors.Is(err, sandbox.ErrUnavailable):
 		return fmt.Errorf("%w", &tools.ToolError{Kind: tools.ErrInternal, Message: "the sandbox is unavailable, so nothing was run; the operator can start it with `agentbox engine start` (see `agentbox doctor`)"})
 	case errors.Is(err, sandbox.ErrClosed):

@@ -280,8 +280,14 @@ func (l *lazySandbox) get(ctx context.Context) (sandbox.Runner, error) {
 		if ctx.Err() != nil {
 			return nil, err // do not remember a cancelled open
 		}
+		if errors.Is(err, sandbox.ErrUnsafeWorkspace) {
+			// Not remembered: once the person fixes it (chown), the next
+			// call works without a restart.
+			l.log.Error("sandbox refused the workspace", "err", err)
+			return nil, err
+		}
 		l.err = err
-		if !errors.Is(err, sandbox.ErrUnsafeWorkspace) && !errors.Is(err, sandbox.ErrUnavailable) {
+		if !errors.Is(err, sandbox.ErrUnavailable) {
 			l.err = fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
 		}
 		l.log.Error("sandbox unavailable", "err", err)
