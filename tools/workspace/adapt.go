@@ -82,7 +82,12 @@ func sandboxError(err error) error {
 		// Before ErrUnavailable: starting an engine would not help.
 		return tools.Errorf(tools.ErrPermissionDenied, "the sandbox refused to run in this workspace, so nothing was run: %s. Only a person can fix this: retrying before they have will not help", strings.TrimPrefix(err.Error(), sandbox.ErrUnsafeWorkspace.Error()+": "))
 	case errors.Is(err, sandbox.ErrUnavailable):
-		return fmt.Errorf("%w", &tools.ToolError{Kind: tools.ErrInternal, Message: "the sandbox is unavailable, so nothing was run; the operator can start it with `agentbox engine start` (see `agentbox doctor`)"})
+		msg := "the sandbox is unavailable, so nothing was run"
+		// The reason, without the sentinel's own words (which say the same).
+		if why := strings.TrimPrefix(strings.TrimPrefix(err.Error(), sandbox.ErrUnavailable.Error()+": "), sandbox.ErrUnavailable.Error()+": "); why != "" && why != sandbox.ErrUnavailable.Error() {
+			msg += ": " + why
+		}
+		return fmt.Errorf("%w", &tools.ToolError{Kind: tools.ErrInternal, Message: msg + ". The operator can see what to fix with `agentbox doctor` (for a missing engine, `agentbox engine start`)."})
 	case errors.Is(err, sandbox.ErrClosed):
 		return tools.Errorf(tools.ErrInternal, "the sandbox was shut down")
 	case errors.Is(err, sandbox.ErrNotFound):

@@ -2,11 +2,13 @@ package workspace
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/sandbox"
 	_ "github.com/agentbox/agentbox/sandbox/docker" // the backend the default config names
 	"github.com/agentbox/agentbox/tools"
 )
@@ -24,5 +26,15 @@ func TestRootOwnedWorkspaceResult(t *testing.T) {
 	if te.Kind != tools.ErrPermissionDenied || strings.Contains(te.Message, "engine start") ||
 		!strings.Contains(te.Message, "chown -R USER: /usr") || !strings.Contains(te.Message, "sandbox.allow_root_workspace") {
 		t.Fatalf("got %v: %s", te.Kind, te.Message)
+	}
+}
+
+// TestUnavailableSandboxSaysWhy: an unavailable sandbox's result carries
+// the reason (here: a missing image), not only "start the engine".
+func TestUnavailableSandboxSaysWhy(t *testing.T) {
+	err := sandboxError(fmt.Errorf("%w: %w: image agentbox/host is not in the engine's store", sandbox.ErrUnavailable, sandbox.ErrUnavailable))
+	te := tools.AsToolError(err)
+	if !strings.Contains(te.Message, "nothing was run: image agentbox/host is not in the engine's store") || !strings.Contains(te.Message, "agentbox doctor") {
+		t.Fatalf("%s", te.Message)
 	}
 }
