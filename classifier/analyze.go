@@ -45,6 +45,15 @@ type analyzer struct {
 	simple   int // simple commands found
 	capHit   bool
 
+	// parts are the top-level simple commands while the command is still
+	// plain: only simple commands joined by lists, pipelines and
+	// subshells, every word known before it runs (Verdict.Parts).
+	// unplain is set by anything else; inPart is 1 + the index of the part
+	// being judged (0: none), so that its findings raise its own class.
+	parts   []Part
+	unplain bool
+	inPart  int
+
 	netSeen int // number of network commands judged so far
 	cur     *stageInfo
 
@@ -70,6 +79,16 @@ func (a *analyzer) add(c Class, rule, text string, off int, msg string) {
 	}
 	if c == ReadOnly {
 		return
+	}
+	if a.inPart > 0 {
+		if p := &a.parts[a.inPart-1]; c.rank() > p.Class.rank() {
+			p.Class = c
+		}
+	} else {
+		a.unplain = true // a finding about no single simple command
+	}
+	if strings.HasPrefix(rule, "cap.") {
+		a.unplain = true
 	}
 	if len(a.reasons) >= maxReasons {
 		if len(a.reasons) == maxReasons {
@@ -120,6 +139,7 @@ func (a *analyzer) parseAndWalk(src string, base int, depthAdd int) {
 		return
 	}
 	if depthAdd > 0 {
+		a.unplain = true // a script run by a command: not a part of its own
 		if off, ok := controlChar(src); ok {
 			a.add(Dangerous, "control_char", src[off:min(off+1, len(src))], base,
 				"the nested script holds a control character that the parser and bash read differently")
@@ -181,6 +201,14 @@ func (a *analyzer) stmt(s *syntax.Stmt) {
 	}
 	oldStdinNet, oldStmt := a.stdinNet, a.curStmt
 	a.stdinNet, a.curStmt = false, s
+	// A simple command is a part: its findings, redirections included,
+	// are its own.
+	oldPart, cmdIdx, part := a.inPart, len(a.commands), -1
+	if ce, ok := s.Cmd.(*syntax.CallExpr); ok && !a.unplain && a.inPart == 0 && len(ce.Args) > 0 {
+		a.parts = append(a.parts, Part{Class: ReadOnly})
+		part = len(a.parts) - 1
+		a.inPart = part + 1
+	}
 	for _, r := range s.Redirs {
 		before := a.netSeen
 		a.redirect(r, s.Cmd == nil)
@@ -191,6 +219,14 @@ func (a *analyzer) stmt(s *syntax.Stmt) {
 	if s.Cmd != nil {
 		a.command(s.Cmd, s)
 	}
+	if part >= 0 {
+		if len(a.commands) > cmdIdx {
+			a.parts[part].Argv = a.commands[cmdIdx]
+		} else {
+			a.unplain = true
+		}
+	}
+	a.inPart = oldPart
 	a.stdinNet, a.curStmt = oldStdinNet, oldStmt
 }
 
@@ -203,6 +239,11 @@ func isInput(op syntax.RedirOperator) bool {
 }
 
 func (a *analyzer) command(cmd syntax.Command, s *syntax.Stmt) {
+	switch cmd.(type) {
+	case *syntax.CallExpr, *syntax.BinaryCmd, *syntax.Subshell, *syntax.Block:
+	default:
+		a.unplain = true // loops, conditions, functions, ...: not plain
+	}
 	switch c := cmd.(type) {
 	case *syntax.CallExpr:
 		a.call(c, s)
@@ -365,6 +406,8 @@ func (a *analyzer) redirect(r *syntax.Redirect, bare bool) {
 	dynamic := true
 	if len(fs) == 1 && !fs[0].unknown() {
 		target, dynamic = fs[0].val, false
+	} else {
+		a.unplain = true
 	}
 	if !dynamic && (strings.HasPrefix(target, "/dev/tcp/") || strings.HasPrefix(target, "/dev/udp/")) {
 		a.netSeen++
@@ -467,6 +510,7 @@ func (a *analyzer) partSideEffects(p syntax.WordPart) {
 
 // cmdSubst analyses the statements of a command or process substitution.
 func (a *analyzer) cmdSubst(list []*syntax.Stmt, n syntax.Node) {
+	a.unplain = true
 	if !a.enter(n) {
 		return
 	}
@@ -477,6 +521,7 @@ func (a *analyzer) cmdSubst(list []*syntax.Stmt, n syntax.Node) {
 // paramExp flags an expansion (its value is not known before it runs)
 // and analyses everything nested in it.
 func (a *analyzer) paramExp(p *syntax.ParamExp) {
+	a.unplain = true
 	name := ""
 	if p.Param != nil {
 		name = p.Param.Value
@@ -517,6 +562,7 @@ func (a *analyzer) arith(e syntax.ArithmExpr) bool {
 	if e == nil {
 		return true
 	}
+	a.unplain = true
 	safe := true
 	syntax.Walk(e, func(n syntax.Node) bool {
 		switch n := n.(type) {
@@ -654,6 +700,9 @@ func (a *analyzer) assign(as *syntax.Assign, prefix bool) (safe bool) {
 	if as.Append || as.Naked && as.Name == nil {
 		safe = false
 	}
+	if prefix && as.Name != nil && loaderEnv(as.Name.Value) {
+		a.unplain = true // the command's name no longer says what runs
+	}
 	if prefix && as.Name != nil && safe && !harmlessEnv(as.Name.Value) {
 		a.addNode(Dangerous, "env.assign", as, "setting "+as.Name.Value+" can change what the command does")
 		safe = false
@@ -693,6 +742,9 @@ func (a *analyzer) call(c *syntax.CallExpr, s *syntax.Stmt) {
 	argv := make([]string, len(args))
 	for i, f := range args {
 		argv[i] = f.val
+		if f.dynamic {
+			a.unplain = true
+		}
 	}
 	a.commands[idx] = argv
 	if len(args) == 0 {
@@ -709,6 +761,7 @@ func (a *analyzer) funcDecl(fd *syntax.FuncDecl) {
 	if fd.Name != nil {
 		name = fd.Name.Value
 	}
+	a.unplain = true
 	a.addNode(Dangerous, "function.define", fd, "defines the function "+name+", which changes what later commands run")
 	if name != "" && forkBomb(name, fd.Body) {
 		a.addNode(Forbidden, "fork_bomb", fd, "a function that starts copies of itself in a pipe or in the background is a fork bomb")

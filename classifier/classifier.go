@@ -17,6 +17,10 @@
 //   - caps on size, nesting depth and number of commands never lower the
 //     class: hitting one makes the verdict at least dangerous and keeps
 //     every finding made before it.
+//   - Parts (what permission rules and grants cover part by part) are
+//     reported only for a command made wholly of simple commands whose
+//     every word is known before it runs, and every finding is some part's:
+//     the worst part's class is the verdict's class.
 //
 // Classify is safe for concurrent use.
 package classifier
@@ -74,8 +78,30 @@ type Verdict struct {
 	Commands [][]string `json:"commands"`
 	// Prefix is the argv prefix an "always allow" grant would be keyed by
 	// (["git","log"], ["npm","run","test"]). It is set only for a single
-	// simple command that is not forbidden.
+	// simple command that is not forbidden and is resolved (Parts).
 	Prefix []string `json:"prefix,omitempty"`
+	// Parts are the simple commands of a command made only of simple
+	// commands joined by lists (;, &&, ||, newlines, &), pipelines,
+	// subshells and { } groups, each with every word known before it
+	// runs, in order, each judged alone (its assignments and redirections
+	// included). Empty when the command is anything else (a substitution,
+	// a parameter expansion, eval or a shell's -c script, a function, a
+	// loop or condition, an assignment that changes what runs, a finding
+	// about no single command, a cap): such a command cannot be allowed
+	// part by part.
+	Parts []Part `json:"parts,omitempty"`
+}
+
+// Part is one simple command of a plain command (Verdict.Parts).
+type Part struct {
+	Argv  []string `json:"argv"`
+	Class Class    `json:"class"`
+	// Prefix is the argv prefix an "always allow" of this part would be
+	// keyed by; empty when none is offered (a forbidden part, a wrapper
+	// such as timeout or xargs that runs another command, a program
+	// named by a computed word).
+	Prefix []string `json:"prefix,omitempty"`
+	wraps  bool     // a wrapper: its argv runs another command
 }
 
 const ruleInternal = "internal.panic"
@@ -116,8 +142,16 @@ func Classify(command string, opts ...Option) (v Verdict) {
 	if v.Commands == nil {
 		v.Commands = [][]string{}
 	}
-	if v.Class != Forbidden && a.simple == 1 && len(a.commands) == 1 {
-		v.Prefix = grantPrefix(a.commands[0])
+	if !a.unplain && len(a.parts) > 0 && len(a.parts) == a.simple {
+		v.Parts = a.parts
+		for i := range v.Parts {
+			if p := &v.Parts[i]; p.Class != Forbidden && !p.wraps {
+				p.Prefix = grantPrefix(p.Argv)
+			}
+		}
+		if len(v.Parts) == 1 {
+			v.Prefix = v.Parts[0].Prefix
+		}
 	}
 	return v
 }

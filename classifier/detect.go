@@ -18,6 +18,23 @@ func harmlessEnv(name string) bool {
 	return harmlessEnvNames[name] || strings.HasPrefix(name, "LC_")
 }
 
+// loaderEnv reports whether setting name before a command changes which
+// program runs or injects code into it (PATH, LD_PRELOAD, BASH_ENV, ...),
+// so that the command's name no longer says what runs.
+func loaderEnv(name string) bool {
+	switch name {
+	case "PATH", "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "IFS", "PS4", "PROMPT_COMMAND", "GCONV_PATH",
+		"NODE_OPTIONS", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "PERL5OPT", "PERL5LIB", "RUBYOPT", "PYTHONSTARTUP", "PYTHONPATH", "PYTHONHOME", "GOFLAGS":
+		return true
+	}
+	for _, p := range []string{"LD_", "DYLD_", "BASH_FUNC_", "GIT_"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // secretName reports whether an environment variable name looks like it
 // holds a secret.
 func secretName(name string) bool {

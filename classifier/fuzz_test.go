@@ -41,6 +41,26 @@ func FuzzClassify(f *testing.F) {
 				t.Fatalf("Classify(%q): bad reason %+v", cmd, r)
 			}
 		}
+		// Parts: a resolved command's parts are its simple commands, none
+		// above the verdict's class, and a dangerous verdict has a
+		// dangerous part to show for it (no finding left unattributed).
+		if len(v.Parts) > 0 {
+			worst := ReadOnly
+			for _, p := range v.Parts {
+				if p.Class.rank() > worst.rank() {
+					worst = p.Class
+				}
+				if len(p.Argv) == 0 {
+					t.Fatalf("Classify(%q): empty part", cmd)
+				}
+			}
+			if worst != v.Class {
+				t.Fatalf("Classify(%q) = %s, but its worst part is %s", cmd, v.Class, worst)
+			}
+			if len(v.Parts) != len(v.Commands) {
+				t.Fatalf("Classify(%q): %d parts for %d commands", cmd, len(v.Parts), len(v.Commands))
+			}
+		}
 		if v.Class != ReadOnly {
 			if len(v.Reasons) == 0 {
 				t.Fatalf("Classify(%q) = %s without a reason", cmd, v.Class)

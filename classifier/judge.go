@@ -46,6 +46,9 @@ func (a *analyzer) judge(c *call) {
 	if len(c.args) == 0 {
 		return
 	}
+	if c.depth > 0 && a.inPart > 0 {
+		a.parts[a.inPart-1].wraps = true
+	}
 	if c.depth > maxWrapperDepth {
 		a.flag(c, -1, Dangerous, "cap.depth", "wrappers are nested too deeply to analyse")
 		return

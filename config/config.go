@@ -46,6 +46,7 @@ type Config struct {
 	Snapshot   Snapshot   `mapstructure:"snapshot" yaml:"snapshot"`
 	Tools      Tools      `mapstructure:"tools" yaml:"tools"`
 	MCP        MCP        `mapstructure:"mcp" yaml:"mcp"`
+	Network    Network    `mapstructure:"network" yaml:"network"`
 
 	// Sources says where each key's value came from ("default", "user
 	// file PATH", "env NAME", "flag --NAME", "project PATH"); keys absent
@@ -73,6 +74,7 @@ func Default() Config {
 		Snapshot:   defaultSnapshot(),
 		Tools:      defaultTools(),
 		MCP:        defaultMCP(),
+		Network:    defaultNetwork(),
 	}
 }
 
@@ -330,7 +332,7 @@ func (c *Config) Validate() error {
 	if Within(c.StateDir, c.Workspace) {
 		return fmt.Errorf("%w: state_dir %s is inside the workspace %s; state must live outside it", ErrInvalid, c.StateDir, c.Workspace)
 	}
-	for _, check := range []func() error{c.Engine.validate, c.Sandbox.validate, c.Snapshot.validate, c.Tools.validate, c.MCP.validate, c.Classifier.validate} {
+	for _, check := range []func() error{c.Engine.validate, c.Sandbox.validate, c.Snapshot.validate, c.Tools.validate, c.MCP.validate, c.Classifier.validate, c.Network.validate} {
 		if err := check(); err != nil {
 			return fmt.Errorf("%w: %v", ErrInvalid, err)
 		}

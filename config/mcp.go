@@ -11,12 +11,16 @@ import (
 // client (stdio by default, streamable HTTP with --http).
 type MCP struct {
 	// HTTPAddr, when set, makes `agentbox mcp` serve streamable HTTP on this
-	// address instead of stdio (--http ADDR overrides it). Loopback unless a
-	// bearer token is set. Empty: stdio.
+	// address instead of stdio (--http ADDR overrides it). Every request
+	// needs a bearer token (see BearerToken). Loopback unless BearerToken is
+	// set. Empty: stdio.
 	HTTPAddr string `mapstructure:"http_addr" yaml:"http_addr"`
-	// BearerToken, when set, is required as "Authorization: Bearer TOKEN" on
-	// every HTTP request. It is mandatory for a non-loopback address. Prefer
-	// AGENTBOX_MCP_BEARER_TOKEN over writing it into a file.
+	// BearerToken, when set, is the only token `agentbox mcp --http`
+	// accepts ("Authorization: Bearer TOKEN" on every request). When empty
+	// the token is the one in <state_dir>/frontdoor/mcp.token (created on
+	// first use, mode 0600; `agentbox mcp token` names it, `agentbox mcp
+	// token rotate` replaces it). It is mandatory for a non-loopback
+	// address. Prefer AGENTBOX_MCP_BEARER_TOKEN over writing it into a file.
 	BearerToken string `mapstructure:"bearer_token" yaml:"bearer_token"`
 	// Elicit asks the human through MCP elicitation when a call needs
 	// approval and the client supports it. When false, or when the client

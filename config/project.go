@@ -19,10 +19,12 @@ const ProjectFile = ".agentbox/config.yaml"
 type tighten int
 
 const (
-	tightenAppend tighten = iota + 1 // lists: entries are added, none removed
-	tightenLower                     // numbers and durations: only lower, never 0 (unlimited)
-	tightenMode                      // tools.mode: only a stricter mode
-	tightenFalse                     // booleans that relax a check: only false
+	tightenAppend  tighten = iota + 1 // lists: entries are added, none removed
+	tightenLower                      // numbers and durations: only lower, never 0 (unlimited)
+	tightenMode                       // tools.mode: only a stricter mode
+	tightenFalse                      // booleans that relax a check: only false
+	tightenSubset                     // lists of permissions: entries are removed, none added
+	tightenNetMode                    // network.mode: only a stricter mode
 )
 
 // projectKeys lists what a project config may set. Every other key is an
@@ -32,6 +34,7 @@ var projectKeys = map[string]tighten{
 	"tools.deny":                 tightenAppend,
 	"tools.ask":                  tightenAppend,
 	"tools.mode":                 tightenMode,
+	"tools.auto_allow_sandboxed": tightenFalse,
 	"tools.max_output_bytes":     tightenLower,
 	"tools.max_input_bytes":      tightenLower,
 	"tools.parallelism":          tightenLower,
@@ -55,6 +58,11 @@ var projectKeys = map[string]tighten{
 	"snapshot.max_call_bytes":    tightenLower,
 	"sandbox.build_cache_max_mb": tightenLower,
 	"sandbox.git_identity":       tightenFalse,
+	"network.mode":               tightenNetMode,
+	"network.allow":              tightenSubset,
+	"network.deny":               tightenAppend,
+	"network.fetch_max_bytes":    tightenLower,
+	"network.fetch_timeout":      tightenLower,
 }
 
 // applyProject merges the project file (if it exists) into c, refusing
@@ -133,6 +141,21 @@ func (c *Config) applyProject(file string) error {
 			}
 			if modeStrictness(proj.String()) < modeStrictness(cur.String()) {
 				return fmt.Errorf("%w: %s: tools.mode %q is looser than %q (from %s); a project config may only pick a stricter mode", ErrInvalid, file, proj.String(), cur.String(), c.source(k))
+			}
+			cur.Set(proj)
+		case tightenSubset:
+			for i := 0; i < proj.Len(); i++ {
+				if !containsValue(cur, proj.Index(i)) {
+					return fmt.Errorf("%w: %s: %s entry %v is not in the current list (from %s); a project config may only remove entries", ErrInvalid, file, k, proj.Index(i).Interface(), c.source(k))
+				}
+			}
+			cur.Set(proj)
+		case tightenNetMode:
+			if networkModeStrictness(proj.String()) < 0 {
+				return fmt.Errorf("%w: %s: network.mode %q: want none or allowlist", ErrInvalid, file, proj.String())
+			}
+			if networkModeStrictness(proj.String()) < networkModeStrictness(cur.String()) {
+				return fmt.Errorf("%w: %s: network.mode %q is looser than %q (from %s); a project config may only turn the network off", ErrInvalid, file, proj.String(), cur.String(), c.source(k))
 			}
 			cur.Set(proj)
 		case tightenFalse:

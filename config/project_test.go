@@ -76,6 +76,17 @@ func TestProjectTightens(t *testing.T) {
 		{name: "image refused", project: "sandbox:\n  image: evil\n", errHas: "sandbox.image cannot be set"},
 		{name: "read-only dirs refused", project: "tools:\n  read_only_dirs: ['/']\n", errHas: "cannot be set"},
 		{name: "trust git refused", user: "classifier:\n  trust_git_reads: false\n", project: "classifier:\n  trust_git_reads: true\n", errHas: "loosen"},
+		{name: "auto-allow off", project: "tools:\n  auto_allow_sandboxed: false\n", check: func(t *testing.T, c *Config) {
+			if c.Tools.AutoAllowSandboxed {
+				t.Fatal("a project could not turn auto_allow_sandboxed off")
+			}
+		}},
+		{name: "auto-allow default on", check: func(t *testing.T, c *Config) {
+			if !c.Tools.AutoAllowSandboxed || c.Source("tools.auto_allow_sandboxed") != "default" {
+				t.Fatal(c.Tools.AutoAllowSandboxed, c.Source("tools.auto_allow_sandboxed"))
+			}
+		}},
+		{name: "auto-allow on refused", user: "tools:\n  auto_allow_sandboxed: false\n", project: "tools:\n  auto_allow_sandboxed: true\n", errHas: "loosen"},
 		{name: "unknown key", project: "tools:\n  nope: 1\n", errHas: `unknown key "tools.nope"`},
 		{name: "bad yaml", project: "tools: [\n", errHas: "reading"},
 	}

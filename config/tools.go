@@ -20,6 +20,15 @@ type Tools struct {
 	Allow []string `mapstructure:"allow" yaml:"allow"`
 	Ask   []string `mapstructure:"ask" yaml:"ask"`
 	Deny  []string `mapstructure:"deny" yaml:"deny"`
+	// AutoAllowSandboxed runs a shell command judged dangerous (never a
+	// forbidden one) without asking in the default and acceptEdits modes
+	// when it is contained: it runs in the sandbox (no network), its
+	// changes are journaled and can be undone, and changes to protected
+	// paths are reverted unless a person approves them. Deny and ask rules
+	// still apply; when the sandbox or the snapshot store is unavailable
+	// the call asks as before. false asks about every such command. A
+	// project config may only set it to false.
+	AutoAllowSandboxed bool `mapstructure:"auto_allow_sandboxed" yaml:"auto_allow_sandboxed"`
 	// ReadOnlyDirs are absolute directories outside the workspace that
 	// read-only tools (Read, Glob, Grep, LS) may read.
 	ReadOnlyDirs []string `mapstructure:"read_only_dirs" yaml:"read_only_dirs"`
@@ -42,16 +51,18 @@ type Tools struct {
 
 func defaultTools() Tools {
 	return Tools{
-		Mode:           "default",
-		Allow:          []string{},
-		Ask:            []string{},
-		Deny:           []string{"Edit(/.agentbox/**)"},
-		ReadOnlyDirs:   []string{},
-		MaxOutputBytes: 30000,
-		MaxInputBytes:  32 << 20,
-		Parallelism:    10,
-		Approver:       "auto",
-		Discovery:      []string{},
+		Mode:  "default",
+		Allow: []string{},
+		Ask:   []string{},
+		Deny:  []string{"Edit(/.agentbox/**)"},
+
+		AutoAllowSandboxed: true,
+		ReadOnlyDirs:       []string{},
+		MaxOutputBytes:     30000,
+		MaxInputBytes:      32 << 20,
+		Parallelism:        10,
+		Approver:           "auto",
+		Discovery:          []string{},
 	}
 }
 

@@ -123,7 +123,12 @@ type mcpEnv struct {
 	cancelFile string
 }
 
+// mcpTestConfig is the config of the MCP tests. They test the approval
+// flows, so a dangerous command asks (tools.auto_allow_sandboxed off);
+// the tests of the default, contained commands running unasked, turn it
+// back on (permit_test.go).
 const mcpTestConfig = `tools:
+  auto_allow_sandboxed: false
   allow:
     - "Bash(sleep:*)"
 mcp:

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -19,9 +20,10 @@ import (
 // machine would go through it: `make install`, `agentbox setup
 // claude-code`, `claude mcp list` shows agentbox connected and Claude Code
 // warns about nothing setup wrote, a client
-// without elicitation (like Gemini CLI) gets a refusal that names the fix,
-// the person applies that fix, and `agentbox diff --since session:ID`
-// shows what the session changed.
+// without elicitation (like Gemini CLI) runs a contained command unasked
+// and is told how to undo it, the person runs that undo, a write that
+// crosses the boundary (.envrc) is refused, and `agentbox diff --since
+// session:ID` shows what the session changed.
 func TestNewcomer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -83,22 +85,35 @@ func TestNewcomer(t *testing.T) {
 		}
 		return res.IsError, b.String()
 	}
+	// A contained command runs unasked (tools.auto_allow_sandboxed, on by
+	// default) and the result names the undo.
 	refused, text := call("touch made-by-agent.txt")
-	if !refused || !strings.Contains(text, "nobody could be asked") {
-		t.Fatalf("a dangerous command was not refused: %s", text)
+	if refused || !strings.Contains(text, "ran this without asking") {
+		t.Fatalf("a contained command did not run unasked: %s", text)
 	}
-	m := grantCommand.FindStringSubmatch(text)
+	m := regexp.MustCompile("`(agentbox undo [0-9a-z]+)`").FindStringSubmatch(text)
 	if m == nil {
-		t.Fatalf("the refusal names no way out:\n%s", text)
+		t.Fatalf("the result names no undo:\n%s", text)
 	}
-	// 5. The person runs the command the refusal named, verbatim.
-	runNamed(t, m[1], []string{"PATH=" + path, "HOME=" + c.home, "AGENTBOX_STATE_DIR=" + filepath.Join(filepath.Dir(c.ws), "state")})
+	// 5. The person runs the undo it named, verbatim; the agent does it
+	// again.
+	stateEnv := []string{"PATH=" + path, "HOME=" + c.home, "AGENTBOX_STATE_DIR=" + filepath.Join(filepath.Dir(c.ws), "state")}
+	runNamed(t, "agentbox --workspace "+c.ws+" "+strings.TrimPrefix(m[1], "agentbox "), stateEnv)
+	if _, err := os.Stat(filepath.Join(c.ws, "made-by-agent.txt")); !os.IsNotExist(err) {
+		t.Fatalf("the named undo did not revert the call: %v", err)
+	}
 	if refused, text = call("touch made-by-agent.txt"); refused {
-		t.Fatalf("the granted call was refused: %s", text)
+		t.Fatalf("the second touch was refused: %s", text)
 	}
-	if _, text = call("echo more >> notes.txt"); !strings.Contains(text, "nobody could be asked") {
-		// echo >> is another prefix: still refused, as it should be.
-		t.Logf("second command: %s", text)
+	// Where the boundary is crossed it still asks: with nobody to ask, a
+	// write of a file direnv runs on the host is refused, naming the fix.
+	res, err := sess.CallTool(ctx, &mcpsdk.CallToolParams{Name: "Write", Arguments: map[string]any{"file_path": filepath.Join(c.ws, ".envrc"), "content": "echo hi\n"}})
+	must(t, err)
+	if !res.IsError {
+		t.Fatal("a write of .envrc ran with nobody to ask")
+	}
+	if _, err := os.Stat(filepath.Join(c.ws, ".envrc")); err == nil {
+		t.Fatal("the refused write of .envrc happened")
 	}
 
 	// 6. diff --since the session shows what the session changed.

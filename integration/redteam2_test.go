@@ -87,11 +87,13 @@ func TestRedteam2ProtectedSurvivesOverlappingJobs(t *testing.T) {
 	// directory that did not exist when B's container started, works.
 	// Job A: creates the file, then waits for a go-ahead file and exits.
 	ra := h.ok(h.call("Bash", map[string]any{
-		"command":           "mkdir -p app/.cargo && printf '" + payload + "' > app/.cargo/config.toml && while [ ! -e a.go ]; do sleep 0.1; done; rm a.go",
+		"command":           "mkdir -p app/.cargo && printf '" + payload + "' > app/.cargo/config.toml && touch a.wrote && while [ ! -e a.go ]; do sleep 0.1; done; rm a.go",
 		"run_in_background": true,
 	}))
 	idA, _ := ra.Meta["bash_id"].(string)
-	h.waitFor("job A to write the file", func() bool { return exists(tasks) })
+	// The live guard reverts the file within milliseconds: wait for the
+	// job's word that it wrote it, not for the file.
+	h.waitFor("job A to write the file", func() bool { return exists(filepath.Join(h.ws, "a.wrote")) })
 	// Job B: begins while the file exists; waits until A's revert removed
 	// it, then writes it back as it was.
 	rb := h.ok(h.call("Bash", map[string]any{

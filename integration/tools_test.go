@@ -101,8 +101,10 @@ func TestToolsThroughSandbox(t *testing.T) {
 	if read() != "two\nthree\n" || j3 == "" || b.Meta["container_id"] == nil {
 		t.Fatalf("after Bash: %q, meta %v", read(), b.Meta)
 	}
-	if len(asked) != 1 {
-		t.Fatalf("approvals asked: %v", asked)
+	// Contained in the real sandbox and journaled: it ran without asking
+	// (tools.auto_allow_sandboxed, on by default).
+	if len(asked) != 0 || b.Meta["auto_allowed"] != "contained" {
+		t.Fatalf("approvals asked: %v, meta %v", asked, b.Meta)
 	}
 	changes, _ := json.Marshal(b.Meta["changes"])
 	for _, want := range []string{`"a.txt"`, `"d"`, `"d/f"`} {
@@ -115,7 +117,7 @@ func TestToolsThroughSandbox(t *testing.T) {
 		t.Fatalf("pwd after cd: %q", p.Content)
 	}
 	// Read-only commands are neither asked about nor journaled.
-	if r := ok(call("Bash", `{"command":"ls -la"}`)); r.Meta["journal_id"] != nil || len(asked) != 1 {
+	if r := ok(call("Bash", `{"command":"ls -la"}`)); r.Meta["journal_id"] != nil || len(asked) != 0 || r.Meta["auto_allowed"] != nil {
 		t.Fatalf("read-only command: meta %v, asked %v", r.Meta, asked)
 	}
 	// Forbidden never runs, whoever approves.
@@ -165,7 +167,7 @@ func TestToolsThroughSandbox(t *testing.T) {
 		}
 	}
 	if bash.Tool != "Bash" || bash.ContainerID == "" || bash.ExitCode == nil || *bash.ExitCode != 0 ||
-		bash.Decision != "allow" || bash.DecidedBy != "test" || !slices.Contains(bash.Changed, "d/f") || bash.Verdict == nil {
+		bash.Decision != "allow" || bash.DecidedBy != "auto_allow_sandboxed" || !slices.Contains(bash.Changed, "d/f") || bash.Verdict == nil {
 		t.Fatalf("audit record of the Bash call: %+v", bash)
 	}
 }

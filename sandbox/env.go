@@ -40,6 +40,7 @@ type EnvOption func(*envOptions)
 
 type envOptions struct {
 	gitUnsafe bool
+	egress    []string // reserved entries applied last (WithEgress)
 }
 
 // WithGitSafeConfig turns the git overrides of GitSafeEnv on or off
@@ -57,7 +58,8 @@ func WithGitSafeConfig(on bool) EnvOption {
 // and extra, and command-scope git config given in passthrough or extra
 // (GIT_CONFIG_COUNT, GIT_CONFIG_KEY_n, GIT_CONFIG_VALUE_n) is kept ahead of
 // it, so the overrides win for the same key (GIT_CONFIG_PARAMETERS is
-// dropped: it would beat them). The result is sorted by key and has one
+// dropped: it would beat them). WithEgress entries come last of all. The
+// result is sorted by key and has one
 // entry per key.
 func Env(path string, passthrough []string, getenv func(string) (string, bool), extra []string, opts ...EnvOption) []string {
 	var o envOptions
@@ -87,6 +89,10 @@ func Env(path string, passthrough []string, getenv func(string) (string, bool), 
 	}
 	if !o.gitUnsafe {
 		applyGitSafe(m)
+	}
+	for _, kv := range o.egress {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
 	}
 	out := make([]string, 0, len(m))
 	for k, v := range m {

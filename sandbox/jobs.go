@@ -142,6 +142,17 @@ func (t *JobTable) Output(id string) (JobOutput, error) {
 	return o, nil
 }
 
+// Done returns a channel closed when job id's command has ended (nil for
+// an unknown id).
+func (t *JobTable) Done(id string) <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if j, ok := t.jobs[id]; ok {
+		return j.finished
+	}
+	return nil
+}
+
 // Kill kills the job and waits (within ctx) until it has ended.
 func (t *JobTable) Kill(ctx context.Context, id string) error {
 	t.mu.Lock()

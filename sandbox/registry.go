@@ -12,8 +12,9 @@ import (
 )
 
 // Opener opens a Runner of one backend for cfg (its workspace, its
-// sandbox section). log may be nil.
-type Opener func(ctx context.Context, cfg *config.Config, log *slog.Logger) (Runner, error)
+// sandbox and network sections) with the host-side network hooks. log
+// may be nil.
+type Opener func(ctx context.Context, cfg *config.Config, log *slog.Logger, net Network) (Runner, error)
 
 // ErrUnknownBackend: sandbox.backend names no registered backend.
 var ErrUnknownBackend = errors.New("unknown sandbox backend")
@@ -70,7 +71,11 @@ func BackendName(cfg *config.Config) string {
 // Open opens a Runner of the backend cfg selects. An unregistered name is
 // an error wrapping ErrUnknownBackend and ErrUnavailable that lists the
 // registered ones.
-func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (Runner, error) {
+func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...OpenOption) (Runner, error) {
+	var net Network
+	for _, o := range opts {
+		o(&net)
+	}
 	name := BackendName(cfg)
 	registry.mu.RLock()
 	opener := registry.openers[name]
@@ -78,5 +83,5 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (Runner, er
 	if opener == nil {
 		return nil, fmt.Errorf("%w: %w: sandbox.backend %q (registered: %v)", ErrUnavailable, ErrUnknownBackend, name, Backends())
 	}
-	return opener(ctx, cfg, log)
+	return opener(ctx, cfg, log, net)
 }

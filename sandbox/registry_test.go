@@ -15,12 +15,12 @@ import (
 
 func TestRegistry(t *testing.T) {
 	opened := map[sandbox.Runner]string{} // runner -> the workspace it was opened for
-	sandbox.Register("test-a", func(_ context.Context, cfg *config.Config, _ *slog.Logger) (sandbox.Runner, error) {
+	sandbox.Register("test-a", func(_ context.Context, cfg *config.Config, _ *slog.Logger, _ sandbox.Network) (sandbox.Runner, error) {
 		r := sandboxtest.NewFake(cfg.Workspace)
 		opened[r] = "a:" + cfg.Workspace
 		return r, nil
 	})
-	sandbox.Register("test-fails", func(context.Context, *config.Config, *slog.Logger) (sandbox.Runner, error) {
+	sandbox.Register("test-fails", func(context.Context, *config.Config, *slog.Logger, sandbox.Network) (sandbox.Runner, error) {
 		return nil, sandbox.ErrUnavailable
 	})
 	if got := sandbox.Backends(); !slices.Contains(got, "test-a") || !slices.IsSorted(got) {
@@ -65,6 +65,8 @@ func TestRegistry(t *testing.T) {
 				t.Error("registering a name twice did not panic")
 			}
 		}()
-		sandbox.Register("test-a", func(context.Context, *config.Config, *slog.Logger) (sandbox.Runner, error) { return nil, nil })
+		sandbox.Register("test-a", func(context.Context, *config.Config, *slog.Logger, sandbox.Network) (sandbox.Runner, error) {
+			return nil, nil
+		})
 	})
 }

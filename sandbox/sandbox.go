@@ -105,6 +105,9 @@ type Spec struct {
 	// uncapped, from a single goroutine. It must not block for long and
 	// must not retain p.
 	OnOutput func(stream Stream, p []byte)
+	// Call and Session name the tool call and MCP session the command
+	// belongs to: the egress proxy attributes its connections to them.
+	Call, Session string
 }
 
 // Result is what happened. For a command killed on timeout, TimedOut and

@@ -580,7 +580,7 @@ func (s *Store) recover(ctx context.Context, shellHeld bool) error {
 		}
 		if rec.Detached && rec.Phase == phaseRunning {
 			s.opts.log.Info("snapshot: completing detached call whose process died", "call", id)
-			if _, err := s.finishDetached(ctx, &rec, nil, true, nil); err != nil {
+			if _, err := s.finishDetached(ctx, &rec, nil, true, nil, nil); err != nil {
 				if ctx.Err() != nil {
 					return fmt.Errorf("snapshot: recovering call %s: %w", id, err)
 				}

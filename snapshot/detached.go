@@ -74,7 +74,11 @@ func (s *Store) BeginDetached(ctx context.Context, info CallInfo) (*Detached, er
 		return nil, err
 	}
 	defer unshell()
-	return s.beginDetached(ctx, info, false)
+	d, err := s.beginDetached(ctx, info, false)
+	if err == nil {
+		s.addLive(d)
+	}
+	return d, err
 }
 
 // beginDetached is BeginDetached with the shell lock held by the caller.
@@ -183,13 +187,14 @@ func (d *Detached) finish(ctx context.Context) (Entry, error) {
 		return Entry{}, err
 	}
 	defer unlock()
-	e, err := d.s.finishDetached(ctx, &d.rec, d.pre, false, d.keep)
+	e, err := d.s.finishDetached(ctx, &d.rec, d.pre, false, d.keep, d.s.liveReverted(d))
 	if err != nil {
 		return Entry{}, err
 	}
 	d.s.maybeGC(ctx)
 	d.done = true
 	d.release()
+	d.s.dropLive(d)
 	return e, nil
 }
 
@@ -203,6 +208,7 @@ func (d *Detached) Abort(ctx context.Context) error {
 		return ErrFinished
 	}
 	d.done = true
+	d.s.dropLive(d)
 	unlock, lerr := d.s.lock(ctx)
 	if lerr == nil {
 		defer unlock()
@@ -239,7 +245,9 @@ func (s *Store) detachedLive(id string) bool {
 
 // finishDetached journals a detached call under the store lock. pre is
 // its pre-scan manifest (nil: load it from the record's blob).
-func (s *Store) finishDetached(ctx context.Context, rec *pendingRec, pre *index, interrupted bool, keep KeepFunc) (Entry, error) {
+// live is what the live guard reverted while the call was open (see
+// jobguard.go); it heads the entry's Reverted.
+func (s *Store) finishDetached(ctx context.Context, rec *pendingRec, pre *index, interrupted bool, keep KeepFunc, live []Protected) (Entry, error) {
 	done, _ := s.startBudget(true, true) // the job ran: over a limit is Unstored, not an error
 	defer done()
 	if pre == nil {
@@ -341,6 +349,9 @@ func (s *Store) finishDetached(ctx context.Context, rec *pendingRec, pre *index,
 	var gerr error
 	if e.Changes, e.Reverted, gerr = s.guard(ctx, id, e.Changes, keep, post); gerr != nil {
 		e.RevertError = gerr.Error()
+	}
+	if len(live) > 0 {
+		e.Reverted = append(live, e.Reverted...)
 	}
 	// The entry's ID is recorded before the commit so that recovery never
 	// journals the call twice.

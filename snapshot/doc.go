@@ -96,7 +96,12 @@
 // then released; Detached.Finish re-takes it when the job ends and
 // journals the job's changes as one entry by the same rule (see Detached
 // for crash recovery of an open one). A foreground shell call is such a
-// detached call that also holds the shell lock while it runs.
+// detached call that also holds the shell lock while it runs. While a
+// background job of this process is open, a store opened WithProtection
+// reverts changes to protected paths as they happen (the live guard,
+// jobguard.go): within milliseconds with the change capture's watcher,
+// within about half a second by polling without one, never while a
+// foreground shell command runs (its own return judges them then).
 //
 // # Promises
 //

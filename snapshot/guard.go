@@ -23,7 +23,9 @@ import (
 // created or replaced takes everything the call changed beneath it along.
 //
 // The window in which such a change exists on disk is the rest of the
-// command's run plus the post-scan: it ends before the call returns.
+// command's run plus the post-scan: it ends before the call returns. A
+// background job's change is reverted as it happens (jobguard.go) and
+// listed in the job's entry's Reverted.
 // Recovery after a crash applies the same rule, without asking.
 //
 // With concurrent calls (see the package doc) a running command's change
@@ -269,13 +271,15 @@ func emptyDirAdded(changes []Change, i int) bool {
 // writes the same bytes again would then show no change at all. Protected
 // drift is reverted (nobody is asked: no call made it) and pre updated.
 // With no job running, drift is the user's own editing and is left alone.
-func (s *Store) guardDrift(ctx context.Context, id string, old, pre *index) {
+// It returns what it reverted. While a job of this process runs, the live
+// guard (jobguard.go) does this as the changes happen.
+func (s *Store) guardDrift(ctx context.Context, id string, old, pre *index) []Protected {
 	if s.opts.protect == nil || old == nil || pre == nil || old == pre || !s.anyDetachedLive() {
-		return
+		return nil
 	}
 	drift := diffIndex(old, pre)
 	if len(drift) == 0 {
-		return
+		return nil
 	}
 	_, reverted, err := s.guard(ctx, id+"-drift", drift, nil, pre)
 	if len(reverted) > 0 {
@@ -288,6 +292,7 @@ func (s *Store) guardDrift(ctx context.Context, id string, old, pre *index) {
 	if err != nil {
 		s.opts.log.Error("snapshot: could not revert changes to protected paths made while a background job ran", "err", err)
 	}
+	return reverted
 }
 
 // anyDetachedLive reports whether a detached call (a background job) of

@@ -57,6 +57,8 @@ type Store struct {
 
 	cap *capture // change capture (incremental.go)
 
+	live liveGuard // open background jobs of this process (jobguard.go)
+
 	// updSpare is a copy of the manifest's map made in the background
 	// after a file-scoped update saved it: the next one takes it instead
 	// of copying the whole map while its caller waits (delta.go). Used
@@ -196,6 +198,7 @@ func (s *Store) Dir() string { return s.dir }
 // releases what the store holds (the change capture's watcher). The store
 // must not be used afterwards.
 func (s *Store) Close() error {
+	s.stopLive()
 	s.bg.Wait()
 	s.stopCapture()
 	return nil

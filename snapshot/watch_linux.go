@@ -51,6 +51,12 @@ type watcher struct {
 	inodes map[uint64][]string
 	buf    []byte
 
+	// recent collects the paths marked since the live guard last looked
+	// (recentPaths), while it asks for them (followRecent); poke wakes it.
+	follow atomic.Bool
+	recent map[string]bool
+	poke   chan struct{}
+
 	events   atomic.Int64 // events read
 	inside   atomic.Int64 // events that marked a workspace path
 	resolves atomic.Int64 // open_by_handle_at calls
@@ -80,7 +86,8 @@ func startWatcher(ws string) (*watcher, error) {
 		return nil, fmt.Errorf("snapshot: change capture: fanotify_init: %w", err)
 	}
 	w := &watcher{fd: fd, rootfd: -1, wake: -1, ws: ws, done: make(chan struct{}), dirty: map[string]bool{},
-		cache: map[string]string{}, buf: make([]byte, 64<<10)}
+		cache: map[string]string{}, buf: make([]byte, 64<<10),
+		recent: map[string]bool{}, poke: make(chan struct{}, 1)}
 	fail := func(err error) (*watcher, error) {
 		w.closeFDs()
 		return nil, fmt.Errorf("snapshot: change capture: %w", err)
@@ -317,7 +324,40 @@ func (w *watcher) event(mask uint64, info []byte) {
 func (w *watcher) mark(rel string, whole bool) {
 	w.inside.Add(1)
 	w.dirty[rel] = w.dirty[rel] || whole
+	if w.follow.Load() {
+		w.recent[rel] = w.recent[rel] || whole
+		select {
+		case w.poke <- struct{}{}:
+		default:
+		}
+	}
 }
+
+// followRecent turns the collection of recent paths on or off (off
+// forgets them).
+func (w *watcher) followRecent(on bool) {
+	w.mu.Lock()
+	w.follow.Store(on)
+	if !on {
+		clear(w.recent)
+	}
+	w.mu.Unlock()
+}
+
+// recentPaths returns the paths marked since the previous call (path →
+// a directory created or moved there) and forgets them; it first reads
+// what is queued.
+func (w *watcher) recentPaths() map[string]bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.drainLocked()
+	out := w.recent
+	w.recent = map[string]bool{}
+	return out
+}
+
+// poked is signalled when a path is marked while recent paths are followed.
+func (w *watcher) poked() <-chan struct{} { return w.poke }
 
 func indexByte(b []byte, c byte) int {
 	for i, x := range b {

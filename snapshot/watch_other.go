@@ -18,3 +18,6 @@ func (w *watcher) updateInodes(func(m map[uint64][]string)) {}
 func (w *watcher) counters() (int64, int64, int64)          { return 0, 0, 0 }
 func (w *watcher) pathsOf(uint64) []string                  { return nil }
 func captureCheckMounts(string) string                      { return "" }
+func (w *watcher) followRecent(bool)                        {}
+func (w *watcher) recentPaths() map[string]bool             { return nil }
+func (w *watcher) poked() <-chan struct{}                   { return nil }

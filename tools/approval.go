@@ -40,16 +40,30 @@ type ApprovalRequest struct {
 	// Reason says why approval is needed (rule, verdict, mode).
 	Reason  string   `json:"reason"`
 	Verdict *Verdict `json:"verdict,omitempty"`
-	// Prefix is the argv prefix an "always allow" would cover (nil when
-	// the classifier offered none: then only this call can be allowed).
-	Prefix []string `json:"prefix,omitempty"`
+	// Prefixes are the argv prefixes an "always allow" of a command would
+	// grant: one per simple command of it that no rule or grant covers
+	// yet and for which the classifier offered one. Nil when none can be
+	// offered: then only this call can be allowed (a tool without a
+	// command, Verdict nil, is always allowed as a whole).
+	Prefixes [][]string `json:"prefixes,omitempty"`
+}
+
+// OffersGrant reports whether "always allow" can be offered: a command
+// only with a prefix to key the grant by, any other tool as a whole.
+func (r ApprovalRequest) OffersGrant() bool {
+	return len(r.Prefixes) > 0 || r.Verdict == nil
 }
 
 // Approval is a person's answer.
 type Approval struct {
 	Allow bool
-	// Remember asks for a grant of this scope (only with Allow).
+	// Remember asks for grants of this scope (only with Allow): one per
+	// prefix in Prefixes, or per offered prefix when Prefixes is nil.
 	Remember GrantScope
+	// Prefixes are the offered prefixes (ApprovalRequest.Prefixes) the
+	// person chose to always allow; nil: all of them. A prefix that was
+	// not offered is ignored.
+	Prefixes [][]string
 	// By names who decided ("tty", "mcp-elicitation", "policy", ...).
 	By string
 	// Message is agentbox's own text for the model with a refusal: why

@@ -31,6 +31,11 @@ func TestRefusalNamesTheFix(t *testing.T) {
 			notWant: []string{"wrote", "said", "a person refused"},
 		},
 		{
+			name: "every part not allowed yet in one grant command", input: `{"command":"make -j2 && ls && npm test"}`, kind: ErrNeedsApproval,
+			want:    []string{"`agentbox --workspace {ws} grants add 'Bash(make:*)' 'Bash(npm:*)'`", "allow rules Bash(make:*), Bash(npm:*) to tools.allow"},
+			notWant: []string{"Bash(ls:*)"},
+		},
+		{
 			name: "approver message is kept, typed-looking feedback from no human is not", input: `{"command":"npm test"}`, kind: ErrNeedsApproval,
 			opts:    []func(*Options){answer(Approval{By: "non-interactive", Message: "The MCP client cannot ask its user.", Feedback: "injected"})},
 			want:    []string{"The MCP client cannot ask its user.", "grants add"},
@@ -65,7 +70,7 @@ func TestRefusalNamesTheFix(t *testing.T) {
 			opts: []func(*Options){func(o *Options) {
 				o.Classify = func(ctx context.Context, cmd string) Verdict {
 					v := fakeClassify(ctx, cmd)
-					v.Prefix = nil
+					v.Prefix, v.Parts = nil, nil // not resolved into simple commands
 					return v
 				}
 			}},

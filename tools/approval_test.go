@@ -11,7 +11,7 @@ import (
 )
 
 func TestTTYApprover(t *testing.T) {
-	req := ApprovalRequest{Tool: "Bash", Summary: "Bash: npm test", Reason: "not read-only", Verdict: &Verdict{Class: ClassDangerous, Reasons: []Reason{{Message: "runs scripts", Text: "npm"}}}, Prefix: []string{"npm", "test"}}
+	req := ApprovalRequest{Tool: "Bash", Summary: "Bash: npm test", Reason: "not read-only", Verdict: &Verdict{Class: ClassDangerous, Reasons: []Reason{{Message: "runs scripts", Text: "npm"}}}, Prefixes: [][]string{{"npm", "test"}}}
 	tests := []struct {
 		in       string
 		req      ApprovalRequest
@@ -95,13 +95,28 @@ var nastyStrings = []struct{ name, raw, shown string }{
 	{"bidi override", "ls \u202eexe.sh", `ls \u202eexe.sh`},
 }
 
+// TestTTYApproverParts: "always allow" on the terminal offers every part
+// of a command not allowed yet, and the answer covers them all.
+func TestTTYApproverParts(t *testing.T) {
+	req := ApprovalRequest{Tool: "Bash", Summary: "Bash: make && npm test", Reason: "r", Verdict: &Verdict{Class: ClassDangerous},
+		Prefixes: [][]string{{"make"}, {"npm", "test"}}}
+	var out bytes.Buffer
+	got, err := NewTTYApprover(strings.NewReader("p\n"), &out).Approve(context.Background(), req)
+	if err != nil || !got.Allow || got.Remember != GrantProject || got.Prefixes != nil {
+		t.Fatalf("%+v %v", got, err)
+	}
+	if !strings.Contains(out.String(), "allow Bash(make:*), Bash(npm test:*)") {
+		t.Fatalf("prompt does not offer both parts:\n%s", out.String())
+	}
+}
+
 func TestTTYApproverEscapes(t *testing.T) {
 	for _, tt := range nastyStrings {
 		t.Run(tt.name, func(t *testing.T) {
 			req := ApprovalRequest{
 				Tool: "Bash", Summary: "Bash: " + tt.raw, Reason: "why " + tt.raw,
-				Verdict: &Verdict{Class: ClassDangerous, Reasons: []Reason{{Message: "msg " + tt.raw, Text: tt.raw}}},
-				Prefix:  []string{tt.raw},
+				Verdict:  &Verdict{Class: ClassDangerous, Reasons: []Reason{{Message: "msg " + tt.raw, Text: tt.raw}}},
+				Prefixes: [][]string{{tt.raw}},
 			}
 			var out bytes.Buffer
 			if _, err := NewTTYApprover(strings.NewReader("n\n"), &out).Approve(context.Background(), req); err != nil {

@@ -56,12 +56,16 @@ func (a *TTYApprover) Approve(ctx context.Context, req ApprovalRequest) (Approva
 		}
 	}
 	always := ""
-	if req.Verdict == nil || len(req.Prefix) > 0 {
-		what := req.Tool
-		if len(req.Prefix) > 0 {
-			what = req.Tool + "(" + strings.Join(req.Prefix, " ") + ":*)"
+	if req.OffersGrant() {
+		// One grant per part not allowed yet: Bash(go test:*), Bash(make:*).
+		whats := []string{req.Tool}
+		if req.Verdict != nil {
+			whats = whats[:0]
+			for _, p := range req.Prefixes {
+				whats = append(whats, req.Tool+"("+strings.Join(p, " ")+":*)")
+			}
 		}
-		what = termtext.Line(what)
+		what := termtext.Line(strings.Join(whats, ", "))
 		always = fmt.Sprintf(", [s]ession-always / [p]roject-always allow %s", what)
 	}
 	fmt.Fprintf(&b, "[y]es / [N]o%s: ", always)

@@ -7,6 +7,14 @@
 //	→ mode → approval → snapshot → execute → change capture + journal
 //	→ truncate → audit
 //
+// Rules and "always allow" grants cover a shell command part by part (the
+// classifier's Verdict.Parts; an unresolved command only by a whole-tool
+// rule). In the default and acceptEdits modes a dangerous command that
+// nothing covers runs without asking when it is contained — it runs in
+// the sandbox and is journaled (Options.AutoAllowSandboxed, the
+// tools.auto_allow_sandboxed key) — and its result and audit record say
+// so and how to undo it (ContainedNote); deny and ask rules still win.
+//
 // Each stage is a Stage (middleware around a Handler) in its own file and
 // can be tested alone. A refusal at any stage is a Result with Err set,
 // written for the model; a Go error means agentbox itself failed and
@@ -55,10 +63,12 @@
 //     Scope with Detached set (Bash run_in_background) takes a detached
 //     snapshot instead: the tool hands it to its job with
 //     env.AttachJobSnapshot, the store is not locked while the job runs,
-//     and the job's end (KillShell, the BashOutput that sees it exit,
-//     shutdown) journals its changes as one entry: Jobs.AttachSnapshot is
-//     the contract (JobSnapshots implements it), and the entry a Read or
-//     Kill reports in JobStatus.Journal becomes that call's entry. The
+//     and the job's end journals its changes as one entry: the moment
+//     its command exits when the Jobs watches it (JobSnapshots.
+//     FinishOnExit), else KillShell, the BashOutput that sees it exit, or
+//     shutdown. Jobs.AttachSnapshot is the contract (JobSnapshots
+//     implements it), and the entry a Read or Kill reports in
+//     JobStatus.Journal becomes that call's entry. The
 //     rule that ends a snapshot (drop it when the call refused before
 //     acting, else journal it) is EndSnapshot, which `agentbox exec`
 //     uses too. A tool built WritesOnlyFiles (SandboxWriter: Write, Edit,

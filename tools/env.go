@@ -102,6 +102,9 @@ type ExecRequest struct {
 	OnOutput func(Chunk)
 	// ReadOnly runs the command with the workspace mounted read-only.
 	ReadOnly bool
+	// Call and Session name the call and session the command runs for
+	// (the network proxy attributes its connections to them).
+	Call, Session string
 }
 
 // readOnlySandbox runs every command of a read-only call with the
@@ -199,6 +202,9 @@ type ExecResult struct {
 	OOMKilled   bool
 	Duration    time.Duration
 	ContainerID string
+	// Network summarizes the connections the command opened through the
+	// egress proxy ("" when none).
+	Network string
 }
 
 // Sandbox is the subset of the sandbox runner tools use.

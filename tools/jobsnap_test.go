@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 )
 
 // fakeDetachedSnap is a fakeSnap that also begins detached snapshots.
@@ -154,5 +155,46 @@ func TestJobSnapshotsRetry(t *testing.T) {
 	j.FinishAll(context.Background())
 	if calls != 2 {
 		t.Fatalf("finished again after success: %d", calls)
+	}
+}
+
+// A job's snapshot is finished when the job exits, without a read; the
+// next read reports the entry once.
+func TestJobSnapshotsFinishOnExit(t *testing.T) {
+	fs := &fakeSnap{}
+	var j JobSnapshots
+	j.AttachSnapshot("job-1", fakeSnapCall{fs, SnapshotInfo{CallID: "c1"}})
+	exited := make(chan struct{})
+	j.FinishOnExit(context.Background(), "job-1", exited)
+	time.Sleep(20 * time.Millisecond)
+	fs.mu.Lock()
+	early := fs.finish
+	fs.mu.Unlock()
+	if early != 0 {
+		t.Fatal("finished before the job exited")
+	}
+	close(exited)
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		fs.mu.Lock()
+		n := fs.finish
+		fs.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not finished 2 s after the job exited (finish %d)", n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	var st JobStatus
+	j.FinishJob(context.Background(), "job-1", &st)
+	if st.Journal == nil || st.Journal.ID != "j-c1" {
+		t.Fatalf("read after exit: %+v", st)
+	}
+	var again JobStatus
+	j.FinishJob(context.Background(), "job-1", &again)
+	if again.Journal != nil || fs.finish != 1 {
+		t.Fatalf("reported twice or finished again: %+v, finish %d", again, fs.finish)
 	}
 }

@@ -165,6 +165,12 @@ type Options struct {
 	Classify ClassifyFunc
 	Approver Approver
 	Grants   GrantStore
+	// AutoAllowSandboxed (tools.auto_allow_sandboxed) runs a dangerous
+	// command unasked in the default and acceptEdits modes when it is
+	// contained: Sandbox and Snapshots are set, the sandbox is available
+	// (SandboxChecker) and the call is journaled (a background job only
+	// with a DetachedSnapshotter store and Jobs).
+	AutoAllowSandboxed bool
 
 	Sandbox   Sandbox
 	Jobs      Jobs
@@ -182,6 +188,9 @@ type Options struct {
 	Parallelism int
 	Logger      *slog.Logger
 	Now         func() time.Time
+	// Running, when set, registers each call while it runs, so that
+	// the network proxy can ask the call's approver (RunningCalls).
+	Running *RunningCalls
 }
 
 // ClassifyFunc judges a shell command (an adapter around
@@ -273,6 +282,10 @@ func NewPipeline(reg *Registry, opts Options) *Pipeline {
 	}
 	p := &Pipeline{reg: reg, opts: opts}
 	pc := permission.Context{Workspace: opts.Workspace, Home: opts.Home, Resolve: p.resolve}
+	running := func(next Handler) Handler { return next }
+	if opts.Running != nil {
+		running = opts.Running.Stage(opts.Approver, opts.Grants)
+	}
 	p.handler = Chain(p.execute,
 		AuditStage(opts.Audit, opts.Now, opts.Logger),
 		Recover(opts.Logger),
@@ -283,13 +296,62 @@ func NewPipeline(reg *Registry, opts Options) *Pipeline {
 		ValidateStage(),
 		ClassifyStage(opts.Classify),
 		Rules(opts.Rules, pc),
-		ModeStage(opts.Mode, opts.Workspace, opts.Grants),
+		ModeStage(opts.Mode, opts.Rules, pc, opts.Grants, p.containedFunc()),
 		ProtectStage(opts.Protected, opts.Workspace, opts.Root, opts.Mode),
-		ApprovalStage(opts.Approver, opts.Grants, opts.Workspace, opts.Now),
+		ApprovalStage(opts.Approver, opts.Grants, opts.Rules, pc, opts.Now),
+		ContainedNote(func() bool { _, ok := reg.Lookup("Undo"); return ok }),
+		running,
 		ReadBeforeWrite(p.newEnv),
 		SnapshotStage(opts.Snapshots, opts.Approver),
 	)
 	return p
+}
+
+// containedFunc is the ModeStage's ContainedFunc: nil when
+// tools.auto_allow_sandboxed is off.
+func (p *Pipeline) containedFunc() ContainedFunc {
+	if !p.opts.AutoAllowSandboxed {
+		return nil
+	}
+	return p.contained
+}
+
+// contained reports whether c, a command, stays inside the boundary if it
+// runs: it runs in the sandbox (no network; protected paths read-only or
+// reverted after the call unless approved) and its changes to the
+// workspace are journaled, so that they can be undone. It fails closed:
+// no sandbox or snapshot store, a sandbox that cannot be opened, a call
+// that would not be snapshotted as a whole, or a background job whose
+// changes could not be journaled when it ends — not contained, and whyNot
+// says which.
+func (p *Pipeline) contained(ctx context.Context, c *Call) (ok bool, whyNot string) {
+	if _, isCmd := CommandOf(c.Params); !isCmd || p.opts.Sandbox == nil {
+		return false, "it would not run in the sandbox"
+	}
+	sc := ScopeOf(c)
+	if p.opts.Snapshots == nil || sc.Kind != ScopeWorkspace {
+		return false, "its changes would not be journaled for undo"
+	}
+	if sc.Detached {
+		if _, ok := p.opts.Snapshots.(DetachedSnapshotter); !ok || p.opts.Jobs == nil {
+			return false, "a background job's changes would not be journaled for undo here"
+		}
+	}
+	if ch, ok := p.opts.Sandbox.(SandboxChecker); ok {
+		if err := ch.Available(ctx); err != nil {
+			p.opts.Logger.Info("not auto-allowed: the sandbox is unavailable", "call", c.ID, "err", err)
+			return false, "the sandbox is unavailable"
+		}
+	}
+	return true, ""
+}
+
+// SandboxChecker is implemented by a Sandbox that can say before a call
+// whether commands can run in it (it opens it if need be). The pipeline
+// asks it before running a dangerous command unasked: a sandbox that is
+// not available contains nothing.
+type SandboxChecker interface {
+	Available(ctx context.Context) error
 }
 
 // Registry is the pipeline's registry.

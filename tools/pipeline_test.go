@@ -104,25 +104,51 @@ func testTools(t *testing.T) []Tool {
 	return []Tool{echo, read, write, bash, grep}
 }
 
+// fakeClassify judges by the first word of each part; parts are
+// separated by " && ", " | " or " ; ", and a "$(" leaves the command
+// unresolved (no parts).
 func fakeClassify(ctx context.Context, cmd string) Verdict {
-	argv := strings.Fields(cmd)
-	v := Verdict{Commands: [][]string{argv}}
-	if len(argv) > 0 {
-		v.Prefix = argv[:1]
+	var v Verdict
+	rank := map[string]int{ClassReadOnly: 0, ClassDangerous: 1, ClassForbidden: 2}
+	v.Class = ClassReadOnly
+	for _, text := range strings.FieldsFunc(strings.NewReplacer(" && ", "\x00", " | ", "\x00", " ; ", "\x00").Replace(cmd), func(r rune) bool { return r == 0 }) {
+		argv := strings.Fields(text)
+		p := Part{Argv: argv}
+		switch {
+		case len(argv) == 0:
+			p.Class = ClassDangerous
+		case argv[0] == "ls" || argv[0] == "cat" || argv[0] == "cd":
+			p.Class = ClassReadOnly
+		case argv[0] == "mkfs":
+			p.Class = ClassForbidden
+			v.Reasons = append(v.Reasons, Reason{Rule: "mkfs", Text: "mkfs", Message: "formats a disk"})
+		case argv[0] == "weird":
+			p.Class = "unknown"
+		default:
+			p.Class = ClassDangerous
+			v.Reasons = append(v.Reasons, Reason{Rule: "unknown-command", Text: argv[0], Message: "unknown command"})
+		}
+		if len(argv) > 0 && p.Class != ClassForbidden {
+			p.Prefix = argv[:1]
+		}
+		if r, ok := rank[p.Class]; !ok || r > rank[v.Class] {
+			v.Class = p.Class
+		}
+		v.Commands = append(v.Commands, argv)
+		v.Parts = append(v.Parts, p)
 	}
-	switch {
-	case len(argv) == 0:
+	if len(v.Parts) == 0 {
 		v.Class = ClassDangerous
-	case argv[0] == "ls" || argv[0] == "cat":
-		v.Class = ClassReadOnly
-	case argv[0] == "mkfs":
-		v.Class = ClassForbidden
-		v.Reasons = []Reason{{Rule: "mkfs", Text: "mkfs", Message: "formats a disk"}}
-	case argv[0] == "weird":
-		v.Class = "unknown"
-	default:
-		v.Class = ClassDangerous
-		v.Reasons = []Reason{{Rule: "unknown-command", Text: argv[0], Message: "unknown command"}}
+		v.Commands = [][]string{{}}
+	}
+	if strings.Contains(cmd, "$(") {
+		v.Parts = nil
+		if v.Class == ClassReadOnly {
+			v.Class = ClassDangerous
+		}
+	}
+	if len(v.Parts) == 1 {
+		v.Prefix = v.Parts[0].Prefix
 	}
 	return v
 }
@@ -400,8 +426,8 @@ func TestGrantsRemembered(t *testing.T) {
 		o.Grants = grants
 		o.Approver = ApproverFunc(func(ctx context.Context, r ApprovalRequest) (Approval, error) {
 			asked.Add(1)
-			if r.Tool != "Bash" || len(r.Prefix) != 1 {
-				t.Errorf("prefix %v", r.Prefix)
+			if r.Tool != "Bash" || len(r.Prefixes) != 1 || len(r.Prefixes[0]) != 1 {
+				t.Errorf("prefixes %v", r.Prefixes)
 			}
 			return Approval{Allow: true, Remember: GrantProject, By: "test"}, nil
 		})

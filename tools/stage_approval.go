@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,15 +12,18 @@ import (
 )
 
 // ApprovalStage asks the approver about calls the mode stage marked "ask".
-// "Always allow" answers become grants keyed by the classifier's offered
-// argv prefix (Bash) or the whole tool (others), in the session or the
-// project grant store. Without an answer (ctx done, approver error) the
-// call is refused with needs_approval.
+// For a command, "always allow" is offered per simple command that no
+// allow rule or grant covers yet (rs.Cover), keyed by the argv prefix the
+// classifier offered for it; for other tools, the whole tool. The answer
+// becomes one grant per chosen prefix, in the session or the project
+// grant store. Without an answer (ctx done, approver error) the call is
+// refused with needs_approval.
 //
 // A refusal says who refused and, when no person did, exactly what would
 // allow the call (see allowHints); text a person typed when refusing
 // (Approval.Feedback) is passed on as theirs, and only that.
-func ApprovalStage(ap Approver, store GrantStore, workspace string, now func() time.Time) Stage {
+func ApprovalStage(ap Approver, store GrantStore, rs permission.Rules, pctx permission.Context, now func() time.Time) Stage {
+	workspace := pctx.Workspace
 	return func(next Handler) Handler {
 		return func(ctx context.Context, c *Call) Result {
 			if c.Decision.Action != permission.Ask {
@@ -34,8 +38,10 @@ func ApprovalStage(ap Approver, store GrantStore, workspace string, now func() t
 				Reason:  c.Decision.Reason,
 				Verdict: c.Verdict,
 			}
-			if c.Verdict != nil {
-				req.Prefix = c.Verdict.Prefix
+			// An ask rule beats every grant: "always allow" would not
+			// stop the next question, so it is not offered.
+			if c.Verdict != nil && c.Decision.By != "rule" {
+				req.Prefixes = offeredPrefixes(rs.Cover(pctx, permissionCall(c), grantsOf(c, store)))
 			}
 			askedBy := c.Decision.By // what made the call ask: rule, classifier, mode, protected
 			ans, err := approverOf(c, ap).Approve(ctx, req)
@@ -45,7 +51,7 @@ func ApprovalStage(ap Approver, store GrantStore, workspace string, now func() t
 				if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 					return Fail(ErrNeedsApproval, "this %s call needs a person's approval (%s) and none came before the call was cancelled: %s", c.Tool.Name(), c.Decision.Reason, req.Summary)
 				}
-				return Fail(ErrNeedsApproval, "this %s call needs a person's approval (%s) and none could be asked: %s.%s", c.Tool.Name(), c.Decision.Reason, req.Summary, allowHints(c, askedBy, workspace))
+				return Fail(ErrNeedsApproval, "this %s call needs a person's approval (%s) and none could be asked: %s.%s", c.Tool.Name(), c.Decision.Reason, req.Summary, allowHints(c, req.Prefixes, askedBy, workspace))
 			}
 			c.Decision.By = ans.By
 			if !ans.Allow {
@@ -54,13 +60,7 @@ func ApprovalStage(ap Approver, store GrantStore, workspace string, now func() t
 			}
 			c.Decision.Action = permission.Allow
 			if ans.Remember != GrantOnce {
-				g := Grant{Tool: c.Tool.Name(), Scope: ans.Remember, At: now(), By: ans.By}
-				if c.Verdict != nil {
-					g.Prefix = c.Verdict.Prefix
-				}
-				// A command tool without an offered prefix cannot be
-				// remembered: the grant would allow every command.
-				if _, hasCmd := CommandOf(c.Params); !hasCmd || len(g.Prefix) > 0 {
+				for _, g := range chosenGrants(c, req, ans, now()) {
 					switch ans.Remember {
 					case GrantSession:
 						c.Session.AddGrant(g)
@@ -76,6 +76,40 @@ func ApprovalStage(ap Approver, store GrantStore, workspace string, now func() t
 			return next(ctx, c)
 		}
 	}
+}
+
+// offeredPrefixes are the distinct grant prefixes of the parts nothing
+// covers yet, in order.
+func offeredPrefixes(cv permission.Coverage) [][]string {
+	var out [][]string
+	for _, p := range cv.Uncovered {
+		if len(p.Prefix) > 0 && !slices.ContainsFunc(out, func(q []string) bool { return slices.Equal(q, p.Prefix) }) {
+			out = append(out, p.Prefix)
+		}
+	}
+	return out
+}
+
+// chosenGrants are the grants an "always allow" answer adds: the whole
+// tool for a tool without a command; for a command, one per prefix the
+// person chose among those offered (all offered ones when the answer
+// names none). A command without an offered prefix gets none: a grant
+// without a prefix would allow every command.
+func chosenGrants(c *Call, req ApprovalRequest, ans Approval, at time.Time) []Grant {
+	g := Grant{Tool: c.Tool.Name(), Scope: ans.Remember, At: at, By: ans.By}
+	if _, hasCmd := CommandOf(c.Params); !hasCmd {
+		return []Grant{g}
+	}
+	var out []Grant
+	for _, p := range req.Prefixes {
+		if ans.Prefixes != nil && !slices.ContainsFunc(ans.Prefixes, func(q []string) bool { return slices.Equal(q, p) }) {
+			continue
+		}
+		pg := g
+		pg.Prefix = p
+		out = append(out, pg)
+	}
+	return out
 }
 
 // refuseAfterApproval is the result of a call the approver did not allow.
@@ -101,7 +135,7 @@ func refuseAfterApproval(c *Call, req ApprovalRequest, ans Approval, askedBy, wo
 		fmt.Fprintf(&b, "\nThe person who refused it wrote: %q", oneLine(fb, 2000))
 	}
 	if !asked || ans.Unanswered {
-		b.WriteString(allowHints(c, askedBy, workspace))
+		b.WriteString(allowHints(c, req.Prefixes, askedBy, workspace))
 		b.WriteString("\nDo not retry the same call: use a read-only alternative, or tell the user which of these would allow it.")
 	}
 	return Fail(kind, "%s", b.String())
@@ -112,11 +146,11 @@ func refuseAfterApproval(c *Call, req ApprovalRequest, ans Approval, askedBy, wo
 // that cover it, or why none can. askedBy is what made the call ask
 // (Decision.By before the approver). It begins with a newline ("" when there
 // is nothing to say).
-func allowHints(c *Call, askedBy, workspace string) string {
+func allowHints(c *Call, prefixes [][]string, askedBy, workspace string) string {
 	var b strings.Builder
 	const userConfig = "the user config (~/.config/agentbox/config.yaml, or AGENTBOX_TOOLS_ALLOW; a project's .agentbox/config.yaml cannot allow)"
-	grantCmd := func(rule string) string {
-		return fmt.Sprintf("agentbox --workspace %s grants add %s", ShellQuote(workspace), ShellQuote(rule))
+	grantCmd := func(rules string) string {
+		return fmt.Sprintf("agentbox --workspace %s grants add %s", ShellQuote(workspace), rules)
 	}
 	name := c.Tool.Name()
 	_, isCmd := CommandOf(c.Params)
@@ -132,18 +166,35 @@ func allowHints(c *Call, askedBy, workspace string) string {
 		return b.String()
 	case askedBy == "rule" && c.Decision.Rule != "":
 		fmt.Fprintf(&b, "\n- remove the ask rule %s from tools.ask (no allow rule or grant overrides an ask rule);", c.Decision.Rule)
-	case isCmd && c.Verdict != nil && len(c.Verdict.Prefix) > 0:
-		rule := GrantRule(Grant{Tool: name, Prefix: c.Verdict.Prefix})
-		fmt.Fprintf(&b, "\n- grant it for this workspace: `%s` (commands starting with %q);", grantCmd(rule), strings.Join(c.Verdict.Prefix, " "))
-		fmt.Fprintf(&b, "\n- or add the allow rule %s to tools.allow in %s;", rule, userConfig)
+	case isCmd && len(prefixes) > 0:
+		rules := make([]string, len(prefixes))
+		for i, p := range prefixes {
+			rules[i] = GrantRule(Grant{Tool: name, Prefix: p})
+		}
+		if len(prefixes) == 1 {
+			fmt.Fprintf(&b, "\n- grant it for this workspace: `%s` (commands starting with %q);", grantCmd(ShellQuote(rules[0])), strings.Join(prefixes[0], " "))
+			fmt.Fprintf(&b, "\n- or add the allow rule %s to tools.allow in %s;", rules[0], userConfig)
+			break
+		}
+		fmt.Fprintf(&b, "\n- grant each part of it that is not allowed yet for this workspace: `%s`;", grantCmd(strings.Join(quoted(rules), " ")))
+		fmt.Fprintf(&b, "\n- or add the allow rules %s to tools.allow in %s;", strings.Join(rules, ", "), userConfig)
 	case isCmd:
-		b.WriteString("\n- no rule or grant can cover this command: the classifier offered no safe command prefix to allow (a person can run it themselves);")
+		b.WriteString("\n- no rule or grant can cover this command: the classifier could not break it into simple commands with a safe prefix to allow (substitutions, variables, eval, loops, functions and wrappers are never covered); a person can run it themselves;")
 	default:
-		fmt.Fprintf(&b, "\n- grant it for this workspace: `%s` (every %s call);", grantCmd(name), name)
+		fmt.Fprintf(&b, "\n- grant it for this workspace: `%s` (every %s call);", grantCmd(ShellQuote(name)), name)
 		fmt.Fprintf(&b, "\n- or add the allow rule %s to tools.allow in %s;", name, userConfig)
 	}
 	b.WriteString("\n- or use the mode bypassPermissions (`--mode bypassPermissions` on the agentbox command line, or tools.mode in the user config): everything not forbidden runs, still in the sandbox.")
 	return b.String()
+}
+
+// quoted is each of words ShellQuoted.
+func quoted(words []string) []string {
+	out := make([]string, len(words))
+	for i, w := range words {
+		out[i] = ShellQuote(w)
+	}
+	return out
 }
 
 // ShellQuote quotes s for a POSIX shell (single quotes) unless it is made

@@ -9,19 +9,32 @@ import (
 	"github.com/agentbox/agentbox/tools/permission"
 )
 
+// ContainedFunc reports whether a command call judged dangerous stays
+// inside the boundary if it runs: in the sandbox, with its changes
+// journaled so that they can be undone (Pipeline.contained); when it does
+// not, why not, in a few words for the model ("the sandbox is
+// unavailable"). It is asked only when tools.auto_allow_sandboxed is on
+// and nothing else decided.
+type ContainedFunc func(ctx context.Context, c *Call) (ok bool, whyNot string)
+
 // ModeStage turns the rule match, the verdict, grants and the mode into
-// allow, ask or deny. A deny ends the call with a result that says what
-// was refused and why; allow and ask go on (ask to the approval stage).
-func ModeStage(mode permission.Mode, workspace string, grants GrantStore) Stage {
+// allow, ask or deny. Allow rules and grants together cover a command
+// part by part (permission.Rules.Cover). A dangerous command that no rule
+// or grant covers runs unasked in the default and acceptEdits modes when
+// contained says it is contained (nil: never). A deny ends the call with
+// a result that says what was refused and why; allow and ask go on (ask
+// to the approval stage).
+func ModeStage(mode permission.Mode, rs permission.Rules, pctx permission.Context, grants GrantStore, contained ContainedFunc) Stage {
 	return func(next Handler) Handler {
 		return func(ctx context.Context, c *Call) Result {
 			pc := permissionCall(c)
+			whyNot := ""
 			in := permission.Input{
 				Mode:        mode,
 				Match:       c.Match,
 				Kind:        string(c.Tool.Kind()),
-				InWorkspace: allWithin(pc.Paths, workspace),
-				Granted:     granted(c, pc, grants),
+				InWorkspace: allWithin(pc.Paths, pctx.Workspace),
+				Granted:     rs.Cover(pctx, pc, grantsOf(c, grants)).Covered(),
 			}
 			if c.Verdict != nil {
 				in.Class = c.Verdict.Class
@@ -29,7 +42,16 @@ func ModeStage(mode permission.Mode, workspace string, grants GrantStore) Stage 
 			} else {
 				in.ReadOnly = c.Tool.ReadOnly(c.Params)
 			}
+			// Only a command no rule matched: an ask rule (the secret-file
+			// rules are ask rules) always asks.
+			if contained != nil && in.Class == ClassDangerous && c.Match.Action == "" && !in.Granted &&
+				(mode == permission.ModeDefault || mode == permission.ModeAcceptEdits) && !readsSecrets(c.Verdict) {
+				in.Contained, whyNot = contained(ctx, c)
+			}
 			out := permission.Decide(in)
+			if out.Action != permission.Allow && whyNot != "" {
+				out.Reason += "; it did not run unasked because " + whyNot
+			}
 			c.Decision = Decision{Action: out.Action, By: out.By, Reason: out.Reason}
 			if c.Match.Rule != nil {
 				c.Decision.Rule = c.Match.Rule.Raw
@@ -46,6 +68,22 @@ func ModeStage(mode permission.Mode, workspace string, grants GrantStore) Stage 
 	}
 }
 
+// readsSecrets reports whether the classifier found that the command may
+// read a credential or secret file: its output would carry the secret out
+// of the sandbox to the model, so such a command is never auto-allowed as
+// contained.
+func readsSecrets(v *Verdict) bool {
+	if v == nil {
+		return false
+	}
+	for _, r := range v.Reasons {
+		if r.Rule == "read.credential" || r.Rule == "read.secret" {
+			return true
+		}
+	}
+	return false
+}
+
 func allWithin(paths []string, dir string) bool {
 	for _, p := range paths {
 		if !config.Within(p, dir) {
@@ -55,7 +93,9 @@ func allWithin(paths []string, dir string) bool {
 	return true
 }
 
-func granted(c *Call, pc permission.Call, store GrantStore) bool {
+// grantsOf lists the grants in force for c: its session's and the
+// project's.
+func grantsOf(c *Call, store GrantStore) []permission.Grant {
 	var all []Grant
 	if c.Session != nil {
 		all = append(all, c.Session.Grants()...)
@@ -63,12 +103,11 @@ func granted(c *Call, pc permission.Call, store GrantStore) bool {
 	if store != nil {
 		all = append(all, store.List()...)
 	}
+	out := make([]permission.Grant, 0, len(all))
 	for _, g := range all {
-		if (permission.Grant{Tool: g.Tool, Prefix: g.Prefix}).Covers(pc) {
-			return true
-		}
+		out = append(out, permission.Grant{Tool: g.Tool, Prefix: g.Prefix})
 	}
-	return false
+	return out
 }
 
 // refusal is the model-facing text of a refused call.

@@ -18,6 +18,9 @@ func permissionCall(c *Call) permission.Call {
 		pc.HasCommand = true
 		if c.Verdict != nil {
 			pc.Commands = c.Verdict.Commands
+			for _, p := range c.Verdict.Parts {
+				pc.Parts = append(pc.Parts, permission.Part{Argv: p.Argv, Class: p.Class, Prefix: p.Prefix})
+			}
 		}
 	}
 	return pc

@@ -158,6 +158,20 @@ type Verdict struct {
 	Reasons  []Reason   `json:"reasons,omitempty"`
 	Commands [][]string `json:"commands,omitempty"` // normalized argv of each simple command
 	Prefix   []string   `json:"prefix,omitempty"`   // argv prefix offered for "always allow"
+	// Parts are the simple commands of a command the classifier resolved
+	// wholly into simple commands (lists, pipelines, chains, subshells),
+	// each judged alone; empty when it could not. Rules and grants cover
+	// a command part by part, and only a resolved one.
+	Parts []Part `json:"parts,omitempty"`
+}
+
+// Part is one simple command of a resolved command (Verdict.Parts).
+type Part struct {
+	Argv  []string `json:"argv"`
+	Class string   `json:"class"`
+	// Prefix is the argv prefix an "always allow" of this part would be
+	// keyed by (nil: none can be offered).
+	Prefix []string `json:"prefix,omitempty"`
 }
 
 // Reason explains part of a verdict.

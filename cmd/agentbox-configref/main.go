@@ -1,11 +1,14 @@
 // Command agentbox-configref writes the configuration reference into
-// README.md, generated from the config structs: every key (dotted, as in a
-// config file; AGENTBOX_<SECTION>_<KEY> in the environment), its type, its
-// default (from config.Default) and the doc comment of its field.
+// docs/configuration.md, generated from the config structs: every key
+// (dotted, as in a config file; AGENTBOX_<SECTION>_<KEY> in the environment),
+// its type, its default (from config.Default) and the doc comment of its
+// field.
 //
-// Run from the repository root: go run ./cmd/agentbox-configref
+// Run from the repository root: go run ./cmd/agentbox-configref [FILE]
 // It replaces the text between the markers
-// "<!-- config-reference:start -->" and "<!-- config-reference:end -->".
+// "<!-- config-reference:start -->" and "<!-- config-reference:end -->" of
+// FILE (default docs/configuration.md) and leaves the rest alone. Its test
+// fails while the committed file differs from what it would write.
 package main
 
 import (
@@ -28,37 +31,49 @@ import (
 const (
 	startMark = "<!-- config-reference:start -->"
 	endMark   = "<!-- config-reference:end -->"
+	// defaultDoc is the file the reference lives in, from the repository root.
+	defaultDoc = "docs/configuration.md"
 )
 
 func main() {
-	readme := "README.md"
+	doc := defaultDoc
 	if len(os.Args) > 1 {
-		readme = os.Args[1]
+		doc = os.Args[1]
 	}
-	if err := run("config", readme); err != nil {
+	if err := run("config", doc); err != nil {
 		fmt.Fprintln(os.Stderr, "agentbox-configref:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir, readme string) error {
+// run rewrites the reference in the file doc from the config package's
+// source in dir.
+func run(dir, doc string) error {
+	b, err := os.ReadFile(doc)
+	if err != nil {
+		return err
+	}
+	out, err := generate(dir, b)
+	if err != nil {
+		return fmt.Errorf("%s: %w", doc, err)
+	}
+	return os.WriteFile(doc, out, 0o644)
+}
+
+// generate returns doc with the text between its markers replaced by the
+// reference rendered from the config package's source in dir.
+func generate(dir string, doc []byte) ([]byte, error) {
 	docs, err := fieldDocs(dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	ref := render(docs)
-	b, err := os.ReadFile(readme)
-	if err != nil {
-		return err
-	}
-	i, j := bytes.Index(b, []byte(startMark)), bytes.Index(b, []byte(endMark))
+	i, j := bytes.Index(doc, []byte(startMark)), bytes.Index(doc, []byte(endMark))
 	if i < 0 || j < i {
-		return fmt.Errorf("%s: markers %s ... %s not found", readme, startMark, endMark)
+		return nil, fmt.Errorf("markers %s ... %s not found", startMark, endMark)
 	}
-	out := append([]byte{}, b[:i+len(startMark)]...)
-	out = append(out, "\n"+ref...)
-	out = append(out, b[j:]...)
-	return os.WriteFile(readme, out, 0o644)
+	out := append([]byte{}, doc[:i+len(startMark)]...)
+	out = append(out, "\n"+render(docs)...)
+	return append(out, doc[j:]...), nil
 }
 
 // fieldDocs maps "Type.Field" to the field's doc comment.
@@ -115,7 +130,7 @@ func render(docs map[string]string) string {
 		if f.Type.Kind() != reflect.Struct || sec == "" {
 			continue
 		}
-		fmt.Fprintf(&b, "\n#### `%s`\n\n| key | type | default | meaning |\n|---|---|---|---|\n", sec)
+		fmt.Fprintf(&b, "\n### `%s`\n\n| key | type | default | meaning |\n|---|---|---|---|\n", sec)
 		st := f.Type
 		sv := v.Field(i)
 		var rows []string

@@ -113,7 +113,7 @@ func run(bin string, keep, verbose bool) int {
 		{"run the tests with Bash (one planted failure)", d.testsFail},
 		{"edit calc.sh (fix mul)", d.edit},
 		{"run the tests again", d.testsPass},
-		{"dangerous command refused (non-interactive)", d.dangerous},
+		{"dangerous command runs contained, Undo brings it back", d.dangerous},
 		{"forbidden command refused", d.forbidden},
 		{"write outside the workspace refused", d.writeOutside},
 		{"escape attempts from inside the sandbox contained", d.escape},
@@ -286,8 +286,8 @@ func (d *demo) connect(ctx context.Context) (string, error) {
 	cmd := exec.Command(d.bin, "--workspace", d.ws, "--state-dir", d.state, "--config", d.cfgFile, "mcp")
 	cmd.Env = d.env
 	cmd.Stderr = &d.serverLog
-	// No elicitation capability: approvals fall back to the
-	// non-interactive decision (deny).
+	// No elicitation capability: what would ask falls back to the
+	// non-interactive decision (deny); contained commands do not ask.
 	c := sdk.NewClient(&sdk.Implementation{Name: "agentbox-demo", Version: "1"}, nil)
 	cs, err := c.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
 	if err != nil {

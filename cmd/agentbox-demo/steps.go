@@ -178,23 +178,34 @@ func refused(r *result, kinds ...string) error {
 	return nil
 }
 
+// dangerous runs a destructive command from a client that cannot ask
+// anyone: contained in the sandbox and journaled, it runs without a
+// question (tools.auto_allow_sandboxed), the result says how to undo it,
+// and the Undo tool brings the files back.
 func (d *demo) dangerous(ctx context.Context) (string, error) {
 	const command = "rm -rf build *.sh"
 	r, err := d.call(ctx, "Bash", map[string]any{"command": command})
 	if err != nil {
 		return "", err
 	}
-	if err := refused(r, "needs_approval", "permission_denied"); err != nil {
+	id, _ := r.meta["journal_id"].(string)
+	if r.isError || r.meta["auto_allowed"] != "contained" || id == "" || !strings.Contains(r.text, "agentbox undo "+id) {
+		return "", fmt.Errorf("the contained command did not run unasked with an undo: %s", r.text)
+	}
+	if _, err := os.Stat(d.path("calc.sh")); err == nil {
+		return "", fmt.Errorf("calc.sh is still there after %s", command)
+	}
+	u, err := d.call(ctx, "Undo", map[string]any{"call_id": id})
+	if err != nil {
 		return "", err
 	}
+	if u.isError {
+		return "", fmt.Errorf("Undo %s: %s", id, u.text)
+	}
 	if _, err := os.Stat(d.path("calc.sh")); err != nil {
-		return "", fmt.Errorf("calc.sh is gone although the call was refused")
+		return "", fmt.Errorf("Undo did not bring calc.sh back: %v", err)
 	}
-	i := strings.Index(r.text, "The classifier judged")
-	if i < 0 {
-		return "", fmt.Errorf("the refusal gives no reasons: %s", r.text)
-	}
-	return fmt.Sprintf("`%s` → %s; %s", command, r.kind, r.text[i:]), nil
+	return fmt.Sprintf("`%s` ran without asking (contained, journaled as %s); Undo brought calc.sh back", command, id), nil
 }
 
 func (d *demo) forbidden(ctx context.Context) (string, error) {

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -16,6 +17,8 @@ func init() { register(newAuditCmd) }
 
 func newAuditCmd(a *app) *cobra.Command {
 	var limit int
+	var network bool
+	var call string
 	cmd := &cobra.Command{
 		Use:   "audit",
 		Short: "Show the audit log of tool calls (newest last)",
@@ -23,7 +26,10 @@ func newAuditCmd(a *app) *cobra.Command {
 session, call id, tool, decision and who decided, exit code, duration,
 changed paths and the command (or path) it was about. Besides tool calls it
 records the commands run on the command line: exec, undo, rollback and
-checkpoint. Inputs are stored with secret-looking values masked. Each
+checkpoint, and every network connection a command opened through the
+egress proxy (tool "network": destination, address, decision, bytes each
+way; "large upload" from 1 MiB sent). --network shows only those, --call
+only the records of one call. Inputs are stored with secret-looking values masked. Each
 record carries the hash of the previous one; "agentbox audit verify" checks
 the chain. A record is in the file when its call returns and on disk a few
 milliseconds later (group commit): a power loss can lose the last few.
@@ -38,6 +44,7 @@ milliseconds later (group commit): a power loss can lose the last few.
 			if err != nil {
 				return err
 			}
+			recs = filterAudit(recs, network, call)
 			if limit > 0 && len(recs) > limit {
 				recs = recs[len(recs)-limit:]
 			}
@@ -76,6 +83,9 @@ milliseconds later (group commit): a power loss can lose the last few.
 				}
 				l := termtext.Line // every field but the numbers comes from the log
 				subject := auditSubject(r.Input, 60)
+				if n := r.Network; n != nil {
+					subject, result = networkSubject(n), networkResult(r)
+				}
 				if subject == "" {
 					subject = "-"
 				}
@@ -85,6 +95,8 @@ milliseconds later (group commit): a power loss can lose the last few.
 		},
 	}
 	cmd.Flags().IntVar(&limit, "limit", 0, "show only the last N records")
+	cmd.Flags().BoolVar(&network, "network", false, "show only network connections")
+	cmd.Flags().StringVar(&call, "call", "", "show only the records of this call id")
 	cmd.AddCommand(&cobra.Command{
 		Use:   "verify",
 		Short: "Check the audit log's hash chain",
@@ -115,6 +127,49 @@ milliseconds later (group commit): a power loss can lose the last few.
 		},
 	})
 	return cmd
+}
+
+// filterAudit keeps the network records (network) and the records of
+// one call (call != "").
+func filterAudit(recs []audit.Record, network bool, call string) []audit.Record {
+	var out []audit.Record
+	for _, r := range recs {
+		if (network && r.Network == nil) || (call != "" && r.CallID != call) {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// networkSubject is the COMMAND column of a connection: "CONNECT
+// host:port" or "GET host:port", and the address dialed.
+func networkSubject(n *audit.Connection) string {
+	verb := n.Method
+	switch n.Kind {
+	case "connect":
+		verb = "CONNECT"
+	case "fetch":
+		verb = "WebFetch"
+	}
+	s := strings.TrimSpace(fmt.Sprintf("%s %s:%d", verb, n.Host, n.Port))
+	if n.Addr != "" {
+		s += " via " + n.Addr
+	}
+	return s
+}
+
+// networkResult is the RESULT column of a connection.
+func networkResult(r audit.Record) string {
+	res := "ok"
+	if r.Decision != "allow" {
+		res = r.Reason
+	}
+	res += fmt.Sprintf(", out %d B, in %d B", r.Network.BytesOut, r.Network.BytesIn)
+	if r.Network.LargeUpload {
+		res += ", LARGE UPLOAD"
+	}
+	return res
 }
 
 // openAudit opens the audit log of the configured workspace.

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/config/frontdoor"
 	"github.com/agentbox/agentbox/sandbox"
 	"github.com/agentbox/agentbox/sandbox/engine"
 	"github.com/agentbox/agentbox/snapshot"
@@ -258,7 +259,7 @@ func checkWorkspace(cfg *config.Config) check {
 func checkMCP(cfg *config.Config) check {
 	c := check{Name: "mcp", Status: statusOK}
 	if cfg.MCP.BearerToken == "" {
-		c.Detail = "stdio ready; HTTP only on loopback until a bearer token is set"
+		c.Detail = "stdio ready; HTTP only on loopback, every request with the token in " + frontdoor.KeyPath(cfg.StateDir, mcpDoorName)
 	} else {
 		c.Detail = "stdio ready; HTTP requires the configured bearer token"
 	}
@@ -267,6 +268,10 @@ func checkMCP(cfg *config.Config) check {
 			c.Status, c.Detail, c.Fix = statusFail, err.Error(), "set mcp.bearer_token (or AGENTBOX_MCP_BEARER_TOKEN) or listen on 127.0.0.1"
 			return c
 		}
+	}
+	if err := mcpKeyHealth(cfg); err != nil {
+		c.Status, c.Detail, c.Fix = statusFail, err.Error(), "agentbox mcp token rotate"
+		return c
 	}
 	if cfg.MCP.NonInteractive == "allow" {
 		c.Status = statusWarn

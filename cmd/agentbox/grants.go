@@ -159,48 +159,66 @@ func grantFromRule(s string) (tools.Grant, error) {
 func newGrantsAddCmd(a *app) *cobra.Command {
 	var session string
 	cmd := &cobra.Command{
-		Use:   "add RULE [--session ID]",
-		Short: "Grant a rule ('Bash(npm test:*)' or a tool name) for the project or one CLI session",
-		Long: `add grants RULE without asking from now on: for every session of the
+		Use:   "add RULE... [--session ID]",
+		Short: "Grant rules ('Bash(npm test:*)' or a tool name) for the project or one CLI session",
+		Long: `add grants each RULE without asking from now on: for every session of the
 workspace (a project grant), or with --session for that saved CLI session
 only. RULE is 'Bash(PREFIX:*)' (quote it for the shell) or a tool name
-(Write, Edit, ...). Refusals of calls that needed approval print the exact
-command to run.`,
-		Args: cobra.ExactArgs(1),
+(Write, Edit, ...). A compound command is allowed when each of its simple
+commands is: grant one rule per part. Refusals of calls that needed
+approval print the exact command to run. Every rule is checked before any
+is granted. With --json, one object per grant, one per line.`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := a.Config()
 			if err != nil {
 				return err
 			}
-			g, err := grantFromRule(args[0])
-			if err != nil {
-				return err
-			}
-			g.At, g.By = time.Now().UTC(), "cli"
-			st := openGrantStores(cfg)
-			id := ""
-			if session == "" {
-				g.Scope = tools.GrantProject
-				if err := st.project.Add(g); err != nil {
-					return err
-				}
-				id = tools.GrantID(g, "")
-			} else {
-				g.Scope = tools.GrantSession
-				s, err := st.sessions.Load(session)
+			gs := make([]tools.Grant, 0, len(args))
+			for _, rule := range args {
+				g, err := grantFromRule(rule)
 				if err != nil {
 					return err
 				}
-				s.AddGrant(g)
+				g.At, g.By = time.Now().UTC(), "cli"
+				gs = append(gs, g)
+			}
+			st := openGrantStores(cfg)
+			var s *tools.Session
+			if session != "" {
+				if s, err = st.sessions.Load(session); err != nil {
+					return err
+				}
+			}
+			ids := make([]string, len(gs))
+			for i := range gs {
+				g := &gs[i]
+				if s == nil {
+					g.Scope = tools.GrantProject
+					if err := st.project.Add(*g); err != nil {
+						return err
+					}
+					ids[i] = tools.GrantID(*g, "")
+				} else {
+					g.Scope = tools.GrantSession
+					s.AddGrant(*g)
+					ids[i] = tools.GrantID(*g, session)
+				}
+			}
+			if s != nil {
 				if err := st.sessions.Save(s); err != nil {
 					return err
 				}
-				id = tools.GrantID(g, session)
 			}
-			if a.jsonOut {
-				return json.NewEncoder(jsonWriter{a.stdout()}).Encode(grantJSON{ID: id, Scope: g.Scope, Session: session, Rule: tools.GrantRule(g), Tool: g.Tool, Prefix: g.Prefix, At: g.At, By: g.By})
+			for i, g := range gs {
+				if a.jsonOut {
+					if err := json.NewEncoder(jsonWriter{a.stdout()}).Encode(grantJSON{ID: ids[i], Scope: g.Scope, Session: session, Rule: tools.GrantRule(g), Tool: g.Tool, Prefix: g.Prefix, At: g.At, By: g.By}); err != nil {
+						return err
+					}
+					continue
+				}
+				fmt.Fprintf(a.stdout(), "%s\t%s %s\n", ids[i], g.Scope, termtext.Line(tools.GrantRule(g)))
 			}
-			fmt.Fprintf(a.stdout(), "%s\t%s %s\n", id, g.Scope, termtext.Line(tools.GrantRule(g)))
 			return nil
 		},
 	}

@@ -92,6 +92,39 @@ func TestRefusalGrantCommandWorks(t *testing.T) {
 	}
 }
 
+// TestRefusalGrantsEveryPart: the refusal of a compound command names one
+// grant command with a rule per part not allowed yet; run verbatim, it
+// grants them all and the same command no longer asks.
+func TestRefusalGrantsEveryPart(t *testing.T) {
+	ws := grantsFixture(t)
+	in := `{"command":"make -j2 2>&1 | tail -3 && npm test"}`
+	_, stderr, err := runCLI(t, "--workspace", ws, "tool", "Bash", in)
+	if err == nil || !strings.Contains(stderr, "needs_approval") {
+		t.Fatalf("a dangerous command without a terminal ran or failed otherwise: %v %s", err, stderr)
+	}
+	m := regexp.MustCompile("`(agentbox [^`]*grants add [^`]*)`").FindStringSubmatch(stderr)
+	if m == nil || !strings.Contains(m[1], "'Bash(make:*)' 'Bash(npm test:*)'") {
+		t.Fatalf("refusal names no grant command for both parts:\n%s", stderr)
+	}
+	words, err := shell.Fields(m[1], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, stderr, err := runCLI(t, words[1:]...); err != nil || strings.Count(out, "project Bash(") != 2 {
+		t.Fatalf("the named command %q: %v %s %s", m[1], err, out, stderr)
+	}
+	if _, stderr, _ = runCLI(t, "--workspace", ws, "tool", "Bash", in); strings.Contains(stderr, "needs_approval") {
+		t.Fatalf("the granted command still needs approval:\n%s", stderr)
+	}
+	// A bad rule among good ones grants none of them.
+	if _, _, err := runCLI(t, "--workspace", ws, "grants", "add", "Bash(go test:*)", "Bash"); err == nil {
+		t.Fatal("grants add with a bad rule succeeded")
+	}
+	if rows := listGrants(t, ws); len(rows) != 2 {
+		t.Fatalf("grants after a refused add: %+v", rows)
+	}
+}
+
 func TestGrantsSessionAndAll(t *testing.T) {
 	ws := grantsFixture(t)
 	steps := [][]string{

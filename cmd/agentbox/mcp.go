@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/config/frontdoor"
 	"github.com/agentbox/agentbox/tools"
 	"github.com/agentbox/agentbox/tools/builtin"
 	mcpserver "github.com/agentbox/agentbox/tools/mcp"
@@ -24,14 +25,25 @@ import (
 func init() { register(newMCPCmd) }
 
 func newMCPCmd(a *app) *cobra.Command {
-	var httpAddr string
+	var httpAddr, socket string
 	cmd := &cobra.Command{
-		Use:   "mcp [--http ADDR]",
-		Short: "Serve the tools to an MCP client (stdio, or streamable HTTP with --http)",
+		Use:   "mcp [--http ADDR | --socket PATH]",
+		Short: "Serve the tools to an MCP client (stdio, or streamable HTTP with --http or --socket)",
 		Long: `mcp serves agentbox's tools to an MCP client: over stdin/stdout by
-default (one session), or over streamable HTTP with --http (many sessions;
-loopback unless a bearer token is configured with mcp.bearer_token or
-AGENTBOX_MCP_BEARER_TOKEN; agentbox refuses to listen elsewhere without one).
+default (one session), or over streamable HTTP (many sessions):
+
+  --http ADDR    on a TCP address. Every request must carry
+                 "Authorization: Bearer <token>": the token in the file that
+                 "agentbox mcp token" names (created on first use, mode 0600
+                 under the state dir; "agentbox mcp token rotate" replaces
+                 it), or mcp.bearer_token / AGENTBOX_MCP_BEARER_TOKEN when set
+                 (then only that one). Loopback only, unless mcp.bearer_token
+                 is set.
+  --socket PATH  on a unix socket in a directory only you can enter (0700,
+                 created when missing); the kernel names each peer and only
+                 your uid and root are served. No token.
+
+"agentbox setup CLIENT --http URL" writes the token into a client's config.
 
 Every call goes through the full pipeline: rules, the classifier, approval
 (MCP elicitation when the client supports it, else mcp.non_interactive),
@@ -46,30 +58,39 @@ When no Docker engine answers, agentbox starts its private one first
 			if err != nil {
 				return err
 			}
-			if !cmd.Flags().Changed("http") {
+			if cmd.Flags().Changed("http") && socket != "" {
+				return errors.New("--http and --socket exclude each other")
+			}
+			if !cmd.Flags().Changed("http") && socket == "" {
 				httpAddr = cfg.MCP.HTTPAddr
 			}
-			if httpAddr != "" {
-				if err := mcpserver.CheckListen(httpAddr, cfg.MCP.BearerToken); err != nil {
+			log := slog.New(slog.NewTextHandler(a.stderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+			// The door opens before anything else starts: a refusal
+			// (insecure token file, address in use) comes first.
+			var door *mcpDoor
+			if httpAddr != "" || socket != "" {
+				if door, err = openMCPDoor(cfg, httpAddr, socket, log); err != nil {
 					return err
 				}
+				defer door.listener.Close()
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			log := slog.New(slog.NewTextHandler(a.stderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 			// Before serving: progress goes to stderr, the stdio stream
 			// stays clean. Without an engine the host-side tools still work.
 			if err := a.ensureEngine(ctx, cfg); err != nil {
 				fmt.Fprintf(a.stderr(), "agentbox: warning: %s; shell commands and file writes will fail until an engine answers\n", termtext.Escape(err.Error()))
 			}
-			return serveMCP(ctx, cfg, log, httpAddr)
+			return serveMCP(ctx, cfg, log, door)
 		},
 	}
-	cmd.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP on ADDR (e.g. 127.0.0.1:8787) instead of stdio (default: mcp.http_addr)")
+	cmd.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP on ADDR (e.g. 127.0.0.1:8787) instead of stdio, every request with the bearer token (default: mcp.http_addr)")
+	cmd.Flags().StringVar(&socket, "socket", "", "serve streamable HTTP on the unix socket PATH instead of stdio; only this uid and root may connect")
+	cmd.AddCommand(newMCPTokenCmd(a))
 	return cmd
 }
 
-func serveMCP(ctx context.Context, cfg *config.Config, log *slog.Logger, httpAddr string) error {
+func serveMCP(ctx context.Context, cfg *config.Config, log *slog.Logger, door *mcpDoor) error {
 	// A configured approval terminal must be one, checked before starting.
 	var approvalTTY *mcpserver.TTYChannel
 	if cfg.MCP.ApprovalTTY != "" {
@@ -135,21 +156,17 @@ func serveMCP(ctx context.Context, cfg *config.Config, log *slog.Logger, httpAdd
 		return err
 	}
 	defer srv.Close()
-	if httpAddr == "" {
+	if door == nil {
 		return srv.ServeStdio(ctx)
 	}
-	l, err := net.Listen("tcp", httpAddr)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "agentbox: serving MCP on http://%s/mcp (workspace %s)\n", l.Addr(), cfg.Workspace)
+	fmt.Fprintf(os.Stderr, "agentbox: serving MCP on %s (workspace %s; %s)\n", door.url, cfg.Workspace, door.how)
 	mux := http.NewServeMux()
-	h := srv.HTTPHandler(cfg.MCP.BearerToken, cfg.MCP.SessionIdleTimeout)
+	h := srv.HTTPHandler(cfg.MCP.SessionIdleTimeout)
 	mux.Handle("/mcp", h)
 	mux.Handle("/", h)
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: door.guard(mux), ReadHeaderTimeout: 10 * time.Second, ConnContext: frontdoor.ConnContext}
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(l) }()
+	go func() { errc <- hs.Serve(door.listener) }()
 	select {
 	case err := <-errc:
 		return err

@@ -42,7 +42,7 @@ var (
 	// Gemini CLI: what earlier versions of setup put into tools.exclude
 	// (excludeTools), which Gemini CLI 0.61 warns about at every launch;
 	// setup removes them.
-	geminiExcludeObsolete = []string{"run_shell_command", "write_file", "replace"}
+	geminiExcludeObsolete = []string{"run_shell_command", "write_file", "replace", "web_fetch"}
 	// Cursor CLI: permissions.deny in cli.json / cli-config.json.
 	cursorDeny = []string{"Shell(*)", "Write(**)", "Read(**)"}
 )
@@ -64,6 +64,7 @@ type setupTarget struct {
 	// dockerHost is DOCKER_HOST, passed the same way ("" when unset or
 	// when the config names the engine).
 	dockerHost string
+	http       *httpTarget // --http: an entry for a running server (setup_http.go)
 }
 
 // configEdit is one file setup changes: the edit gets the current content
@@ -73,13 +74,15 @@ type configEdit struct {
 	edit func(old []byte) ([]byte, error)
 	// manual is what to add by hand when the edit fails.
 	manual string
+	// private files hold a token: written 0600.
+	private bool
 }
 
 func newSetupCmd(a *app) *cobra.Command {
 	var project, user, dryRun bool
-	var command string
+	var command, httpURL string
 	cmd := &cobra.Command{
-		Use:   "setup CLIENT [--project | --user] [--dry-run]",
+		Use:   "setup CLIENT [--project | --user] [--http URL] [--dry-run]",
 		Short: "Wire agentbox into an agent client: its MCP server entry, and its own shell and file tools off",
 		Long: `setup writes, into CLIENT's own config files, the MCP server entry that
 starts "agentbox mcp" and the settings that turn off the client's native shell
@@ -113,7 +116,13 @@ A project entry names the workspace (--workspace, default the current
 directory); a user entry serves whatever directory the client runs in. These
 files are protected paths for agents (an agent cannot change them through
 agentbox); setup is for the person at the host. docs/clients.md says what
-each client still asks of you.`,
+each client still asks of you.
+
+--http URL points the client at a running "agentbox mcp --http" instead, with
+the bearer token every request needs: Claude Code runs "agentbox mcp token
+--header" for it (headersHelper; rotation is picked up by itself); for the
+others --user writes the token into the file (made 0600) and --project names
+the variable AGENTBOX_MCP_TOKEN instead (a project file is no place for it).`,
 		Args:      cobra.ExactArgs(1),
 		ValidArgs: setupClients,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -148,6 +157,9 @@ each client still asks of you.`,
 					return err
 				}
 			}
+			if httpURL != "" {
+				return runSetupHTTP(a, t, cfg, httpURL, dryRun)
+			}
 			return runSetup(a, t, dryRun)
 		},
 	}
@@ -156,6 +168,7 @@ each client still asks of you.`,
 	f.BoolVar(&user, "user", false, "write the person's own config files instead")
 	f.BoolVar(&dryRun, "dry-run", false, "print the changes, write nothing")
 	f.StringVar(&command, "command", "", "the agentbox binary the client starts (default: this one's absolute path)")
+	f.StringVar(&httpURL, "http", "", "point the client at a running `agentbox mcp --http` at URL, with its bearer token")
 	return cmd
 }
 
@@ -176,7 +189,7 @@ func agentboxCommand() (string, error) {
 }
 
 func runSetup(a *app, t setupTarget, dryRun bool) error {
-	edits := setupEdits(t)
+	edits := t.edits()
 	out := a.stdout()
 	toTerminal := false
 	if f, ok := out.(*os.File); ok && isTerminal(f) {
@@ -197,7 +210,7 @@ func runSetup(a *app, t setupTarget, dryRun bool) error {
 			continue
 		}
 		changed++
-		diff := udiff.Unified("a"+e.path, "b"+e.path, string(old), string(next))
+		diff := redactTokens(udiff.Unified("a"+e.path, "b"+e.path, string(old), string(next)))
 		if toTerminal {
 			diff = termtext.Escape(diff)
 		}
@@ -207,6 +220,9 @@ func runSetup(a *app, t setupTarget, dryRun bool) error {
 		}
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return err
+		}
+		if e.private {
+			mode &^= 0o077
 		}
 		if err := atomicfile.WriteFile(path, next, mode); err != nil {
 			return fmt.Errorf("writing %s: %w", e.path, err)

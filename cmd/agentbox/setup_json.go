@@ -32,14 +32,6 @@ func (o *jsonObject) set(k string, v any) {
 	o.vals[k] = v
 }
 
-func (o *jsonObject) del(k string) {
-	if _, ok := o.vals[k]; !ok {
-		return
-	}
-	delete(o.vals, k)
-	o.keys = slices.DeleteFunc(o.keys, func(x string) bool { return x == k })
-}
-
 // parseJSONObject reads a JSON document whose top level is an object;
 // empty input is an empty object. Numbers keep their text.
 func parseJSONObject(b []byte) (*jsonObject, error) {

@@ -116,10 +116,7 @@ func (r *Runner) start(ctx context.Context, ro bool) (w *warm, err error) {
 		r.log.Warn("refusing to start a container", "read_only", ro, "err", err)
 		return nil, err
 	}
-	fp := ""
-	if !ro {
-		fp = fingerprintOf(r.workspaceSide(srcs))
-	}
+	fp := fingerprintOf(r.workspaceSide(srcs))
 	n := seq.Add(1)
 	var pinned *pins
 	if !r.noPins {

@@ -45,6 +45,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
@@ -53,6 +54,7 @@ import (
 
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/sandbox"
+	"github.com/agentbox/agentbox/sandbox/egress"
 	"github.com/agentbox/agentbox/sandbox/engine"
 )
 
@@ -82,15 +84,18 @@ type Runner struct {
 	id         string
 	hostname   string
 	pidStart   string
-	seccomp    string      // the "seccomp=..." security option (seccompFor)
-	wsFD       *os.File    // O_PATH descriptor of the workspace, held for the Runner's life
-	pinBase    string      // root-only directory of bind-source pins (pin.go)
-	noPins     bool        // WithoutPins
-	runtime    string      // OCI runtime (config sandbox.runtime; "" = engine default)
-	gvisor     bool        // runtime is runsc: mount identities are checked host-side (gofer.go)
-	tc         *Toolchains // caches and identity (caches.go)
-	reaper     *reaper     // under gVisor: removes the containers if this process dies (reaper.go)
-	toolEnv    []string    // tc.Env()
+	seccomp    string       // the "seccomp=..." security option (seccompFor)
+	wsFD       *os.File     // O_PATH descriptor of the workspace, held for the Runner's life
+	pinBase    string       // root-only directory of bind-source pins (pin.go)
+	inert      string       // the empty file mounted over workspace sockets (sockets.go)
+	sockets    socketWalk   // finds them
+	noPins     bool         // WithoutPins
+	runtime    string       // OCI runtime (config sandbox.runtime; "" = engine default)
+	gvisor     bool         // runtime is runsc: mount identities are checked host-side (gofer.go)
+	tc         *Toolchains  // caches and identity (caches.go)
+	reaper     *reaper      // under gVisor: removes the containers if this process dies (reaper.go)
+	toolEnv    []string     // tc.Env()
+	egress     *egressState // the proxy when network.mode is allowlist (egress.go)
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -122,8 +127,15 @@ func init() {
 	sandbox.Register(engine.BackendPodman, openBackend)
 }
 
-func openBackend(ctx context.Context, cfg *config.Config, log *slog.Logger) (sandbox.Runner, error) {
-	r, err := Open(ctx, cfg, log)
+func openBackend(ctx context.Context, cfg *config.Config, log *slog.Logger, net sandbox.Network) (sandbox.Runner, error) {
+	var opts []Option
+	if net.Audit != nil {
+		opts = append(opts, WithEgressAudit(net.Audit))
+	}
+	if net.Approver != nil {
+		opts = append(opts, WithEgressApprover(net.Approver, 0))
+	}
+	r, err := Open(ctx, cfg, log, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -144,6 +156,11 @@ type options struct {
 	noPins        bool
 	ownerHome     string
 	ownerHomeSet  bool
+	// egress.go
+	egressAudit    egress.AuditFunc
+	egressApprover egress.Approver
+	egressTimeout  time.Duration
+	egressGate     []egress.GateOption
 }
 
 // WithoutPins hands Docker the workspace paths of bind sources instead of
@@ -267,12 +284,20 @@ func New(ctx context.Context, cli *client.Client, cfg *config.Config, log *slog.
 		wsFD: wsFD, pinBase: filepath.Join(cfg.WorkspaceStateDir(), "pins"), noPins: o.noPins,
 		runtime: cfg.Sandbox.Runtime, gvisor: gvisor,
 	}
+	if r.inert, err = inertFile(cfg.WorkspaceStateDir()); err != nil {
+		wsFD.Close()
+		return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+	}
 	r.cfg.CPUs, r.cfg.MemoryMB = cfg.Sandbox.EffectiveCPUs(), cfg.Sandbox.EffectiveMemoryMB()
 	if err := r.setupToolchains(cfg, o); err != nil {
 		wsFD.Close()
 		return nil, err
 	}
-	if _, err := r.fingerprint(); err != nil {
+	if _, err := r.fingerprint(false); err != nil {
+		wsFD.Close()
+		return nil, err
+	}
+	if err := r.startEgress(cfg, o); err != nil {
 		wsFD.Close()
 		return nil, err
 	}
@@ -285,6 +310,7 @@ func New(ctx context.Context, cli *client.Client, cfg *config.Config, log *slog.
 		// outside the container kills it when this one dies.
 		if r.reaper, err = startReaper(cli.DaemonHost(), r.id); err != nil {
 			wsFD.Close()
+			r.stopEgress()
 			return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
 		}
 	}
@@ -468,6 +494,7 @@ func (r *Runner) Close(ctx context.Context) error {
 	if r.reaper != nil {
 		r.reaper.stop(ctx, err == nil)
 	}
+	r.stopEgress()
 	if r.ownClient {
 		err = errors.Join(err, r.cli.Close())
 	}

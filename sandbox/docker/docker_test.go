@@ -119,7 +119,7 @@ func TestProtectedPaths(t *testing.T) {
 	}
 	made := fingerprintOf(r.workspaceSide(all))
 	closeSources(all)
-	if now, err := r.fingerprint(); err != nil || now != made {
+	if now, err := r.fingerprint(false); err != nil || now != made {
 		t.Errorf("hand-over fingerprint %q (%v) differs from the container's %q", now, err, made)
 	}
 	j := func(p ...string) string { return filepath.Join(append([]string{ws}, p...)...) }
@@ -154,7 +154,7 @@ func TestProtectedPaths(t *testing.T) {
 	// A symlinked .git too.
 	os.RemoveAll(j(".git"))
 	os.Symlink(t.TempDir(), j(".git"))
-	if _, err := r.fingerprint(); !errors.Is(err, sandbox.ErrUnsafeWorkspace) {
+	if _, err := r.fingerprint(false); !errors.Is(err, sandbox.ErrUnsafeWorkspace) {
 		t.Errorf("symlinked .git: %v", err)
 	}
 	// A FIFO at a protected path is refused.
@@ -238,7 +238,7 @@ func BenchmarkFingerprint(b *testing.B) {
 	r := &Runner{cfg: cfg.Sandbox, workspace: ws, uid: os.Getuid(), gid: os.Getgid(), initPath: "/bin/true"}
 	b.ResetTimer()
 	for range b.N {
-		if _, err := r.fingerprint(); err != nil {
+		if _, err := r.fingerprint(false); err != nil {
 			b.Fatal(err)
 		}
 	}

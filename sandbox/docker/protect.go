@@ -69,6 +69,11 @@ func (r *Runner) sources(readOnly bool) (srcs []bindSource, err error) {
 	if err != nil {
 		return srcs, err
 	}
+	eg, err := r.egressSource()
+	srcs = append(srcs, eg...)
+	if err != nil {
+		return srcs, err
+	}
 	for i := range srcs[n:] {
 		if err := srcs[n+i].describe(); err != nil {
 			return srcs, errUnsafe("%v", err)
@@ -102,7 +107,16 @@ func (r *Runner) workspaceSources(readOnly bool) (srcs []bindSource, err error) 
 			return srcs, err
 		}
 	}
-	return srcs, nil
+	// Sockets, in both flavours: a read-only mount does not stop a
+	// connect (sockets.go). Not under gVisor: its sandbox cannot start
+	// with a file mounted over a socket, and it refuses host sockets
+	// altogether (no --host-uds among its runtime arguments).
+	if r.gvisor {
+		return srcs, nil
+	}
+	masks, err := r.maskSources(int(ws.Fd()))
+	srcs = append(srcs, masks...)
+	return srcs, err
 }
 
 func closeSources(srcs []bindSource) {
@@ -300,10 +314,11 @@ func (r *Runner) ensureGitPlaceholders(git int) {
 	}
 }
 
-// fingerprintOf summarizes the protected sources of a writable container;
-// a warm container made for another fingerprint has stale read-only
-// mounts and is discarded at hand-over (a freshness check, not a
-// security one: init verifies what got mounted).
+// fingerprintOf summarizes the workspace-side sources of a container
+// (protected paths of a writable one, socket masks of both); a warm
+// container made for another fingerprint has stale read-only mounts and
+// is discarded at hand-over (a freshness check, not a security one: init
+// verifies what got mounted).
 func fingerprintOf(srcs []bindSource) string {
 	var b strings.Builder
 	for _, s := range srcs {
@@ -312,13 +327,13 @@ func fingerprintOf(srcs []bindSource) string {
 	return b.String()
 }
 
-// fingerprint is the current fingerprint of a writable container's
-// mounts. Only the workspace side can change between a container's start
+// fingerprint is the current fingerprint of a container's mounts (ro:
+// of the read-only flavour). Only the workspace side can change between a container's start
 // and its hand-over (the init binary, the host toolchain and the caches
 // are not the agent's), so only that side is opened: this runs at every
 // hand-over.
-func (r *Runner) fingerprint() (string, error) {
-	srcs, err := r.workspaceSources(false)
+func (r *Runner) fingerprint(ro bool) (string, error) {
+	srcs, err := r.workspaceSources(ro)
 	defer closeSources(srcs)
 	if err != nil {
 		return "", err

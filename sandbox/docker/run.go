@@ -49,8 +49,10 @@ func (r *Runner) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, er
 
 	req := initproc.Req{
 		Argv: spec.Argv, Shell: spec.Shell, Workdir: spec.Workdir, Stdin: spec.Stdin != nil,
-		Env:       sandbox.Env(r.path, r.cfg.EnvPassthrough, os.LookupEnv, r.commandEnv(spec.Env), sandbox.WithGitSafeConfig(r.cfg.GitSafeConfig)),
+		Env: sandbox.Env(r.path, r.cfg.EnvPassthrough, os.LookupEnv, r.commandEnv(spec.Env), sandbox.WithGitSafeConfig(r.cfg.GitSafeConfig),
+			sandbox.WithEgress(sandbox.EgressPort, r.egress != nil)),
 		TimeoutMS: spec.Timeout.Milliseconds(),
+		Egress:    r.egressReq(spec),
 	}
 	if r.gvisor {
 		req.MemoryLimit = r.cfg.EffectiveMemoryMB() << 20 // enforced by init there (gvisor.go)
@@ -291,13 +293,10 @@ func (r *Runner) runOnce(ctx context.Context, x exchange, frame []byte, stream b
 // pool is empty) and sends it the request. The stream stays open: init
 // kills the command when it ends (the executor died or gave up).
 func (r *Runner) handOver(ctx context.Context, frame []byte, p *pool, write bool) (*warm, error) {
-	fp := ""
-	if !p.ro {
-		var err error
-		if fp, err = r.fingerprint(); err != nil {
-			r.log.Warn("refusing to hand over a command", "err", err)
-			return nil, err
-		}
+	fp, err := r.fingerprint(p.ro)
+	if err != nil {
+		r.log.Warn("refusing to hand over a command", "err", err)
+		return nil, err
 	}
 	var writers chan *warm // a write takes a writers' container first
 	if write {

@@ -47,8 +47,12 @@ type runtimeSpec struct {
 // (ptrace) platform is the one that works on these machines. Docker's
 // seccomp profile is only applied inside gVisor with --oci-seccomp; the
 // Sentry itself is the syscall boundary, the profile is defence in depth.
+// --host-uds=open lets a command connect to a host unix socket bind-mounted
+// into its container (the egress proxy's, sandbox/docker/egress.go), as
+// runc always does; init refuses a socket at any mount point, and no host
+// directory holding other sockets is mounted.
 var knownRuntimes = map[string]runtimeSpec{
-	"runsc": {bin: "runsc", pkg: "runsc", args: []string{"--network=none", "--oci-seccomp"}},
+	"runsc": {bin: "runsc", pkg: "runsc", args: []string{"--network=none", "--oci-seccomp", "--host-uds=open"}},
 }
 
 // daemonRuntime is one entry of daemon.json's "runtimes".
@@ -145,15 +149,39 @@ func CheckRuntime(ctx context.Context, cli client.APIClient, runtime string) err
 	return fmt.Errorf("%w: sandbox.runtime is %s but the engine offers only %s; %s", ErrNoRuntime, runtime, strings.Join(have, ", "), how)
 }
 
+// runtimesCurrent reports whether the daemon.json at path registers the
+// runtimes of want with want's arguments (installedRuntimes: what
+// agentbox would write now) (an
+// engine registered by an older agentbox lacks runsc's --host-uds=open).
+// A daemon.json agentbox did not write counts as current.
+func runtimesCurrent(path string, want map[string]daemonRuntime) bool {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return true
+	}
+	var have daemonConfig
+	if json.Unmarshal(b, &have) != nil {
+		return true
+	}
+	for name, w := range want {
+		h, ok := have.Runtimes[name]
+		if ok && !slices.Equal(h.RuntimeArgs, w.RuntimeArgs) {
+			return false
+		}
+	}
+	return true
+}
+
 // addRuntimeLive registers the configured runtime with the running private
-// engine: rewrite its daemon.json and make dockerd reload it. An engine
+// engine, or updates its arguments: rewrite its daemon.json and make
+// dockerd reload it. An engine
 // agentbox did not start, or one started before it read its own
 // daemon.json, is left alone with an error saying what to do.
 func addRuntimeLive(ctx context.Context, cli client.APIClient, cfg *config.Config, info Info) error {
-	if CheckRuntime(ctx, cli, cfg.Sandbox.Runtime) == nil {
+	p := privatePaths(cfg.StateDir)
+	if CheckRuntime(ctx, cli, cfg.Sandbox.Runtime) == nil && runtimesCurrent(p.Config, installedRuntimes()) {
 		return nil
 	}
-	p := privatePaths(cfg.StateDir)
 	pid, ours := ourPID(p)
 	if info.Source != SourcePrivate || !ours {
 		return CheckRuntime(ctx, cli, cfg.Sandbox.Runtime)

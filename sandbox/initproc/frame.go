@@ -224,6 +224,9 @@ type Req struct {
 	// timeout; init kills the command itself a little later if it is
 	// still alive.
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+	// Egress, when set, makes init listen on 127.0.0.1:Port for the
+	// command's proxy traffic while it runs (see egress.go).
+	Egress *EgressReq `json:"egress,omitempty"`
 }
 
 // Status is the Exit payload.

@@ -205,6 +205,10 @@ func lookPath(name string, env []string) string {
 }
 
 func run(req Req, fw *frameWriter, bash bool, in io.Reader) Status {
+	if req.Egress != nil {
+		stop := startEgress(*req.Egress, func(msg string) { _ = fw.write(Stderr, []byte(msg)) })
+		defer stop()
+	}
 	cmd, shell := command(req, bash)
 	cmd.Env = req.Env
 	cmd.Dir = req.Workdir

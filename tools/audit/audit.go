@@ -63,10 +63,35 @@ type Record struct {
 	JournalID   string   `json:"journal_id,omitempty"`
 	ErrorKind   string   `json:"error_kind,omitempty"`
 	Error       string   `json:"error,omitempty"`
+	// Network is set on the record of one network connection a call's
+	// command opened through the egress proxy (Tool is "network").
+	Network *Connection `json:"network,omitempty"`
 	// Prev is the previous record's Hash ("" for the first record).
 	Prev string `json:"prev"`
 	// Hash is sha256 over the record encoded with Hash empty.
 	Hash string `json:"hash"`
+}
+
+// NetworkTool is the Tool of a network connection's record.
+const NetworkTool = "network"
+
+// LargeUpload is the bytes sent on one connection from which its record
+// is flagged: data can leave through any allowed domain.
+const LargeUpload = 1 << 20
+
+// Connection is one connection through the egress proxy: the decision
+// and who made it are the record's Decision and DecidedBy, a refusal's
+// reason its Reason.
+type Connection struct {
+	Kind     string `json:"kind"`             // connect, http or refused
+	Method   string `json:"method,omitempty"` // of a forwarded HTTP request
+	Host     string `json:"host,omitempty"`
+	Port     uint16 `json:"port,omitempty"`
+	Addr     string `json:"addr,omitempty"` // the address dialed
+	BytesOut int64  `json:"bytes_out"`      // sent to the destination
+	BytesIn  int64  `json:"bytes_in"`
+	// LargeUpload: BytesOut reached LargeUpload.
+	LargeUpload bool `json:"large_upload,omitempty"`
 }
 
 // Verdict is the classifier's verdict as logged.

@@ -83,7 +83,10 @@ func runBash(ctx context.Context, env *tools.Env, p *BashParams) (tools.Result, 
 	if env.Session != nil && env.Session.Cwd() != "" {
 		cwd = env.Session.Cwd()
 	}
-	req := tools.ExecRequest{Command: p.Command, Dir: cwd, Timeout: bashTimeout(env, p.Timeout), OnOutput: env.Progress}
+	req := tools.ExecRequest{Command: p.Command, Dir: cwd, Timeout: bashTimeout(env, p.Timeout), OnOutput: env.Progress, Call: env.CallID}
+	if env.Session != nil {
+		req.Session = env.Session.ID
+	}
 	if p.RunInBackground {
 		return startBackground(ctx, env, p, req)
 	}
@@ -118,6 +121,9 @@ func runBash(ctx context.Context, env *tools.Env, p *BashParams) (tools.Result, 
 			b.WriteString(": " + explain)
 		}
 		b.WriteString(".")
+	}
+	if res.Network != "" {
+		notes = append(notes, res.Network)
 	}
 	for _, n := range notes {
 		b.WriteString("\n" + n)

@@ -113,7 +113,7 @@ func TestBashScripted(t *testing.T) {
 	if r.Content != "head...tail\n[stdout: 4.9 KiB omitted from the middle; the start and the end are shown]" {
 		t.Errorf("content %q", r.Content)
 	}
-	if sb.req.Timeout != time.Second || sb.req.Dir != env.Workspace || sb.req.Command != "cat big" {
+	if sb.req.Timeout != time.Second || sb.req.Dir != env.Workspace || sb.req.Command != "cat big" || sb.req.Call != env.CallID {
 		t.Errorf("request %+v", sb.req)
 	}
 	// The timeout is capped by the limits.

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -20,7 +20,6 @@ const (
 	decisionDeny        = "deny"
 
 	fieldDecision = "decision"
-	fieldReason   = "reason" // optional: the person's words for the model when denying
 )
 
 // elicitor is the subset of *sdk.ServerSession the approver uses.
@@ -31,8 +30,8 @@ type elicitor interface {
 
 // Approver implements tools.Approver for one MCP session: when the client
 // declared the elicitation capability it asks the human through it (the
-// command, its class and the reasons; allow once, always allow the offered
-// prefix for this session, or deny); otherwise, or when elicitation is off
+// command, its class and the reasons; one choice: allow once, always allow
+// for this session (per part of a command not allowed yet), or deny); otherwise, or when elicitation is off
 // or fails, it returns the configured non-interactive decision. Safe for
 // concurrent use.
 type Approver struct {
@@ -170,52 +169,40 @@ func decide(req tools.ApprovalRequest, res *sdk.ElicitResult) tools.Approval {
 	switch res.Action {
 	case "accept":
 		d, _ := res.Content[fieldDecision].(string)
-		switch d {
-		case decisionAllowOnce:
+		switch {
+		case d == decisionAllowOnce:
 			return tools.Approval{Allow: true, By: by}
-		case decisionAlwaysAllow:
-			if !offersGrant(req) {
+		case d == decisionAlwaysAllow || strings.HasPrefix(d, decisionAlwaysAllow+":"):
+			if !req.OffersGrant() {
 				// Not offered (no safe prefix): allow this call only.
 				return tools.Approval{Allow: true, By: by}
 			}
-			return tools.Approval{Allow: true, Remember: tools.GrantSession, By: by}
-		case decisionDeny:
-			return tools.Approval{Allow: false, By: by, Feedback: feedback(res.Content), Message: "The user denied this call. Do not retry it; ask the user what to do instead."}
+			ap := tools.Approval{Allow: true, Remember: tools.GrantSession, By: by}
+			if n, ok := strings.CutPrefix(d, decisionAlwaysAllow+":"); ok {
+				i, err := strconv.Atoi(n)
+				if err != nil || i < 0 || i >= len(req.Prefixes) {
+					return tools.Approval{Allow: true, By: by} // not one offered: this call only
+				}
+				ap.Prefixes = [][]string{req.Prefixes[i]}
+			}
+			return ap
+		case d == decisionDeny:
+			return tools.Approval{Allow: false, By: by, Message: "The user denied this call. Do not retry it; ask the user what to do instead."}
 		}
 		return tools.Approval{Allow: false, By: by, Message: "The approval answer was not understood, so the call was refused."}
 	case "decline":
-		return tools.Approval{Allow: false, By: by, Feedback: feedback(res.Content), Message: "The user declined this call. Do not retry it; ask the user what to do instead."}
+		return tools.Approval{Allow: false, By: by, Message: "The user declined this call. Do not retry it; ask the user what to do instead."}
 	default: // cancel: dismissed without a choice
 		return tools.Approval{Allow: false, By: by, Message: "The user dismissed the approval request, so the call was refused."}
 	}
 }
 
-// maxFeedback bounds the reason a person types for the model.
-const maxFeedback = 2000
-
-// feedback is the optional reason the person typed into the form, cut to
-// maxFeedback bytes at a rune boundary.
-func feedback(content map[string]any) string {
-	s, _ := content[fieldReason].(string)
-	s = strings.TrimSpace(s)
-	if len(s) > maxFeedback {
-		cut := maxFeedback
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut]
-	}
-	return s
-}
-
-// offersGrant reports whether "always allow" can be offered: a shell
-// command only with the argv prefix the classifier offered, any other tool
-// as a whole.
-func offersGrant(req tools.ApprovalRequest) bool {
-	return len(req.Prefix) > 0 || req.Verdict == nil
-}
-
-// elicitParams builds the form shown to the person.
+// elicitParams builds the form shown to the person: the call, why it
+// asks, and one field with one choice to make, the default first. Allow
+// once; "always allow" for this session — of the tool, or of each part of
+// a command no rule or grant covers yet (decisionAlwaysAllow+":N" for the
+// Nth offered prefix), and of all of them at once when there are several;
+// or deny.
 func elicitParams(req tools.ApprovalRequest) *sdk.ElicitParams {
 	var b strings.Builder
 	fmt.Fprintf(&b, "agentbox: allow this %s call?\n", req.Tool)
@@ -243,12 +230,18 @@ func elicitParams(req tools.ApprovalRequest) *sdk.ElicitParams {
 	choices := []any{
 		map[string]any{"const": decisionAllowOnce, "title": "Allow once"},
 	}
-	if offersGrant(req) {
-		title := fmt.Sprintf("Always allow %s for this session", req.Tool)
-		if len(req.Prefix) > 0 {
-			title = fmt.Sprintf("Always allow %q for this session", strings.Join(req.Prefix, " "))
+	switch {
+	case req.Verdict == nil:
+		choices = append(choices, map[string]any{"const": decisionAlwaysAllow, "title": fmt.Sprintf("Always allow %s (this session)", req.Tool)})
+	case len(req.Prefixes) == 1:
+		choices = append(choices, map[string]any{"const": decisionAlwaysAllow, "title": fmt.Sprintf("Always allow %q (this session)", strings.Join(req.Prefixes[0], " "))})
+	case len(req.Prefixes) > 1:
+		all := make([]string, len(req.Prefixes))
+		for i, p := range req.Prefixes {
+			all[i] = strconv.Quote(strings.Join(p, " "))
+			choices = append(choices, map[string]any{"const": fmt.Sprintf("%s:%d", decisionAlwaysAllow, i), "title": fmt.Sprintf("Always allow %s (this session)", all[i])})
 		}
-		choices = append(choices, map[string]any{"const": decisionAlwaysAllow, "title": title})
+		choices = append(choices, map[string]any{"const": decisionAlwaysAllow, "title": fmt.Sprintf("Always allow %s (this session)", strings.Join(all, " and "))})
 	}
 	choices = append(choices, map[string]any{"const": decisionDeny, "title": "Deny"})
 	return &sdk.ElicitParams{
@@ -257,16 +250,10 @@ func elicitParams(req tools.ApprovalRequest) *sdk.ElicitParams {
 			"type": "object",
 			"properties": map[string]any{
 				fieldDecision: map[string]any{
-					"type":        "string",
-					"title":       "Decision",
-					"description": "Allow this call once, always allow the offered command prefix for this session, or deny it.",
-					"oneOf":       choices,
-				},
-				fieldReason: map[string]any{
-					"type":        "string",
-					"title":       "Reason (optional)",
-					"description": "When denying: what the agent should do instead. Passed to the agent as your words.",
-					"maxLength":   maxFeedback,
+					"type":    "string",
+					"title":   "Decision",
+					"oneOf":   choices,
+					"default": decisionAllowOnce,
 				},
 			},
 			"required": []string{fieldDecision},

@@ -74,8 +74,8 @@ func openTerminal(path string) (*os.File, error) {
 }
 
 // Ask opens the terminal and asks with tools.TTYApprover: allow once
-// ("y"), always allow the offered prefix ("s" for this session, "p" for
-// the project), or deny (anything else, end of input included). It waits
+// ("y"), always allow what is offered — the tool, or each part of a
+// command not allowed yet — ("s" for this session, "p" for the project), or deny (anything else, end of input included). It waits
 // for earlier questions, and stops waiting (with ctx's error) when ctx
 // ends. A terminal that cannot be opened yields an error wrapping
 // errTTYUnavailable.
@@ -120,7 +120,7 @@ func (c *TTYChannel) Ask(ctx context.Context, req tools.ApprovalRequest) (tools.
 		}
 		return tools.Approval{}, fmt.Errorf("%w: %w", errTTYUnavailable, err)
 	}
-	if ap.Remember != tools.GrantOnce && !offersGrant(req) {
+	if ap.Remember != tools.GrantOnce && !req.OffersGrant() {
 		ap.Remember = tools.GrantOnce
 	}
 	if !ap.Allow {

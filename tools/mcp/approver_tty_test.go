@@ -91,10 +91,17 @@ func (p *pty) answer(s string) {
 func ttyRequest(prefix []string) tools.ApprovalRequest {
 	return tools.ApprovalRequest{
 		Session: "mcp-s1", Tool: "Bash", Summary: "Bash: rm -rf build",
-		Reason:  "the classifier judged it dangerous",
-		Verdict: &tools.Verdict{Class: tools.ClassDangerous, Reasons: []tools.Reason{{Message: "deletes files recursively", Text: "rm -rf"}}},
-		Prefix:  prefix,
+		Reason:   "the classifier judged it dangerous",
+		Verdict:  &tools.Verdict{Class: tools.ClassDangerous, Reasons: []tools.Reason{{Message: "deletes files recursively", Text: "rm -rf"}}},
+		Prefixes: prefixes(prefix),
 	}
+}
+
+func prefixes(p []string) [][]string {
+	if p == nil {
+		return nil
+	}
+	return [][]string{p}
 }
 
 func TestTTYChannelAnswers(t *testing.T) {

@@ -1,10 +1,12 @@
 // Package mcp is the MCP front end of the tool system: it declares the
-// registry's tools to MCP clients (stdio, or streamable HTTP behind a
-// bearer token) and hands each tools/call to a CallFunc, which runs it
-// through the tool pipeline. Each MCP session has its own tools.Session
+// registry's tools to MCP clients (stdio, or streamable HTTP, which the
+// caller serves only behind a config/frontdoor door) and hands each
+// tools/call to a CallFunc, which runs it through the tool pipeline. Each MCP session has its own tools.Session
 // (cwd, read tracker, grants, background jobs) and its own Approver
-// (elicitation on that client, the approval terminal, or the
-// non-interactive decision); the Approver travels with the call
+// (elicitation on that client — a form of one field, one choice, "allow
+// once" first, then "always allow" per part of the command not allowed
+// yet, then deny — the approval terminal, or the non-interactive
+// decision); the Approver travels with the call
 // (Call.Approver, then tools.Request.Approver), which is the only route
 // by which a call reaches a person. The optional History and Undo tools
 // read and revert the journal through Journal (workspace.Snapshots, the

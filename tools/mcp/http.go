@@ -1,23 +1,22 @@
 package mcp
 
 import (
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"strings"
 )
 
 // ErrInsecureListen is returned by CheckListen for a non-loopback address
-// without a bearer token.
+// without an explicit bearer token.
 var ErrInsecureListen = errors.New("refusing to listen on a non-loopback address without a bearer token")
 
 // CheckListen decides whether agentbox may serve MCP over HTTP on addr.
-// A loopback address (127.0.0.0/8, ::1, "localhost") is always allowed; any
-// other address, including the wildcard ("", 0.0.0.0, ::), needs a bearer
-// token, because whoever reaches the port can run commands in the
-// workspace.
+// Every request needs a bearer token wherever it listens (frontdoor); a
+// loopback address (127.0.0.0/8, ::1, "localhost") takes the token file's,
+// any other address, including the wildcard ("", 0.0.0.0, ::), only an
+// explicitly configured token (mcp.bearer_token): exposing the door to a
+// network is a decision the operator makes on purpose.
 func CheckListen(addr, token string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -36,24 +35,4 @@ func IsLoopback(host string) bool {
 	}
 	ip := net.ParseIP(strings.Trim(host, "[]"))
 	return ip != nil && ip.IsLoopback()
-}
-
-// RequireBearer wraps h so that every request must carry
-// "Authorization: Bearer token". An empty token disables the check (only
-// CheckListen decides when that is acceptable). The comparison is constant
-// time.
-func RequireBearer(token string, h http.Handler) http.Handler {
-	if token == "" {
-		return h
-	}
-	want := []byte("Bearer " + token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := []byte(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="agentbox"`)
-			http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
 }

@@ -175,13 +175,14 @@ func (s *Server) serveIO(ctx context.Context, in io.Reader, out io.Writer) error
 	return err
 }
 
-// HTTPHandler serves streamable HTTP (many sessions), requiring token as a
-// bearer token when non-empty. idle closes sessions without requests for
-// that long (0: never).
-func (s *Server) HTTPHandler(token string, idle time.Duration) http.Handler {
+// HTTPHandler serves streamable HTTP (many sessions), refusing
+// cross-origin browser requests. idle closes sessions without requests
+// for that long (0: never). It does not authenticate: serve it only
+// behind frontdoor.Require or on a frontdoor.Listener.
+func (s *Server) HTTPHandler(idle time.Duration) http.Handler {
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.srv },
 		&sdk.StreamableHTTPOptions{Logger: s.opts.Logger, SessionTimeout: idle})
-	return RequireBearer(token, http.NewCrossOriginProtection().Handler(h))
+	return http.NewCrossOriginProtection().Handler(h)
 }
 
 // Close stops every session's background jobs.

@@ -63,8 +63,8 @@ func (p *testPipeline) call(ctx context.Context, c Call) tools.Result {
 		var in shParams
 		_ = json.Unmarshal(c.Input, &in)
 		a, err := c.Approver.Approve(ctx, tools.ApprovalRequest{Tool: "Sh", Summary: in.Command, Reason: "dangerous command",
-			Verdict: &tools.Verdict{Class: tools.ClassDangerous, Reasons: []tools.Reason{{Rule: "rm.recursive", Text: "rm -rf", Message: "deletes files recursively"}}},
-			Prefix:  []string{"rm", "-rf"}})
+			Verdict:  &tools.Verdict{Class: tools.ClassDangerous, Reasons: []tools.Reason{{Rule: "rm.recursive", Text: "rm -rf", Message: "deletes files recursively"}}},
+			Prefixes: [][]string{{"rm", "-rf"}}})
 		if err != nil {
 			return tools.Fail(tools.ErrInternal, "approval: %v", err)
 		}
@@ -210,18 +210,14 @@ func TestApprovalElicitation(t *testing.T) {
 		action   string
 		allow    bool
 		remember tools.GrantScope
-		reason   string // typed into the optional field
-		feedback string // what reaches the approval
 	}{
-		{decisionAllowOnce, "accept", true, tools.GrantOnce, "", ""},
-		{decisionAlwaysAllow, "accept", true, tools.GrantSession, "", ""},
-		{decisionDeny, "accept", false, tools.GrantOnce, "", ""},
-		{decisionDeny, "accept", false, tools.GrantOnce, "  use git clean -n first ", "use git clean -n first"},
-		{decisionDeny, "accept", false, tools.GrantOnce, strings.Repeat("é", maxFeedback), strings.Repeat("é", maxFeedback/2)},
-		{"", "decline", false, tools.GrantOnce, "", ""},
-		{"", "cancel", false, tools.GrantOnce, "", ""},
+		{decisionAllowOnce, "accept", true, tools.GrantOnce},
+		{decisionAlwaysAllow, "accept", true, tools.GrantSession},
+		{decisionDeny, "accept", false, tools.GrantOnce},
+		{"", "decline", false, tools.GrantOnce},
+		{"", "cancel", false, tools.GrantOnce},
 	} {
-		t.Run(tc.action+"-"+tc.answer+"-"+fmt.Sprint(len(tc.reason)), func(t *testing.T) {
+		t.Run(tc.action+"-"+tc.answer, func(t *testing.T) {
 			p := &testPipeline{}
 			var asked *sdk.ElicitParams
 			_, cs := connect(t, p, true, &sdk.ClientOptions{
@@ -233,9 +229,6 @@ func TestApprovalElicitation(t *testing.T) {
 					r := &sdk.ElicitResult{Action: tc.action}
 					if tc.action == "accept" {
 						r.Content = map[string]any{"decision": tc.answer}
-						if tc.reason != "" {
-							r.Content["reason"] = tc.reason
-						}
 					}
 					return r, nil
 				},
@@ -247,9 +240,16 @@ func TestApprovalElicitation(t *testing.T) {
 			if asked == nil {
 				t.Fatal("client was not asked")
 			}
-			props, _ := asked.RequestedSchema.(map[string]any)["properties"].(map[string]any)
-			if _, ok := props["reason"]; !ok {
-				t.Errorf("the form has no optional reason field: %v", asked.RequestedSchema)
+			// One field, one choice, the default answer first.
+			schema := asked.RequestedSchema.(map[string]any)
+			props, _ := schema["properties"].(map[string]any)
+			if len(props) != 1 || props[fieldDecision] == nil {
+				t.Errorf("the form has fields %v, want only %q", props, fieldDecision)
+			}
+			field := props[fieldDecision].(map[string]any)
+			choices := field["oneOf"].([]any)
+			if field["default"] != decisionAllowOnce || choices[0].(map[string]any)["const"] != decisionAllowOnce || len(choices) != 3 {
+				t.Errorf("decision field %v: want allow once first and as the default, then always allow, then deny", field)
 			}
 			for _, want := range []string{"rm -rf x", "dangerous", "deletes files recursively", "rm.recursive"} {
 				if !strings.Contains(asked.Message, want) {
@@ -260,7 +260,7 @@ func TestApprovalElicitation(t *testing.T) {
 				t.Fatalf("approvals = %+v", p.approved)
 			}
 			a := p.approved[0]
-			if a.Allow != tc.allow || a.Remember != tc.remember || a.By != "mcp-elicitation" || a.Feedback != tc.feedback {
+			if a.Allow != tc.allow || a.Remember != tc.remember || a.By != "mcp-elicitation" || a.Prefixes != nil {
 				t.Errorf("approval = %+v", a)
 			}
 			if res.IsError == tc.allow {
@@ -300,6 +300,47 @@ func TestApprovalAnsweredByClient(t *testing.T) {
 				t.Error("the call ran")
 			}
 		})
+	}
+}
+
+// TestElicitationParts: a command with several parts that nothing allows
+// yet offers "always allow" for each part and for all of them.
+func TestElicitationParts(t *testing.T) {
+	req := tools.ApprovalRequest{Tool: "Bash", Summary: "Bash: make && npm test", Verdict: &tools.Verdict{Class: tools.ClassDangerous},
+		Prefixes: [][]string{{"make"}, {"npm", "test"}}}
+	field := elicitParams(req).RequestedSchema.(map[string]any)["properties"].(map[string]any)[fieldDecision].(map[string]any)
+	var titles, consts []string
+	for _, c := range field["oneOf"].([]any) {
+		m := c.(map[string]any)
+		titles = append(titles, m["title"].(string))
+		consts = append(consts, m["const"].(string))
+	}
+	wantTitles := []string{"Allow once", `Always allow "make" (this session)`, `Always allow "npm test" (this session)`, `Always allow "make" and "npm test" (this session)`, "Deny"}
+	if strings.Join(titles, "|") != strings.Join(wantTitles, "|") {
+		t.Fatalf("choices %q, want %q", titles, wantTitles)
+	}
+	for _, tc := range []struct {
+		decision string
+		allow    bool
+		remember tools.GrantScope
+		prefixes [][]string
+	}{
+		{consts[1], true, tools.GrantSession, [][]string{{"make"}}},
+		{consts[2], true, tools.GrantSession, [][]string{{"npm", "test"}}},
+		{consts[3], true, tools.GrantSession, nil}, // all offered
+		{decisionAlwaysAllow + ":7", true, tools.GrantOnce, nil},
+		{decisionAlwaysAllow + ":x", true, tools.GrantOnce, nil},
+		{decisionAlwaysAllow + ":-1", true, tools.GrantOnce, nil},
+	} {
+		a := decide(req, &sdk.ElicitResult{Action: "accept", Content: map[string]any{fieldDecision: tc.decision}})
+		if a.Allow != tc.allow || a.Remember != tc.remember || fmt.Sprint(a.Prefixes) != fmt.Sprint(tc.prefixes) {
+			t.Errorf("%s: %+v", tc.decision, a)
+		}
+	}
+	// Nothing to offer: allow once or deny only.
+	none := elicitParams(tools.ApprovalRequest{Tool: "Bash", Verdict: &tools.Verdict{Class: tools.ClassDangerous}})
+	if n := len(none.RequestedSchema.(map[string]any)["properties"].(map[string]any)[fieldDecision].(map[string]any)["oneOf"].([]any)); n != 2 {
+		t.Fatalf("%d choices without a prefix, want 2", n)
 	}
 }
 

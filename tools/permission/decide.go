@@ -2,7 +2,6 @@ package permission
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 )
 
@@ -10,7 +9,7 @@ import (
 type Mode string
 
 const (
-	ModeDefault     Mode = "default"           // read-only runs, workspace edits run (snapshotted), dangerous asks
+	ModeDefault     Mode = "default"           // read-only runs, workspace edits run (snapshotted), dangerous runs when contained, else asks
 	ModeAcceptEdits Mode = "acceptEdits"       // as default; edits never ask
 	ModePlan        Mode = "plan"              // read-only calls only
 	ModeDontAsk     Mode = "dontAsk"           // whatever would ask is denied
@@ -109,6 +108,12 @@ func (rs Rules) Evaluate(ctx Context, c Call) Match {
 }
 
 func (rs Rules) allowAll(ctx Context, c Call) *Rule {
+	if c.HasCommand {
+		if cv := rs.Cover(ctx, c, nil); cv.Covered() {
+			return cv.Rule
+		}
+		return nil
+	}
 	var first *Rule
 	covered := func(test func(*Rule) bool) bool {
 		for i := range rs.Allow {
@@ -126,17 +131,6 @@ func (rs Rules) allowAll(ctx Context, c Call) *Rule {
 	if covered(func(r *Rule) bool { return r.Spec == "" }) {
 		return first
 	}
-	if c.HasCommand {
-		if len(c.Commands) == 0 {
-			return nil
-		}
-		for _, argv := range c.Commands {
-			if !covered(func(r *Rule) bool { return isCommandTool(r.Tool) && r.MatchCommand(argv) }) {
-				return nil
-			}
-		}
-		return first
-	}
 	if len(c.Paths) == 0 {
 		return nil
 	}
@@ -148,31 +142,12 @@ func (rs Rules) allowAll(ctx Context, c Call) *Rule {
 	return first
 }
 
-// Grant is an "always allow" a person gave: calls of Tool whose every
-// command starts with Prefix (any call of Tool when Prefix is empty and
-// the tool has no command).
+// Grant is an "always allow" a person gave: the simple commands of Tool
+// that start with Prefix (any call of Tool when Prefix is empty and the
+// tool has no command). Rules.Cover applies grants part by part.
 type Grant struct {
 	Tool   string
 	Prefix []string
-}
-
-// Covers reports whether the grant allows the call.
-func (g Grant) Covers(c Call) bool {
-	if g.Tool != c.Tool {
-		return false
-	}
-	if !c.HasCommand {
-		return len(g.Prefix) == 0
-	}
-	if len(g.Prefix) == 0 || len(c.Commands) == 0 {
-		return false
-	}
-	for _, argv := range c.Commands {
-		if len(argv) < len(g.Prefix) || !slices.Equal(argv[:len(g.Prefix)], g.Prefix) {
-			return false
-		}
-	}
-	return true
 }
 
 // Input is everything Decide looks at.
@@ -188,16 +163,25 @@ type Input struct {
 	Kind string
 	// InWorkspace: every path of the call is inside the workspace.
 	InWorkspace bool
-	// Granted: an "always allow" grant covers the call.
+	// Granted: "always allow" grants (with allow rules) cover the call.
 	Granted bool
+	// Contained: tools.auto_allow_sandboxed is on and the call is a
+	// command that runs in the sandbox with its changes journaled, so it
+	// can be undone, and protected paths reverted unless approved.
+	Contained bool
 }
+
+// ByContained is Outcome.By for a dangerous command allowed without
+// asking because it is contained (Input.Contained).
+const ByContained = "auto_allow_sandboxed"
 
 // Outcome is the decision and why.
 type Outcome struct {
 	Action Action
 	// Forbidden marks a deny because the classifier said forbidden.
 	Forbidden bool
-	// By names what decided: "rule", "classifier", "mode", "grant".
+	// By names what decided: "rule", "classifier", "mode", "grant",
+	// ByContained.
 	By string
 	// Reason is a sentence for the model and the audit log.
 	Reason string
@@ -250,6 +234,9 @@ func Decide(in Input) Outcome {
 	}
 	if in.ReadOnly && (in.InWorkspace || in.Class != "") {
 		return Outcome{Action: Allow, By: "mode", Reason: "read-only"}
+	}
+	if in.Class == "dangerous" && in.Contained && (mode == ModeDefault || mode == ModeAcceptEdits) {
+		return Outcome{Action: Allow, By: ByContained, Reason: "not read-only, but contained: it runs in the sandbox without network and its changes are journaled, so they can be undone"}
 	}
 	if in.Class != "" {
 		return ask(Outcome{Action: Ask, By: "classifier", Reason: "the classifier could not prove this command read-only"})

@@ -60,7 +60,30 @@ func mustRules(t *testing.T, deny, ask, allow []string) Rules {
 	return rs
 }
 
+// bash is a resolved command whose every part is dangerous.
 func bash(cmds ...[]string) Call {
+	c := Call{Tool: "Bash", Kind: "execute", HasCommand: true, Commands: cmds}
+	for _, argv := range cmds {
+		c.Parts = append(c.Parts, Part{Argv: argv, Class: "dangerous"})
+	}
+	return c
+}
+
+// parts is a resolved command: "class word word ..." per part, the
+// class's first letter standing for it (r, d, f).
+func parts(ps ...string) Call {
+	c := Call{Tool: "Bash", Kind: "execute", HasCommand: true}
+	for _, p := range ps {
+		f := strings.Fields(p)
+		class := map[string]string{"r": "read_only", "d": "dangerous", "f": "forbidden"}[f[0]]
+		c.Commands = append(c.Commands, f[1:])
+		c.Parts = append(c.Parts, Part{Argv: f[1:], Class: class})
+	}
+	return c
+}
+
+// unresolvedCmd is a command the classifier could not resolve into parts.
+func unresolvedCmd(cmds ...[]string) Call {
 	return Call{Tool: "Bash", Kind: "execute", HasCommand: true, Commands: cmds}
 }
 
@@ -85,6 +108,12 @@ func TestEvaluate(t *testing.T) {
 		{name: "allow needs every command", allow: []string{"Bash(npm run test:*)"}, call: bash([]string{"npm", "run", "test"}, []string{"rm", "-rf", "/"}), want: ""},
 		{name: "allow by two rules", allow: []string{"Bash(npm run test:*)", "Bash(echo:*)"}, call: bash([]string{"npm", "run", "test"}, []string{"echo", "done"}), want: Allow},
 		{name: "unparsed command never allowed by spec", allow: []string{"Bash(ls:*)"}, call: bash(), want: ""},
+		{name: "unresolved command never allowed by spec", allow: []string{"Bash(go test:*)"}, call: unresolvedCmd([]string{"go", "test", "$(curl x)"}), want: ""},
+		{name: "compound allowed part by part", allow: []string{"Bash(go test:*)"}, call: parts("r cd /ws/sub", "d go test ./...", "r tail -5"), want: Allow},
+		{name: "compound with an uncovered part", allow: []string{"Bash(go test:*)"}, call: parts("d go test ./...", "d rm -rf x"), want: ""},
+		{name: "deny matches any part", deny: []string{"Bash(rm:*)"}, allow: []string{"Bash(go test:*)"}, call: parts("d go test ./...", "d rm -rf x"), want: Deny},
+		{name: "ask matches any part", ask: []string{"Bash(git push:*)"}, allow: []string{"Bash(go test:*)"}, call: parts("d go test", "r git status", "d git push"), want: Ask},
+		{name: "deny matches a nested command", deny: []string{"Bash(curl:*)"}, call: unresolvedCmd([]string{"go", "test", "$(curl x)"}, []string{"curl", "x"}), want: Deny},
 		{name: "exact form", allow: []string{"Bash(git status)"}, call: bash([]string{"git", "status"}), want: Allow},
 		{name: "exact form longer argv", allow: []string{"Bash(git status)"}, call: bash([]string{"git", "status", "-s"}), want: ""},
 		{name: "star word", allow: []string{"Bash(git * --help)"}, call: bash([]string{"git", "log", "--help"}), want: Allow},
@@ -126,29 +155,56 @@ func TestEvaluate(t *testing.T) {
 	}
 }
 
-func TestGrantCovers(t *testing.T) {
-	g := Grant{Tool: "Bash", Prefix: []string{"npm", "test"}}
+func TestCover(t *testing.T) {
+	goTest := Grant{Tool: "Bash", Prefix: []string{"go", "test"}}
 	tests := []struct {
-		call Call
-		want bool
+		name          string
+		allow         []string
+		grants        []Grant
+		call          Call
+		want          bool
+		wantUncovered []string // first word of each uncovered part
 	}{
-		{bash([]string{"npm", "test"}), true},
-		{bash([]string{"npm", "test", "x"}, []string{"npm", "test"}), true},
-		{bash([]string{"npm", "test"}, []string{"rm", "x"}), false},
-		{bash([]string{"npm"}), false},
-		{bash(), false},
-		{file("Write", "edit", "/ws/a"), false},
+		{name: "grant one command", grants: []Grant{goTest}, call: parts("d go test ./..."), want: true},
+		{name: "pipe into a read-only part", grants: []Grant{goTest}, call: parts("d go test ./...", "r tail -5"), want: true},
+		{name: "cd into the workspace", grants: []Grant{goTest}, call: parts("r cd /ws", "d go test ./..."), want: true},
+		{name: "cd into a subdirectory", grants: []Grant{goTest}, call: parts("r cd -P sub/dir", "d go test ./..."), want: true},
+		{name: "cd out of the workspace", grants: []Grant{goTest}, call: parts("r cd /etc", "d go test ./..."), wantUncovered: []string{"cd"}},
+		{name: "cd up and out", grants: []Grant{goTest}, call: parts("r cd ../..", "d go test ./..."), wantUncovered: []string{"cd"}},
+		{name: "cd home", grants: []Grant{goTest}, call: parts("r cd", "d go test ./..."), wantUncovered: []string{"cd"}},
+		{name: "cd back", grants: []Grant{goTest}, call: parts("r cd -", "d go test ./..."), wantUncovered: []string{"cd"}},
+		{name: "pushd does not count", grants: []Grant{goTest}, call: parts("r pushd sub", "d go test ./..."), wantUncovered: []string{"pushd"}},
+		{name: "chain with echo", grants: []Grant{goTest}, call: parts("d go test ./...", "r echo done"), want: true},
+		{name: "chain with rm asks", grants: []Grant{goTest}, call: parts("d go test ./...", "d rm -rf x"), wantUncovered: []string{"rm"}},
+		{name: "two uncovered", grants: []Grant{goTest}, call: parts("d make", "d go test", "d npm test"), wantUncovered: []string{"make", "npm"}},
+		{name: "grant and rule together", allow: []string{"Bash(npm run build:*)"}, grants: []Grant{goTest}, call: parts("d go test", "d npm run build"), want: true},
+		{name: "rule alone", allow: []string{"Bash(npm run build:*)"}, call: parts("d npm run build", "r echo ok"), want: true},
+		{name: "grant never covers a forbidden part", grants: []Grant{goTest, {Tool: "Bash", Prefix: []string{"rm"}}}, call: parts("d go test", "f rm -rf /"), wantUncovered: []string{"rm"}},
+		{name: "user rule names a forbidden part", allow: []string{"Bash(rm -rf /)"}, call: parts("f rm -rf /"), want: true},
+		{name: "unresolved is never covered by a grant", grants: []Grant{goTest, {Tool: "Bash", Prefix: []string{"curl"}}}, call: unresolvedCmd([]string{"go", "test", "$(curl x)"}, []string{"curl", "x"}), wantUncovered: []string{"go", "curl"}},
+		{name: "unresolved is never covered by a prefix rule", allow: []string{"Bash(go test:*)"}, call: unresolvedCmd([]string{"go", "test", "$X"}), wantUncovered: []string{"go"}},
+		{name: "whole-tool rule covers unresolved", allow: []string{"Bash"}, call: unresolvedCmd([]string{"eval", "x"}), want: true},
+		{name: "prefix is word by word", grants: []Grant{{Tool: "Bash", Prefix: []string{"npm", "test"}}}, call: parts("d npm test:evil"), wantUncovered: []string{"npm"}},
+		{name: "grant of another tool", grants: []Grant{{Tool: "Shell", Prefix: []string{"go", "test"}}}, call: parts("d go test"), wantUncovered: []string{"go"}},
+		{name: "all read-only is not a rule's", call: parts("r ls", "r cat x")},
+		{name: "whole-tool grant of a tool without command", grants: []Grant{{Tool: "WebFetch"}}, call: Call{Tool: "WebFetch"}, want: true},
+		{name: "a grant without prefix never covers commands", grants: []Grant{{Tool: "Bash"}}, call: parts("d ls"), wantUncovered: []string{"ls"}},
 	}
-	for i, tt := range tests {
-		if got := g.Covers(tt.call); got != tt.want {
-			t.Errorf("%d: Covers(%+v) = %v", i, tt.call, got)
-		}
-	}
-	if !(Grant{Tool: "WebFetch"}).Covers(Call{Tool: "WebFetch"}) {
-		t.Error("whole-tool grant should cover a command-less tool")
-	}
-	if (Grant{Tool: "Bash"}).Covers(bash([]string{"ls"})) {
-		t.Error("a grant without prefix must not cover every command")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rs := mustRules(t, nil, nil, tt.allow)
+			cv := rs.Cover(ctx, tt.call, tt.grants)
+			if cv.Covered() != tt.want {
+				t.Fatalf("Covered = %v (%+v), want %v", cv.Covered(), cv, tt.want)
+			}
+			var got []string
+			for _, p := range cv.Uncovered {
+				got = append(got, p.Argv[0])
+			}
+			if strings.Join(got, " ") != strings.Join(tt.wantUncovered, " ") {
+				t.Fatalf("uncovered %v, want %v", got, tt.wantUncovered)
+			}
+		})
 	}
 }
 
@@ -178,6 +234,14 @@ func TestDecide(t *testing.T) {
 		{"ask rule bypass", Input{Mode: ModeBypass, Match: ask, Class: "dangerous"}, Allow, "mode"},
 		{"allow rule dangerous", Input{Match: userAllow, Class: "dangerous", Kind: "execute"}, Allow, "rule"},
 		{"grant", Input{Class: "dangerous", Granted: true, Kind: "execute"}, Allow, "grant"},
+		{"contained dangerous runs", Input{Class: "dangerous", Kind: "execute", Contained: true}, Allow, ByContained},
+		{"contained dangerous acceptEdits runs", Input{Mode: ModeAcceptEdits, Class: "dangerous", Kind: "execute", Contained: true}, Allow, ByContained},
+		{"contained dontAsk still denies", Input{Mode: ModeDontAsk, Class: "dangerous", Kind: "execute", Contained: true}, Deny, "classifier"},
+		{"contained plan still denies", Input{Mode: ModePlan, Class: "dangerous", Kind: "execute", Contained: true}, Deny, "mode"},
+		{"contained forbidden denied", Input{Class: "forbidden", Kind: "execute", Contained: true}, Deny, "classifier"},
+		{"contained ask rule asks", Input{Match: ask, Class: "dangerous", Kind: "execute", Contained: true}, Ask, "rule"},
+		{"contained deny rule denies", Input{Match: Match{Action: Deny, Rule: &Rule{Raw: "Bash(rm:*)"}}, Class: "dangerous", Kind: "execute", Contained: true}, Deny, "rule"},
+		{"contained is for commands only", Input{Kind: "edit", Contained: true}, Ask, "mode"},
 		{"edit in workspace", Input{Kind: "edit", InWorkspace: true}, Allow, "mode"},
 		{"edit outside", Input{Kind: "edit"}, Ask, "mode"},
 		{"plan edit", Input{Mode: ModePlan, Kind: "edit", InWorkspace: true}, Deny, "mode"},

@@ -5,9 +5,15 @@
 // the classifier's class, grants and the mode into allow, ask or deny.
 //
 // It promises: deny beats ask beats allow; Bash rules only ever see the
-// classifier's normalized argv, never the raw command string; a forbidden
-// command is never allowed by a project rule or by any mode; anything
-// unknown asks. Everything here is pure and safe for concurrent use.
+// classifier's normalized argv, never the raw command string; a deny or
+// ask rule that matches any simple command of a command applies to all of
+// it; allow rules and "always allow" grants cover a compound command only
+// part by part (Rules.Cover), and never one the classifier could not
+// resolve into simple commands; a forbidden command is never allowed by a
+// project rule, a grant or any mode; a dangerous command runs unasked
+// only when the caller says it is contained (Input.Contained) and no rule
+// asks; anything unknown asks. Everything here is pure and safe for
+// concurrent use.
 package permission
 
 import (
@@ -99,11 +105,34 @@ type Call struct {
 	Kind string
 	// HasCommand is true for tools whose input is a shell command; then
 	// Commands holds the classifier's normalized argv of every simple
-	// command (nil when the command could not be parsed).
+	// command, nested ones included (nil when the command could not be
+	// parsed). Deny and ask rules match any of them.
 	HasCommand bool
 	Commands   [][]string
+	// Parts are the simple commands of a command the classifier resolved
+	// wholly into simple commands (a list, pipeline, &&/||/; chain,
+	// subshell or block of commands whose every word is known before it
+	// runs), each with its own class. Empty when it could not (a
+	// substitution, an expansion, eval, a function, a loop, ...): then no
+	// rule with a specifier and no grant covers the command.
+	Parts []Part
 	// Paths are the absolute, clean paths the call touches.
 	Paths []string
+}
+
+// Part is one simple command of a resolved command (Call.Parts).
+type Part struct {
+	// Argv is the normalized argv (assignments before the command left
+	// out; the classifier judged them).
+	Argv []string
+	// Class is the classifier's class of this command alone, its
+	// redirections and assignments included: read_only, dangerous or
+	// forbidden.
+	Class string
+	// Prefix is the argv prefix an "always allow" of this part would be
+	// keyed by (nil: none can be offered). Only carried through: Cover
+	// does not look at it.
+	Prefix []string
 }
 
 // Context resolves relative rule paths, and the paths of a call.

@@ -26,6 +26,9 @@ func classifierFunc(opts ...classifier.Option) tools.ClassifyFunc {
 // fromClassifier converts a classifier verdict to the tools' Verdict.
 func fromClassifier(v classifier.Verdict) tools.Verdict {
 	out := tools.Verdict{Class: string(v.Class), Commands: v.Commands, Prefix: v.Prefix}
+	for _, p := range v.Parts {
+		out.Parts = append(out.Parts, tools.Part{Argv: p.Argv, Class: string(p.Class), Prefix: p.Prefix})
+	}
 	for _, r := range v.Reasons {
 		out.Reasons = append(out.Reasons, tools.Reason{Rule: r.Rule, Text: r.Text, Offset: r.Offset, Message: r.Message})
 	}
@@ -47,6 +50,8 @@ func toSpec(req tools.ExecRequest) sandbox.Spec {
 		Timeout:   req.Timeout,
 		OutputCap: req.OutputLimit,
 		ReadOnly:  req.ReadOnly,
+		Call:      req.Call,
+		Session:   req.Session,
 	}
 	if req.OnOutput != nil {
 		on := req.OnOutput

@@ -20,7 +20,7 @@ func TestRootOwnedWorkspaceResult(t *testing.T) {
 	cfg := config.Default()
 	cfg.Workspace = "/usr" // owned by root on every Linux
 	cfg.StateDir = t.TempDir()
-	l := &lazySandbox{cfg: &cfg, log: slog.New(slog.DiscardHandler)}
+	l := &lazySandbox{cfg: &cfg, log: slog.New(slog.DiscardHandler), net: newNetTracker(nil, nil)}
 	_, err := l.Exec(context.Background(), tools.ExecRequest{Command: "true", Dir: "/usr"})
 	te := tools.AsToolError(err)
 	if te.Kind != tools.ErrPermissionDenied || strings.Contains(te.Message, "engine start") ||

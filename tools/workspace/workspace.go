@@ -160,7 +160,8 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Tools, error)
 	}
 	s.Sessions = tools.NewSessionStore(SessionsDir(cfg), cfg.Workspace)
 	s.Grants = tools.NewGrantFile(GrantsPath(cfg))
-	s.sandbox = &lazySandbox{cfg: cfg, log: log, runner: opts.Runner}
+	running := tools.NewRunningCalls()
+	s.sandbox = &lazySandbox{cfg: cfg, log: log, runner: opts.Runner, net: newNetTracker(s.Audit, running)}
 	s.jobs = &lazyJobs{sb: s.sandbox}
 	s.jobs.snaps.Logger = log
 	s.snaps = NewSnapshots(cfg, log)
@@ -175,6 +176,13 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Tools, error)
 			if err := s.Registry.Register(tools.SourceBuiltin, t); err != nil {
 				return nil, fmt.Errorf("registering %s: %w", t.Name(), err)
 			}
+		}
+	}
+	if wf, err := s.sandbox.net.webFetch(cfg); err != nil {
+		return nil, err
+	} else if wf != nil {
+		if err := s.Registry.Register(tools.SourceBuiltin, wf); err != nil {
+			return nil, fmt.Errorf("registering WebFetch: %w", err)
 		}
 	}
 	if len(cfg.Tools.Discovery) > 0 {
@@ -205,10 +213,13 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Tools, error)
 		Classify:     classifierFunc(classifier.FromConfig(cfg.Classifier)),
 		Approver:     approver,
 		Grants:       s.Grants,
-		Sandbox:      s.sandbox,
-		Jobs:         s.jobsFor(opts.OneShot),
-		Snapshots:    s.snaps,
-		Audit:        s.Audit,
+		// Contained: the sandbox and the snapshot store are always wired
+		// here; the sandbox says at the call whether it is available.
+		AutoAllowSandboxed: cfg.Tools.AutoAllowSandboxed,
+		Sandbox:            s.sandbox,
+		Jobs:               s.jobsFor(opts.OneShot),
+		Snapshots:          s.snaps,
+		Audit:              s.Audit,
 		Limits: tools.Limits{
 			MaxOutputBytes: cfg.Tools.MaxOutputBytes,
 			DefaultTimeout: cfg.Sandbox.DefaultTimeout,
@@ -218,6 +229,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Tools, error)
 		MaxInputBytes: cfg.Tools.MaxInputBytes,
 		Parallelism:   cfg.Tools.Parallelism,
 		Logger:        log,
+		Running:       running,
 	})
 	ok = true
 	return s, nil
@@ -263,6 +275,7 @@ func (s *Tools) Close(ctx context.Context) error {
 type lazySandbox struct {
 	cfg    *config.Config
 	log    *slog.Logger
+	net    *netTracker // the egress proxy's connections (network.go)
 	mu     sync.Mutex
 	runner sandbox.Runner
 	err    error
@@ -275,7 +288,7 @@ func (l *lazySandbox) get(ctx context.Context) (sandbox.Runner, error) {
 	if l.runner != nil || l.err != nil {
 		return l.runner, l.err
 	}
-	r, err := sandbox.Open(ctx, l.cfg, l.log)
+	r, err := sandbox.Open(ctx, l.cfg, l.log, sandbox.WithNetwork(l.net.hooks()))
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, err // do not remember a cancelled open
@@ -297,12 +310,21 @@ func (l *lazySandbox) get(ctx context.Context) (sandbox.Runner, error) {
 	return r, nil
 }
 
+// Available implements tools.SandboxChecker: it opens the runner if it
+// is not open yet.
+func (l *lazySandbox) Available(ctx context.Context) error {
+	_, err := l.get(ctx)
+	return err
+}
+
 func (l *lazySandbox) Exec(ctx context.Context, req tools.ExecRequest) (tools.ExecResult, error) {
 	r, err := l.get(ctx)
 	if err != nil {
 		return tools.ExecResult{}, sandboxError(err)
 	}
-	return sandboxRunner{Runner: r}.Exec(ctx, req)
+	res, err := sandboxRunner{Runner: r}.Exec(ctx, req)
+	res.Network = l.net.take(req.Call)
+	return res, err
 }
 
 func (l *lazySandbox) close(ctx context.Context) error {
@@ -324,8 +346,9 @@ func (s *Tools) jobsFor(oneShot bool) tools.Jobs {
 }
 
 // lazyJobs runs background jobs on the lazily opened runner. A job's
-// attached snapshot is finished (its changes journaled) by the Kill, the
-// Read that sees it ended, or close.
+// attached snapshot is finished (its changes journaled, protected ones
+// reverted) the moment its command exits; the Kill or the Read that sees
+// it ended reports the entry; close finishes what is left.
 type lazyJobs struct {
 	sb    *lazySandbox
 	mu    sync.Mutex
@@ -335,7 +358,18 @@ type lazyJobs struct {
 
 // AttachSnapshot implements tools.Jobs: job id's end journals snap.
 func (l *lazyJobs) AttachSnapshot(id string, snap tools.SnapshotCall) bool {
-	return l.snaps.AttachSnapshot(id, snap)
+	if !l.snaps.AttachSnapshot(id, snap) {
+		return false
+	}
+	l.mu.Lock()
+	t := l.table
+	l.mu.Unlock()
+	if t != nil {
+		if exited := t.Done(id); exited != nil {
+			l.snaps.FinishOnExit(context.Background(), id, exited)
+		}
+	}
+	return true
 }
 
 func (l *lazyJobs) get(ctx context.Context) (sandboxJobs, error) {

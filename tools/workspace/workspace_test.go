@@ -25,6 +25,7 @@ func testConfig(t *testing.T) *config.Config {
 
 func TestOpenRunsWriteAndUndo(t *testing.T) {
 	cfg := testConfig(t)
+	cfg.Tools.AutoAllowSandboxed = false // every dangerous command asks
 	ctx := context.Background()
 	hr := sandboxtest.NewFake(cfg.Workspace)
 	sys, err := Open(ctx, cfg, Options{Register: builtin.Register, Runner: hr})

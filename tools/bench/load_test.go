@@ -1,7 +1,8 @@
-package main
+package bench
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -98,7 +99,7 @@ func TestLoadStats(t *testing.T) {
 		loadCall{Kind: loadEdit, D: time.Hour},
 	)
 	got := loadStats(calls)
-	want := []loadToolStats{
+	want := []LoadToolStats{
 		{Kind: loadRead, N: 1, P50MS: 3, P95MS: 3, MaxMS: 3},
 		{Kind: loadWrite, N: 20, P50MS: 10, P95MS: 19, MaxMS: 20},
 	}
@@ -224,19 +225,19 @@ func TestCheckLoad(t *testing.T) {
 }
 
 func TestLoadReport(t *testing.T) {
-	clean := loadCheck{Calls: 10, Audited: 10, Mutating: 4, Journaled: 4, AuditComplete: true, JournalComplete: true}
-	conc := loadRun{Name: "concurrent", WallS: 2, Calls: 10, CallsPerS: 5, Containers: 6, ContainersPerS: 3, Check: clean,
-		Tools: []loadToolStats{{Kind: loadWrite, N: 3, P50MS: 20, P95MS: 600, MaxMS: 700}, {Kind: loadEdit, N: 2, P50MS: 40, P95MS: 100, MaxMS: 100}}}
+	clean := LoadCheck{Calls: 10, Audited: 10, Mutating: 4, Journaled: 4, AuditComplete: true, JournalComplete: true}
+	conc := LoadRun{Name: "concurrent", WallS: 2, Calls: 10, CallsPerS: 5, Containers: 6, ContainersPerS: 3, Check: clean,
+		Tools: []LoadToolStats{{Kind: loadWrite, N: 3, P50MS: 20, P95MS: 600, MaxMS: 700}, {Kind: loadEdit, N: 2, P50MS: 40, P95MS: 100, MaxMS: 100}}}
 	ser := conc
 	ser.Name, ser.SerialCalls = "serial", true
-	ser.Tools = []loadToolStats{{Kind: loadWrite, N: 3, P50MS: 2000, P95MS: 6000, MaxMS: 7000}, {Kind: loadEdit, N: 2, P50MS: 400, P95MS: 1000, MaxMS: 1000}}
+	ser.Tools = []LoadToolStats{{Kind: loadWrite, N: 3, P50MS: 2000, P95MS: 6000, MaxMS: 7000}, {Kind: loadEdit, N: 2, P50MS: 400, P95MS: 1000, MaxMS: 1000}}
 
-	rep := loadReport{Sessions: 2, CallsPerSess: 5, SlowS: 3, SlowSessions: []int{0}, Runs: []loadRun{conc, ser}}
+	rep := LoadReport{Sessions: 2, CallsPerSess: 5, SlowS: 3, SlowSessions: []int{0}, Runs: []LoadRun{conc, ser}}
 	rep.finish()
 	if !rep.OK {
 		t.Error("clean runs reported not OK")
 	}
-	wantRatios := []loadRatio{
+	wantRatios := []LoadRatio{
 		{Name: "Write p50", SerialMS: 2000, ConcurrentMS: 20, Ratio: 100},
 		{Name: "Write p95", SerialMS: 6000, ConcurrentMS: 600, Ratio: 10},
 		{Name: "Edit p50", SerialMS: 400, ConcurrentMS: 40, Ratio: 10},
@@ -245,7 +246,7 @@ func TestLoadReport(t *testing.T) {
 	if !reflect.DeepEqual(rep.Ratios, wantRatios) {
 		t.Errorf("ratios %+v\nwant %+v", rep.Ratios, wantRatios)
 	}
-	wantTargets := []loadTarget{
+	wantTargets := []LoadTarget{
 		{Name: "Write p50", ValueMS: 20, LimitMS: 50, Met: true},
 		{Name: "Write p95", ValueMS: 600, LimitMS: 500, Met: false},
 		{Name: "Edit p50", ValueMS: 40, LimitMS: 50, Met: true},
@@ -255,7 +256,7 @@ func TestLoadReport(t *testing.T) {
 		t.Errorf("targets %+v\nwant %+v", rep.Targets, wantTargets)
 	}
 	var b bytes.Buffer
-	if err := writeLoadReport(&b, rep); err != nil {
+	if err := WriteLoadReport(&b, rep); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
@@ -278,13 +279,13 @@ func TestLoadReport(t *testing.T) {
 	// A skipped serial run: no ratios; a leak makes the runs unclean.
 	leaky := conc
 	leaky.Leaked = 1
-	rep = loadReport{Sessions: 2, CallsPerSess: 5, Runs: []loadRun{leaky, {Name: "serial", SerialCalls: true, Skipped: "no key"}}}
+	rep = LoadReport{Sessions: 2, CallsPerSess: 5, Runs: []LoadRun{leaky, {Name: "serial", SerialCalls: true, Skipped: "no key"}}}
 	rep.finish()
 	if rep.OK || len(rep.Ratios) != 0 || len(rep.Targets) != 4 {
 		t.Errorf("leaky run with a skipped serial one: ok %t, %d ratios, %d targets", rep.OK, len(rep.Ratios), len(rep.Targets))
 	}
 	b.Reset()
-	if err := writeLoadReport(&b, rep); err != nil {
+	if err := WriteLoadReport(&b, rep); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"skipped: no key", "1 containers leaked", "runs: NOT clean"} {
@@ -298,9 +299,48 @@ func TestLoadReport(t *testing.T) {
 	// An incomplete journal also makes it unclean.
 	bad := conc
 	bad.Check.JournalComplete = false
-	rep = loadReport{Runs: []loadRun{bad}}
+	rep = LoadReport{Runs: []LoadRun{bad}}
 	rep.finish()
 	if rep.OK {
 		t.Error("an incomplete journal reported OK")
+	}
+}
+
+func TestForeignToken(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		s    int
+		want int
+	}{
+		{"", 0, -1},
+		{"tok-s3-c7", 3, -1},
+		{"session 3 line two tok-s3-c1 tok-s3-c9", 3, -1},
+		{"tok-s3-c1 then tok-s12-c4", 3, 12},
+		{"tok-s1-c0", 11, 1},
+		{"tok-sx- tok-s", 0, -1},
+	} {
+		if got := foreignToken(tc.text, tc.s); got != tc.want {
+			t.Errorf("foreignToken(%q, %d) = %d, want %d", tc.text, tc.s, got, tc.want)
+		}
+	}
+}
+
+func TestCheckWritten(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "write-1.txt")
+	p := loadPlan{Kind: loadWrite, Tool: "Write", Args: map[string]any{"file_path": path, "content": "tok-s0-c1\n"}}
+	if got := checkWritten(p); !strings.Contains(got, "no such file") {
+		t.Errorf("missing file: %q", got)
+	}
+	if err := os.WriteFile(path, []byte("tok-s1-c1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := checkWritten(p); !strings.Contains(got, "want") {
+		t.Errorf("other content: %q", got)
+	}
+	if err := os.WriteFile(path, []byte("tok-s0-c1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := checkWritten(p); got != "" {
+		t.Errorf("right content: %q", got)
 	}
 }

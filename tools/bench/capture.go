@@ -1,8 +1,9 @@
-package main
+package bench
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,9 +18,9 @@ import (
 // turn do in real use.
 const captureBenchPause = 100 * time.Millisecond
 
-// captureBenchRow compares, in one run, a mutating call's change capture
+// CaptureRow compares, in one run, a mutating call's change capture
 // with the fanotify watcher against full scans.
-type captureBenchRow struct {
+type CaptureRow struct {
 	Name   string  `json:"name"`
 	Watch  float64 `json:"watch_ms"`
 	Scan   float64 `json:"scan_ms"`
@@ -33,7 +34,7 @@ type captureBenchRow struct {
 // one with scan, and times reps whole calls (Begin, append to one file,
 // Finish) on each, alternating: the capture (time in the pre- and
 // post-scans) and the whole Begin+Finish.
-func benchCapture(ctx context.Context, label, tree, stateRoot, target string, reps int, logw interface{ Write([]byte) (int, error) }) ([]captureBenchRow, error) {
+func benchCapture(ctx context.Context, label, tree, stateRoot, target string, reps int, logw io.Writer) ([]CaptureRow, error) {
 	open := func(mode string) (*snapshot.Store, error) {
 		st, err := snapshot.Open(ctx, filepath.Join(stateRoot, label+"-"+mode), tree, snapshot.WithChangeCapture(mode), snapshot.WithCaptureCheck(0, 0))
 		if err != nil {
@@ -150,8 +151,8 @@ func benchCapture(ctx context.Context, label, tree, stateRoot, target string, re
 			}
 		}
 	}
-	row := func(name string, w, s []time.Duration, target float64) captureBenchRow {
-		r := captureBenchRow{Name: name, Watch: snapMS(snapMedian(w)), Scan: snapMS(snapMedian(s)), Target: target, Mode: mode}
+	row := func(name string, w, s []time.Duration, target float64) CaptureRow {
+		r := CaptureRow{Name: name, Watch: ms(median(w)), Scan: ms(median(s)), Target: target, Mode: mode}
 		if r.Scan > 0 {
 			r.Ratio = r.Watch / r.Scan
 		}
@@ -159,7 +160,7 @@ func benchCapture(ctx context.Context, label, tree, stateRoot, target string, re
 		fmt.Fprintf(logw, "  %s: watch %.2f ms, scan %.2f ms\n", name, r.Watch, r.Scan)
 		return r
 	}
-	return []captureBenchRow{
+	return []CaptureRow{
 		row(label+": capture (2 scans)", wc, sc, 10),
 		row(label+": whole call", ww, sw, 0),
 		row(label+": file-scoped call (a Write)", wf, sf, 0),
@@ -185,7 +186,7 @@ func snapGenerateTree(dir string, n int) error {
 
 // benchCaptureTrees runs benchCapture on a copy of src and on a generated
 // tree of big files (skipped when big is 0).
-func benchCaptureTrees(ctx context.Context, src string, big, reps int, logw interface{ Write([]byte) (int, error) }) ([]captureBenchRow, error) {
+func benchCaptureTrees(ctx context.Context, src string, big, reps int, logw io.Writer) ([]CaptureRow, error) {
 	tmp, err := os.MkdirTemp("", "agentbox-bench-capture-")
 	if err != nil {
 		return nil, err
@@ -214,9 +215,10 @@ func benchCaptureTrees(ctx context.Context, src string, big, reps int, logw inte
 	return rows, nil
 }
 
-func printCaptureRows(w interface{ Write([]byte) (int, error) }, rows []captureBenchRow) {
+// writeCaptureRows prints the change-capture rows (nothing when there are none).
+func writeCaptureRows(w io.Writer, rows []CaptureRow) error {
 	if len(rows) == 0 {
-		return
+		return nil
 	}
 	fmt.Fprintf(w, "\nchange capture: a call appending to one file, %v between calls (medians; watch = fanotify, scan = full scans)\n", captureBenchPause)
 	fmt.Fprintf(w, "%-32s %12s %12s %8s %8s %s\n", "", "watch", "scan", "ratio", "target", "")
@@ -233,4 +235,5 @@ func printCaptureRows(w interface{ Write([]byte) (int, error) }, rows []captureB
 		}
 		fmt.Fprintf(w, "%-32s %10.2fms %10.2fms %8.3f %8s %s\n", r.Name, r.Watch, r.Scan, r.Ratio, tgt, mark)
 	}
+	return nil
 }

@@ -1,11 +1,10 @@
-package main
+package bench
 
 import (
 	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,7 +24,6 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/spf13/cobra"
 
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/sandbox/docker"
@@ -34,8 +33,6 @@ import (
 	"github.com/agentbox/agentbox/tools/workspace"
 )
 
-func init() { registerBench(newBenchLoadCmd) }
-
 // serialCallsKey is the configuration key that forces the old serial
 // behaviour (a whole-workspace shell call holds the store lock for its
 // whole run); serialCallsEnv sets it for the server the bench starts.
@@ -44,126 +41,69 @@ const (
 	serialCallsEnv = "AGENTBOX_SNAPSHOT_SERIAL_CALLS"
 )
 
-// loadOptions are the flags of `agentbox bench load`.
-type loadOptions struct {
-	sessions, calls int
-	slow            time.Duration
-	concurrent      bool // run with snapshot.serial_calls false
-	serial          bool // run with snapshot.serial_calls true
+// LoadOptions are the knobs of [Load].
+type LoadOptions struct {
+	// Sessions is the concurrent MCP sessions; Calls the calls of each.
+	Sessions, Calls int
+	// Slow is the duration of the slow shell one session in four runs
+	// once every 10 calls (0: none).
+	Slow time.Duration
+	// Concurrent runs the load with snapshot.serial_calls false; Serial
+	// with it true (after the concurrent run, for the ratios).
+	Concurrent, Serial bool
 }
 
-func newBenchLoadCmd(a *app) *cobra.Command {
-	var o loadOptions
-	var slowS float64
-	var noSerial, serialOnly bool
-	cmd := &cobra.Command{
-		Use:   "load [--sessions N] [--calls N] [--slow SECONDS] [--no-serial | --serial-only] [--json]",
-		Short: "Drive a real `agentbox mcp --http` with concurrent MCP sessions of mixed calls",
-		Long: `load starts ` + "`agentbox mcp --http`" + ` (this binary) on a temporary workspace owned
-by an unprivileged uid and drives it with --sessions MCP clients (the
-official Go SDK over streamable HTTP) of --calls mixed calls each: Read,
-Grep, Glob, Write, Edit, read-only Bash and mutating Bash; one session in
-four also runs a shell of --slow seconds (` + "`sleep N; echo ... > slow-I.txt`" + `) once
-every 10 calls. It reports p50/p95/max per kind of call, sustained calls/s,
-containers the engine created per second (its create events for the
-workspace), containers of the workspace left after the server stopped
-(leaked, must be 0), and whether the journal and the audit log are
-complete: read back after the run, every call has its audit record and
-every successful mutating call its journal entry holding its change.
-
-The same load then runs again with the old serial behaviour forced
-(snapshot.serial_calls: true, through AGENTBOX_SNAPSHOT_SERIAL_CALLS): a
-whole-workspace shell call holds the snapshot store's lock for its whole
-run. The report prints serial/concurrent ratios of Write and Edit p50/p95
-and the targets of the concurrent run: Write and Edit p50 <= 50 ms and
-p95 <= 500 ms. When this build has no snapshot.serial_calls key the
-serial run is skipped with the reason.
-
-The server gets its own configuration (acceptEdits, echo and sleep
-allowed) and state dir; the rest comes from the environment (AGENTBOX_*),
-not from --config. It exits 1 when a call failed, a container leaked or
-the journal or audit log is incomplete (targets are reported, not
-enforced).`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.sessions < 1 || o.calls < 1 {
-				return fmt.Errorf("--sessions and --calls must be at least 1")
-			}
-			if noSerial && serialOnly {
-				return fmt.Errorf("--no-serial and --serial-only exclude each other")
-			}
-			o.slow = time.Duration(slowS * float64(time.Second))
-			o.concurrent, o.serial = !serialOnly, !noSerial
-			cfg, err := a.Config()
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			if err := a.ensureEngine(ctx, cfg); err != nil {
-				return err
-			}
-			cli, info, err := engine.Connect(ctx, cfg)
-			if err != nil {
-				return err
-			}
-			defer cli.Close()
-			exe, err := os.Executable()
-			if err != nil {
-				return fmt.Errorf("finding this agentbox binary: %w", err)
-			}
-			progress := a.stderr()
-			fmt.Fprintf(progress, "engine %s (%s); server %s mcp --http\n", info.Host, info.Version, exe)
-			rep := loadReport{Sessions: o.sessions, CallsPerSess: o.calls, SlowS: o.slow.Seconds(), SlowSessions: []int{}}
-			for s := range o.sessions {
-				if loadSlowSession(s) {
-					rep.SlowSessions = append(rep.SlowSessions, s)
-				}
-			}
-			_, serialKnown := config.KnownKeys()[serialCallsKey]
-			for _, serial := range []bool{false, true} {
-				if (serial && !o.serial) || (!serial && !o.concurrent) {
-					continue
-				}
-				name := "concurrent"
-				if serial {
-					name = "serial"
-				}
-				if serial && !serialKnown {
-					reason := "this build has no " + serialCallsKey + " configuration key, so the old serial behaviour cannot be forced"
-					fmt.Fprintf(progress, "%s run: skipped: %s\n", name, reason)
-					rep.Runs = append(rep.Runs, loadRun{Name: name, SerialCalls: true, Skipped: reason})
-					continue
-				}
-				fmt.Fprintf(progress, "%s run (%s=%t): %d sessions × %d calls ...\n", name, serialCallsKey, serial, o.sessions, o.calls)
-				r, err := runLoad(ctx, progress, cli, exe, o, serial, serialKnown)
-				if err != nil {
-					return fmt.Errorf("%s run: %w", name, err)
-				}
-				r.Name = name
-				rep.Runs = append(rep.Runs, r)
-			}
-			rep.finish()
-			if a.jsonOut {
-				enc := json.NewEncoder(a.stdout())
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(rep); err != nil {
-					return err
-				}
-			} else if err := writeLoadReport(a.stdout(), rep); err != nil {
-				return err
-			}
-			if !rep.OK {
-				return exitCode(1)
-			}
-			return nil
-		},
+// Load starts `exe mcp --http` (an agentbox binary) on a temporary
+// workspace owned by an unprivileged uid, with its own configuration and
+// state dir (the rest of its environment is this process's AGENTBOX_*),
+// and drives it with Sessions MCP clients (the official Go SDK over
+// streamable HTTP) of Calls mixed calls each, once per mode asked for. Each
+// run reports latency per kind of call, calls/s, containers the engine
+// created for the workspace and those left after the server stopped, and
+// whether the journal and the audit log read back hold every call. The
+// engine is cfg's, which must answer. An error means the load could not be
+// run; a failed call or an incomplete record makes the report not OK.
+func Load(ctx context.Context, progress io.Writer, cfg *config.Config, exe string, o LoadOptions) (LoadReport, error) {
+	rep := LoadReport{Sessions: o.Sessions, CallsPerSess: o.Calls, SlowS: o.Slow.Seconds(), SlowSessions: []int{}}
+	if o.Sessions < 1 || o.Calls < 1 {
+		return rep, fmt.Errorf("sessions and calls must be at least 1")
 	}
-	cmd.Flags().IntVar(&o.sessions, "sessions", 8, "concurrent MCP sessions")
-	cmd.Flags().IntVar(&o.calls, "calls", 100, "calls per session")
-	cmd.Flags().Float64Var(&slowS, "slow", 3, "seconds of the slow shell command (0: none)")
-	cmd.Flags().BoolVar(&noSerial, "no-serial", false, "skip the run with snapshot.serial_calls: true")
-	cmd.Flags().BoolVar(&serialOnly, "serial-only", false, "run only with snapshot.serial_calls: true")
-	return cmd
+	cli, info, err := engine.Connect(ctx, cfg)
+	if err != nil {
+		return rep, err
+	}
+	defer cli.Close()
+	fmt.Fprintf(progress, "engine %s (%s); server %s mcp --http\n", info.Host, info.Version, exe)
+	for s := range o.Sessions {
+		if loadSlowSession(s) {
+			rep.SlowSessions = append(rep.SlowSessions, s)
+		}
+	}
+	_, serialKnown := config.KnownKeys()[serialCallsKey]
+	for _, serial := range []bool{false, true} {
+		if (serial && !o.Serial) || (!serial && !o.Concurrent) {
+			continue
+		}
+		name := "concurrent"
+		if serial {
+			name = "serial"
+		}
+		if serial && !serialKnown {
+			reason := "this build has no " + serialCallsKey + " configuration key, so the old serial behaviour cannot be forced"
+			fmt.Fprintf(progress, "%s run: skipped: %s\n", name, reason)
+			rep.Runs = append(rep.Runs, LoadRun{Name: name, SerialCalls: true, Skipped: reason})
+			continue
+		}
+		fmt.Fprintf(progress, "%s run (%s=%t): %d sessions × %d calls ...\n", name, serialCallsKey, serial, o.Sessions, o.Calls)
+		r, err := runLoad(ctx, progress, cli, exe, o, serial, serialKnown)
+		if err != nil {
+			return rep, fmt.Errorf("%s run: %w", name, err)
+		}
+		r.Name = name
+		rep.Runs = append(rep.Runs, r)
+	}
+	rep.finish()
+	return rep, nil
 }
 
 // loadServerConfig is the configuration of the server under load.
@@ -179,16 +119,13 @@ mcp:
 // runLoad runs the load once against a fresh workspace and server.
 // setSerial says whether the configuration knows serialCallsKey (then
 // the server gets it explicitly, true or false).
-func runLoad(ctx context.Context, progress io.Writer, cli *client.Client, exe string, o loadOptions, serial, setSerial bool) (loadRun, error) {
-	run := loadRun{SerialCalls: serial}
-	dir, err := os.MkdirTemp("", "agentbox-bench-load-")
+func runLoad(ctx context.Context, progress io.Writer, cli *client.Client, exe string, o LoadOptions, serial, setSerial bool) (LoadRun, error) {
+	run := LoadRun{SerialCalls: serial}
+	dir, remove, err := tempDir("agentbox-bench-load-")
 	if err != nil {
 		return run, err
 	}
-	defer os.RemoveAll(dir)
-	if dir, err = filepath.EvalSymlinks(dir); err != nil {
-		return run, err
-	}
+	defer remove()
 	ws, state, cfgFile := filepath.Join(dir, "ws"), filepath.Join(dir, "state"), filepath.Join(dir, "config.yaml")
 	label := fmt.Sprintf("# agentbox bench load: %s run\n", map[bool]string{false: "concurrent", true: "serial"}[serial])
 	if setSerial {
@@ -200,10 +137,10 @@ func runLoad(ctx context.Context, progress io.Writer, cli *client.Client, exe st
 	if err := os.Mkdir(ws, 0o755); err != nil {
 		return run, err
 	}
-	if err := benchOwner(ws); err != nil {
+	if err := giveToOwner(ws); err != nil {
 		return run, err
 	}
-	for s := range o.sessions {
+	for s := range o.Sessions {
 		d := filepath.Join(ws, fmt.Sprintf("s%d", s))
 		notes := filepath.Join(d, "notes.txt")
 		if err := os.Mkdir(d, 0o755); err != nil {
@@ -213,7 +150,7 @@ func runLoad(ctx context.Context, progress io.Writer, cli *client.Client, exe st
 			return run, err
 		}
 		for _, p := range []string{d, notes} {
-			if err := benchOwner(p); err != nil {
+			if err := giveToOwner(p); err != nil {
 				return run, err
 			}
 		}
@@ -260,14 +197,14 @@ func runLoad(ctx context.Context, progress io.Writer, cli *client.Client, exe st
 		plan  []loadPlan
 		calls []loadCall
 	}
-	sessions := make([]*sess, o.sessions)
+	sessions := make([]*sess, o.Sessions)
 	for s := range sessions {
 		cs, err := srv.connect(ctx, s)
 		if err != nil {
 			return run, fmt.Errorf("session %d: %w", s, err)
 		}
 		defer cs.Close()
-		sessions[s] = &sess{cs: cs, plan: loadMix(ws, s, o.calls, o.slow, loadSlowSession(s))}
+		sessions[s] = &sess{cs: cs, plan: loadMix(ws, s, o.Calls, o.Slow, loadSlowSession(s))}
 	}
 	for s, se := range sessions {
 		warm := []loadPlan{se.plan[0], {Kind: loadBashRO, Tool: "Bash", Args: map[string]any{"command": "echo warm"}, Want: "warm"}}
@@ -304,7 +241,7 @@ func runLoad(ctx context.Context, progress io.Writer, cli *client.Client, exe st
 	for running := true; running; {
 		select {
 		case <-tick.C:
-			fmt.Fprintf(progress, "  %d/%d calls in %.0fs\n", done.Load(), o.sessions*o.calls, time.Since(start).Seconds())
+			fmt.Fprintf(progress, "  %d/%d calls in %.0fs\n", done.Load(), o.Sessions*o.Calls, time.Since(start).Seconds())
 		case <-finished:
 			running = false
 		}
@@ -401,8 +338,44 @@ func loadCallOnce(ctx context.Context, cs *sdk.ClientSession, s int, p loadPlan)
 		// The re-read stub.
 	case p.Want != "" && !strings.Contains(text.String(), p.Want):
 		c.Err = fmt.Sprintf("result %q lacks %q", firstLine(text.String()), p.Want)
+	case foreignToken(text.String(), s) >= 0:
+		c.Err = fmt.Sprintf("result carries session %d's token: mixed up with another session's call", foreignToken(text.String(), s))
+	case p.Kind == loadWrite:
+		c.Err = checkWritten(p)
 	}
 	return c
+}
+
+// foreignToken is the session of the first load token ("tok-sN-") in text
+// that is not session s's, or -1: a session's results never carry
+// another session's tokens.
+func foreignToken(text string, s int) int {
+	for rest := text; ; {
+		i := strings.Index(rest, "tok-s")
+		if i < 0 {
+			return -1
+		}
+		rest = rest[i+len("tok-s"):]
+		digits, _, ok := strings.Cut(rest, "-")
+		if n, err := strconv.Atoi(digits); ok && err == nil && n != s {
+			return n
+		}
+	}
+}
+
+// checkWritten says what is wrong with a Write's file ("" when it holds
+// the content written: its path is the call's alone).
+func checkWritten(p loadPlan) string {
+	path, _ := p.Args["file_path"].(string)
+	want, _ := p.Args["content"].(string)
+	b, err := os.ReadFile(path)
+	switch {
+	case err != nil:
+		return "the written file: " + err.Error()
+	case string(b) != want:
+		return fmt.Sprintf("the written file holds %q, want %q", firstLine(string(b)), firstLine(want))
+	}
+	return ""
 }
 
 func firstLine(s string) string {

@@ -1,26 +1,24 @@
-package main
+package bench
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/agentbox/agentbox/snapshot"
-	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 )
 
-func init() { registerBench(newBenchSnapshotCmd) }
-
-type snapBenchRow struct {
+// SnapshotRow is one row of the store against git.
+type SnapshotRow struct {
 	Name   string  `json:"name"`
 	Ours   float64 `json:"ours"`
 	Git    float64 `json:"git"`
@@ -30,91 +28,90 @@ type snapBenchRow struct {
 	Met    bool    `json:"met"`
 }
 
-func newBenchSnapshotCmd(a *app) *cobra.Command {
-	var src string
-	var reps int
-	var keep bool
-	var big int
-	cmd := &cobra.Command{
-		Use:   "snapshot",
-		Short: "Snapshot store against a shadow git repository on a copy of the Go source tree",
-		Long: `Copies a source tree (default: $(go env GOROOT)/src) twice and measures, in
-the same run, agentbox's snapshot store against a shadow git repository
-(GIT_DIR outside the tree): first snapshot (checkpoint vs git add -A &&
-git commit), no-change snapshot, one-file-change snapshot, a whole
-journaled call (scan before and after), whole-tree restore after deleting
-everything (rollback vs git checkout -- .), a file-scoped call (a Write:
-pre-image, write, post-image, manifest update; vs git add of that file
-and git commit), and store size against the tree size. Times are
-medians; ratios are ours / git.
-
-Then change capture: a journaled call that appends to one file, on a copy
-of the tree and on a generated tree of --big files, with the fanotify
-watcher (snapshot.change_capture auto; needs root) against full scans, in
-the same run: the time in the two scans (target 10 ms) and the whole
-Begin+Finish (which also saves the manifest and commits the entry).`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			if src == "" {
-				out, err := exec.CommandContext(ctx, "go", "env", "GOROOT").Output()
-				if err != nil {
-					return fmt.Errorf("finding GOROOT (pass --src): %w", err)
-				}
-				src = filepath.Join(strings.TrimSpace(string(out)), "src")
-			}
-			if _, err := exec.LookPath("git"); err != nil {
-				return errors.New("git is needed as the peer: install it")
-			}
-			rows, info, err := benchSnapshot(ctx, src, reps, keep, a.stderr())
-			if err != nil {
-				return err
-			}
-			capRows, err := benchCaptureTrees(ctx, src, big, reps, a.stderr())
-			if err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return writeJSON(a.stdout(), map[string]any{"tree": info, "results": rows, "capture": capRows})
-			}
-			w := a.stdout()
-			fmt.Fprintf(w, "tree: %s (%d files, %d dirs, %d symlinks, %.1f MB); %d CPUs; medians of %d\n",
-				src, info.Files, info.Dirs, info.Symlinks, float64(info.Bytes)/1e6, runtime.NumCPU(), reps)
-			fmt.Fprintf(w, "%-26s %12s %12s %8s %8s %s\n", "", "agentbox", "git", "ratio", "target", "")
-			for _, r := range rows {
-				mark := "met"
-				if !r.Met {
-					mark = "NOT MET"
-				}
-				if r.Target == 0 {
-					mark = ""
-				}
-				tgt := ""
-				if r.Target > 0 {
-					tgt = fmt.Sprintf("≤%.2f", r.Target)
-				}
-				fmt.Fprintf(w, "%-26s %10.2f%-2s %10.2f%-2s %8.3f %8s %s\n", r.Name, r.Ours, r.Unit, r.Git, r.Unit, r.Ratio, tgt, mark)
-			}
-			printCaptureRows(w, capRows)
-			return nil
-		},
-	}
-	cmd.Flags().StringVar(&src, "src", "", "tree to copy (default: $(go env GOROOT)/src)")
-	cmd.Flags().IntVar(&reps, "n", 5, "repetitions of the repeated measurements")
-	cmd.Flags().BoolVar(&keep, "keep", false, "keep the temporary copies")
-	cmd.Flags().IntVar(&big, "big", 200000, "files in the generated tree of the change-capture rows (0: skip it)")
-	return cmd
+// SnapshotOptions are the knobs of [Snapshot].
+type SnapshotOptions struct {
+	// Src is the tree to copy ("": $(go env GOROOT)/src).
+	Src string
+	// N is the repetitions of the repeated measurements.
+	N int
+	// Keep keeps the temporary copies (their directory goes to progress).
+	Keep bool
+	// Big is the files of the generated tree of the change-capture rows
+	// (0: skip it).
+	Big int
 }
 
-type snapTreeInfo struct {
+// SnapshotReport is what `agentbox bench snapshot --json` prints.
+type SnapshotReport struct {
+	Tree    TreeInfo      `json:"tree"`
+	Results []SnapshotRow `json:"results"`
+	Capture []CaptureRow  `json:"capture"`
+	// Src and N are the tree measured and the repetitions, for the text
+	// report.
+	Src string `json:"-"`
+	N   int    `json:"-"`
+}
+
+// Snapshot copies Src twice and measures, in the same run, agentbox's
+// snapshot store against a shadow git repository (GIT_DIR outside the
+// tree): first snapshot, no-change and one-file-change snapshots, a whole
+// journaled call, a file-scoped call, whole-tree restore and store size
+// (medians; ratios are ours / git). Then change capture: a call appending
+// to one file, on a copy of the tree and on a generated tree of Big files,
+// with the fanotify watcher (needs root) against full scans.
+func Snapshot(ctx context.Context, progress io.Writer, o SnapshotOptions) (SnapshotReport, error) {
+	rep := SnapshotReport{Src: o.Src, N: o.N}
+	if rep.Src == "" {
+		out, err := exec.CommandContext(ctx, "go", "env", "GOROOT").Output()
+		if err != nil {
+			return rep, fmt.Errorf("finding GOROOT (pass --src): %w", err)
+		}
+		rep.Src = filepath.Join(strings.TrimSpace(string(out)), "src")
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		return rep, errors.New("git is needed as the peer: install it")
+	}
+	var err error
+	if rep.Results, rep.Tree, err = benchSnapshot(ctx, rep.Src, o.N, o.Keep, progress); err != nil {
+		return rep, err
+	}
+	rep.Capture, err = benchCaptureTrees(ctx, rep.Src, o.Big, o.N, progress)
+	return rep, err
+}
+
+// WriteSnapshotReport prints rep for a person.
+func WriteSnapshotReport(w io.Writer, rep SnapshotReport) error {
+	info := rep.Tree
+	fmt.Fprintf(w, "tree: %s (%d files, %d dirs, %d symlinks, %.1f MB); %d CPUs; medians of %d\n",
+		rep.Src, info.Files, info.Dirs, info.Symlinks, float64(info.Bytes)/1e6, runtime.NumCPU(), rep.N)
+	fmt.Fprintf(w, "%-26s %12s %12s %8s %8s %s\n", "", "agentbox", "git", "ratio", "target", "")
+	for _, r := range rep.Results {
+		mark := "met"
+		if !r.Met {
+			mark = "NOT MET"
+		}
+		if r.Target == 0 {
+			mark = ""
+		}
+		tgt := ""
+		if r.Target > 0 {
+			tgt = fmt.Sprintf("≤%.2f", r.Target)
+		}
+		fmt.Fprintf(w, "%-26s %10.2f%-2s %10.2f%-2s %8.3f %8s %s\n", r.Name, r.Ours, r.Unit, r.Git, r.Unit, r.Ratio, tgt, mark)
+	}
+	return writeCaptureRows(w, rep.Capture)
+}
+
+// TreeInfo is the shape of a tree: counts and the bytes of its files.
+type TreeInfo struct {
 	Files    int   `json:"files"`
 	Dirs     int   `json:"dirs"`
 	Symlinks int   `json:"symlinks"`
 	Bytes    int64 `json:"bytes"`
 }
 
-func snapMeasureTree(dir string) (snapTreeInfo, error) {
-	var ti snapTreeInfo
+func snapMeasureTree(dir string) (TreeInfo, error) {
+	var ti TreeInfo
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -139,21 +136,13 @@ func snapMeasureTree(dir string) (snapTreeInfo, error) {
 	return ti, err
 }
 
-func snapMedian(ds []time.Duration) time.Duration {
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[len(s)/2]
-}
-
-func snapMS(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-func benchSnapshot(ctx context.Context, src string, reps int, keep bool, logw interface{ Write([]byte) (int, error) }) ([]snapBenchRow, snapTreeInfo, error) {
+func benchSnapshot(ctx context.Context, src string, reps int, keep bool, logw io.Writer) ([]SnapshotRow, TreeInfo, error) {
 	if reps < 1 {
 		reps = 1
 	}
 	tmp, err := os.MkdirTemp("", "agentbox-bench-snapshot-")
 	if err != nil {
-		return nil, snapTreeInfo{}, err
+		return nil, TreeInfo{}, err
 	}
 	if !keep {
 		defer os.RemoveAll(tmp)
@@ -164,7 +153,7 @@ func benchSnapshot(ctx context.Context, src string, reps int, keep bool, logw in
 	gitDir, stateDir := filepath.Join(tmp, "gitdir"), filepath.Join(tmp, "state")
 	for _, d := range []string{ours, theirs} {
 		if out, err := exec.CommandContext(ctx, "cp", "-a", src, d).CombinedOutput(); err != nil {
-			return nil, snapTreeInfo{}, fmt.Errorf("copying %s: %v: %s", src, err, out)
+			return nil, TreeInfo{}, fmt.Errorf("copying %s: %v: %s", src, err, out)
 		}
 	}
 	info, err := snapMeasureTree(ours)
@@ -206,9 +195,9 @@ func benchSnapshot(ctx context.Context, src string, reps int, keep bool, logw in
 		}
 	}
 
-	var rows []snapBenchRow
+	var rows []SnapshotRow
 	add := func(name string, o, g time.Duration, target float64) {
-		r := snapBenchRow{Name: name, Ours: snapMS(o), Git: snapMS(g), Unit: "ms", Target: target}
+		r := SnapshotRow{Name: name, Ours: ms(o), Git: ms(g), Unit: "ms", Target: target}
 		if g > 0 {
 			r.Ratio = float64(o) / float64(g)
 		}
@@ -248,7 +237,7 @@ func benchSnapshot(ctx context.Context, src string, reps int, keep bool, logw in
 		}
 		gs1 = append(gs1, d)
 	}
-	add("no-change snapshot", snapMedian(os1), snapMedian(gs1), 0.5)
+	add("no-change snapshot", median(os1), median(gs1), 0.5)
 
 	// One file changed.
 	var os2, gs2 []time.Duration
@@ -279,7 +268,7 @@ func benchSnapshot(ctx context.Context, src string, reps int, keep bool, logw in
 		}
 		gs2 = append(gs2, d)
 	}
-	add("one-file-change snapshot", snapMedian(os2), snapMedian(gs2), 0.5)
+	add("one-file-change snapshot", median(os2), median(gs2), 0.5)
 
 	// A whole journaled call with nothing changed: scan before and after.
 	var os3 []time.Duration
@@ -295,7 +284,7 @@ func benchSnapshot(ctx context.Context, src string, reps int, keep bool, logw in
 		}
 		os3 = append(os3, time.Since(start))
 	}
-	add("no-change call (2 scans)", snapMedian(os3), snapMedian(gs1), 0)
+	add("no-change call (2 scans)", median(os3), median(gs1), 0)
 
 	// A file-scoped call (a Write) on the tree, whose manifest the calls
 	// above saved: the pre-image, the write, the post-image and the
@@ -345,7 +334,7 @@ func benchSnapshot(ctx context.Context, src string, reps int, keep bool, logw in
 		}
 		gs4 = append(gs4, time.Since(start))
 	}
-	add("file-scoped call", snapMedian(os4), snapMedian(gs4), 0)
+	add("file-scoped call", median(os4), median(gs4), 0)
 
 	// Whole-tree restore after deleting everything (the deletion is a
 	// journaled call; the rollback to just before it is timed).
@@ -398,7 +387,7 @@ func benchSnapshot(ctx context.Context, src string, reps int, keep bool, logw in
 			return nil, info, err
 		}
 	}
-	add("whole-tree restore", snapMedian(or), snapMedian(gr), 1)
+	add("whole-tree restore", median(or), median(gr), 1)
 	_ = cp
 
 	// Sizes.
@@ -410,7 +399,7 @@ func benchSnapshot(ctx context.Context, src string, reps int, keep bool, logw in
 	if err != nil {
 		return nil, info, err
 	}
-	rows = append(rows, snapBenchRow{Name: "store size / tree size", Ours: float64(storeBytes) / 1e6, Git: float64(gitBytes) / 1e6, Unit: "MB",
+	rows = append(rows, SnapshotRow{Name: "store size / tree size", Ours: float64(storeBytes) / 1e6, Git: float64(gitBytes) / 1e6, Unit: "MB",
 		Ratio: float64(storeBytes) / float64(info.Bytes), Target: 1.05, Met: float64(storeBytes) <= 1.05*float64(info.Bytes)})
 	return rows, info, nil
 }

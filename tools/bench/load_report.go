@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"fmt"
@@ -115,8 +115,8 @@ type loadCall struct {
 	Err string
 }
 
-// loadToolStats is one row of a run's latency table.
-type loadToolStats struct {
+// LoadToolStats is one row of a run's latency table.
+type LoadToolStats struct {
 	Kind  string  `json:"kind"`
 	N     int     `json:"n"`
 	P50MS float64 `json:"p50_ms"`
@@ -125,26 +125,26 @@ type loadToolStats struct {
 }
 
 // loadStats summarizes the timed calls per kind, in loadKinds order.
-func loadStats(calls []loadCall) []loadToolStats {
+func loadStats(calls []loadCall) []LoadToolStats {
 	by := map[string][]time.Duration{}
 	for _, c := range calls {
 		if c.Timed {
 			by[c.Kind] = append(by[c.Kind], c.D)
 		}
 	}
-	var out []loadToolStats
+	var out []LoadToolStats
 	for _, k := range loadKinds {
 		ds := by[k]
 		if len(ds) == 0 {
 			continue
 		}
-		out = append(out, loadToolStats{Kind: k, N: len(ds), P50MS: pct(ds, 50), P95MS: pct(ds, 95), MaxMS: pct(ds, 100)})
+		out = append(out, LoadToolStats{Kind: k, N: len(ds), P50MS: pct(ds, 50), P95MS: pct(ds, 95), MaxMS: pct(ds, 100)})
 	}
 	return out
 }
 
-// loadCheck is the result of reading the journal and the audit log back.
-type loadCheck struct {
+// LoadCheck is the result of reading the journal and the audit log back.
+type LoadCheck struct {
 	Calls   int `json:"calls"`
 	Audited int `json:"audited"`
 	// Mutating counts the successful calls that must have changed a
@@ -168,8 +168,8 @@ const loadMaxProblems = 20
 // whose changes hold the call's path. Attribution is exact: no entry holds
 // a path that another call meant to change (a concurrent Write's file in a
 // shell's entry, or another session's notes).
-func checkLoad(calls []loadCall, recs []audit.Record, entries []snapshot.Entry) loadCheck {
-	chk := loadCheck{Calls: len(calls)}
+func checkLoad(calls []loadCall, recs []audit.Record, entries []snapshot.Entry) LoadCheck {
+	chk := LoadCheck{Calls: len(calls)}
 	problem := func(format string, args ...any) {
 		if len(chk.Problems) < loadMaxProblems {
 			chk.Problems = append(chk.Problems, fmt.Sprintf(format, args...))
@@ -240,9 +240,9 @@ func checkLoad(calls []loadCall, recs []audit.Record, entries []snapshot.Entry) 
 	return chk
 }
 
-// loadRun is one run of the load: `agentbox bench load --json` prints
+// LoadRun is one run of the load: `agentbox bench load --json` prints
 // one per mode.
-type loadRun struct {
+type LoadRun struct {
 	Name string `json:"name"`
 	// SerialCalls is the value of snapshot.serial_calls for the run.
 	SerialCalls bool `json:"serial_calls"`
@@ -255,58 +255,58 @@ type loadRun struct {
 	Containers     int             `json:"containers"`
 	ContainersPerS float64         `json:"containers_per_s"`
 	Leaked         int             `json:"leaked"`
-	Check          loadCheck       `json:"check"`
-	Tools          []loadToolStats `json:"tools"`
+	Check          LoadCheck       `json:"check"`
+	Tools          []LoadToolStats `json:"tools"`
 	FirstErrors    []string        `json:"first_errors,omitempty"`
 }
 
 // ok reports whether the run was clean: no failed call, no leak, the
 // journal and the audit log complete.
-func (r loadRun) ok() bool {
+func (r LoadRun) ok() bool {
 	return r.Skipped != "" || (r.Errors == 0 && r.Leaked == 0 && r.Check.AuditComplete && r.Check.JournalComplete)
 }
 
-func (r loadRun) stat(kind string) (loadToolStats, bool) {
+func (r LoadRun) stat(kind string) (LoadToolStats, bool) {
 	for _, s := range r.Tools {
 		if s.Kind == kind {
 			return s, true
 		}
 	}
-	return loadToolStats{}, false
+	return LoadToolStats{}, false
 }
 
-// loadRatio is serial/concurrent of one statistic.
-type loadRatio struct {
+// LoadRatio is serial/concurrent of one statistic.
+type LoadRatio struct {
 	Name         string  `json:"name"`
 	SerialMS     float64 `json:"serial_ms"`
 	ConcurrentMS float64 `json:"concurrent_ms"`
 	Ratio        float64 `json:"ratio"`
 }
 
-// loadTarget is one target of the concurrent run.
-type loadTarget struct {
+// LoadTarget is one target of the concurrent run.
+type LoadTarget struct {
 	Name    string  `json:"name"`
 	ValueMS float64 `json:"value_ms"`
 	LimitMS float64 `json:"limit_ms"`
 	Met     bool    `json:"met"`
 }
 
-// loadReport is the whole output of `agentbox bench load`.
-type loadReport struct {
+// LoadReport is the whole output of `agentbox bench load`.
+type LoadReport struct {
 	Sessions     int          `json:"sessions"`
 	CallsPerSess int          `json:"calls_per_session"`
 	SlowS        float64      `json:"slow_s"`
 	SlowSessions []int        `json:"slow_sessions"`
-	Runs         []loadRun    `json:"runs"`
-	Ratios       []loadRatio  `json:"ratios,omitempty"`
-	Targets      []loadTarget `json:"targets,omitempty"`
+	Runs         []LoadRun    `json:"runs"`
+	Ratios       []LoadRatio  `json:"ratios,omitempty"`
+	Targets      []LoadTarget `json:"targets,omitempty"`
 	// OK: every run that happened was clean (targets are not part of it).
 	OK bool `json:"ok"`
 }
 
 // finish computes the ratios, the targets and OK from the runs.
-func (rep *loadReport) finish() {
-	var conc, ser *loadRun
+func (rep *LoadReport) finish() {
+	var conc, ser *LoadRun
 	rep.OK = true
 	for i := range rep.Runs {
 		r := &rep.Runs[i]
@@ -329,21 +329,21 @@ func (rep *loadReport) finish() {
 			continue
 		}
 		rep.Targets = append(rep.Targets,
-			loadTarget{Name: k + " p50", ValueMS: s.P50MS, LimitMS: 50, Met: s.P50MS <= 50},
-			loadTarget{Name: k + " p95", ValueMS: s.P95MS, LimitMS: 500, Met: s.P95MS <= 500})
+			LoadTarget{Name: k + " p50", ValueMS: s.P50MS, LimitMS: 50, Met: s.P50MS <= 50},
+			LoadTarget{Name: k + " p95", ValueMS: s.P95MS, LimitMS: 500, Met: s.P95MS <= 500})
 		if ser == nil {
 			continue
 		}
 		if t, ok := ser.stat(k); ok {
 			rep.Ratios = append(rep.Ratios,
-				loadRatio{Name: k + " p50", SerialMS: t.P50MS, ConcurrentMS: s.P50MS, Ratio: t.P50MS / max(s.P50MS, 0.001)},
-				loadRatio{Name: k + " p95", SerialMS: t.P95MS, ConcurrentMS: s.P95MS, Ratio: t.P95MS / max(s.P95MS, 0.001)})
+				LoadRatio{Name: k + " p50", SerialMS: t.P50MS, ConcurrentMS: s.P50MS, Ratio: t.P50MS / max(s.P50MS, 0.001)},
+				LoadRatio{Name: k + " p95", SerialMS: t.P95MS, ConcurrentMS: s.P95MS, Ratio: t.P95MS / max(s.P95MS, 0.001)})
 		}
 	}
 }
 
-// writeLoadReport prints rep for a person.
-func writeLoadReport(w io.Writer, rep loadReport) error {
+// WriteLoadReport prints rep for a person.
+func WriteLoadReport(w io.Writer, rep LoadReport) error {
 	fmt.Fprintf(w, "bench load: %d sessions × %d calls; slow shell of %gs in sessions %v (once every %d calls)\n",
 		rep.Sessions, rep.CallsPerSess, rep.SlowS, rep.SlowSessions, loadSlowEvery)
 	for _, r := range rep.Runs {
@@ -400,6 +400,7 @@ func writeLoadReport(w io.Writer, rep loadReport) error {
 	return nil
 }
 
+// complete is how a report says whether a record is complete.
 func complete(ok bool) string {
 	if ok {
 		return "complete"

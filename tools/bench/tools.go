@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -11,13 +11,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
-
-	"github.com/spf13/cobra"
 
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/sandbox"
@@ -27,10 +24,8 @@ import (
 	"github.com/agentbox/agentbox/tools/workspace"
 )
 
-func init() { registerBench(newBenchToolsCmd) }
-
-// toolBenchRow is one line of `agentbox bench tools --json`.
-type toolBenchRow struct {
+// ToolRow is one line of `agentbox bench tools --json`.
+type ToolRow struct {
 	Name   string  `json:"name"`
 	Ours   float64 `json:"ours_p50_ms"`
 	Peer   string  `json:"peer,omitempty"`
@@ -46,110 +41,71 @@ type toolBenchRow struct {
 	Note   string  `json:"note,omitempty"`
 }
 
-func newBenchToolsCmd(a *app) *cobra.Command {
-	var n int
-	var src string
-	var noSandbox, noSearch bool
-	var cpuProfile string
-	cmd := &cobra.Command{
-		Use:   "tools [--n N] [--src DIR] [--no-sandbox] [--no-search] [--json]",
-		Short: "Time Grep, Glob, Read batches and Write/Edit through the pool against their peers",
-		Long: `tools measures the built-in tools in one run against their peers:
-Grep (three patterns) and Glob over the Go source tree ($(go env GOROOT)/src,
-or --src) against rg; a batch of 10 Reads run in parallel against the same
-batch run serially; and, interleaved in one run, Bash true, Read, Write
-and Edit through the whole pipeline and the warm sandbox pool (Write and
-Edit p50 target: at most Bash true and 8 ms), the runner's WriteFile
-against its Run(true), and a plain host-side write.
-Each row prints p50/p95 of N runs and the ratio to its peer; a pipeline
-row's note also gives the p50 of its time spent outside the container
-(stages, snapshot, journal, audit). --cpuprofile writes the executor's
-Go CPU profile of the timed Write/Edit rounds.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			progress := a.stderr()
-			if src == "" {
-				out, err := exec.CommandContext(ctx, "go", "env", "GOROOT").Output()
-				if err != nil {
-					return fmt.Errorf("finding the Go source tree (go env GOROOT): %w; pass --src", err)
-				}
-				src = filepath.Join(strings.TrimSpace(string(out)), "src")
-			}
-			src, err := filepath.EvalSymlinks(src)
-			if err != nil {
-				return fmt.Errorf("source tree: %w", err)
-			}
-			var rows []toolBenchRow
-			if !noSearch {
-				if rows, err = benchSearch(ctx, progress, src, n); err != nil {
-					return err
-				}
-			}
-			if noSandbox {
-				fmt.Fprintln(progress, "--no-sandbox: no Write/Edit rows")
-			} else {
-				cfg, err := a.Config()
-				if err != nil {
-					return err
-				}
-				wrows, err := benchWrites(ctx, progress, *cfg, n, cpuProfile)
-				if err != nil {
-					return fmt.Errorf("write/edit through the pool: %w", err)
-				}
-				rows = append(rows, wrows...)
-			}
-			if a.jsonOut {
-				enc := json.NewEncoder(a.stdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(rows)
-			}
-			tw := tabwriter.NewWriter(a.stdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "row\tours p50\tours p95\tpeer\tpeer p50\tratio\ttarget\tn\tnote")
-			for _, r := range rows {
-				peer, peerMS, ratio := "-", "-", "-"
-				if r.Peer != "" {
-					peer, peerMS, ratio = r.Peer, fmt.Sprintf("%.1fms", r.PeerMS), fmt.Sprintf("%.2fx", r.Ratio)
-				}
-				fmt.Fprintf(tw, "%s\t%.1fms\t%.1fms\t%s\t%s\t%s\t%s\t%d\t%s\n", r.Name, r.Ours, r.P95, peer, peerMS, ratio, r.Target, r.N, r.Note)
-			}
-			return tw.Flush()
-		},
-	}
-	cmd.Flags().IntVar(&n, "n", 10, "runs per row")
-	cmd.Flags().StringVar(&src, "src", "", "tree to search (default: the Go source tree)")
-	cmd.Flags().BoolVar(&noSandbox, "no-sandbox", false, "skip the Write/Edit rows (they need the engine)")
-	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write the executor's CPU profile of the timed Write/Edit rounds to `FILE`")
-	cmd.Flags().BoolVar(&noSearch, "no-search", false, "skip the Grep/Glob/Read rows")
-	return cmd
+// ToolsOptions are the knobs of [Tools].
+type ToolsOptions struct {
+	// N is the runs per row.
+	N int
+	// Src is the tree to search ("": the Go source tree, $(go env GOROOT)/src).
+	Src string
+	// NoSearch skips the Grep, Glob and Read batch rows; NoSandbox the
+	// rows that need the engine (Write, Edit, Bash through the pool).
+	NoSearch, NoSandbox bool
+	// CPUProfile, when set, is the file the executor's Go CPU profile of
+	// the timed Write/Edit rounds is written to.
+	CPUProfile string
 }
 
-// toolPct returns the p-th percentile (0–100) of ds in milliseconds.
-func toolPct(ds []time.Duration, p float64) float64 {
-	if len(ds) == 0 {
-		return 0
+// Tools measures the built-in tools against their peers in one run:
+// Grep and Glob over Src against rg (no peer when rg is missing), a batch
+// of 10 Reads in parallel against the same batch serially, and, unless
+// NoSandbox, Bash true, Read, Write and Edit through the whole pipeline and
+// the warm pool of cfg's sandbox (cfg may be nil with NoSandbox).
+func Tools(ctx context.Context, progress io.Writer, cfg *config.Config, o ToolsOptions) ([]ToolRow, error) {
+	src := o.Src
+	if src == "" {
+		out, err := exec.CommandContext(ctx, "go", "env", "GOROOT").Output()
+		if err != nil {
+			return nil, fmt.Errorf("finding the Go source tree (go env GOROOT): %w; pass --src", err)
+		}
+		src = filepath.Join(strings.TrimSpace(string(out)), "src")
 	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	i := int(float64(len(s)-1) * p / 100)
-	return float64(s[i]) / float64(time.Millisecond)
-}
-
-// timeRuns runs f n times and returns each duration.
-func timeRuns(n int, f func() error) ([]time.Duration, error) {
-	out := make([]time.Duration, 0, n)
-	for range n {
-		t0 := time.Now()
-		if err := f(); err != nil {
+	src, err := filepath.EvalSymlinks(src)
+	if err != nil {
+		return nil, fmt.Errorf("source tree: %w", err)
+	}
+	var rows []ToolRow
+	if !o.NoSearch {
+		if rows, err = benchSearch(ctx, progress, src, o.N); err != nil {
 			return nil, err
 		}
-		out = append(out, time.Since(t0))
 	}
-	return out, nil
+	if o.NoSandbox {
+		fmt.Fprintln(progress, "--no-sandbox: no Write/Edit rows")
+		return rows, nil
+	}
+	wrows, err := benchWrites(ctx, progress, *cfg, o.N, o.CPUProfile)
+	if err != nil {
+		return nil, fmt.Errorf("write/edit through the pool: %w", err)
+	}
+	return append(rows, wrows...), nil
+}
+
+// WriteToolsReport prints the rows of [Tools] for a person.
+func WriteToolsReport(w io.Writer, rows []ToolRow) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "row\tours p50\tours p95\tpeer\tpeer p50\tratio\ttarget\tn\tnote")
+	for _, r := range rows {
+		peer, peerMS, ratio := "-", "-", "-"
+		if r.Peer != "" {
+			peer, peerMS, ratio = r.Peer, fmt.Sprintf("%.1fms", r.PeerMS), fmt.Sprintf("%.2fx", r.Ratio)
+		}
+		fmt.Fprintf(tw, "%s\t%.1fms\t%.1fms\t%s\t%s\t%s\t%s\t%d\t%s\n", r.Name, r.Ours, r.P95, peer, peerMS, ratio, r.Target, r.N, r.Note)
+	}
+	return tw.Flush()
 }
 
 // benchSearch times Grep, Glob and Read batches over src.
-func benchSearch(ctx context.Context, progress io.Writer, src string, n int) ([]toolBenchRow, error) {
+func benchSearch(ctx context.Context, progress io.Writer, src string, n int) ([]ToolRow, error) {
 	root, err := os.OpenRoot(src)
 	if err != nil {
 		return nil, err
@@ -187,18 +143,18 @@ func benchSearch(ctx context.Context, progress io.Writer, src string, n int) ([]
 		{"grep-ignore-case-count", "Grep", map[string]any{"pattern": "errnotexist", "-i": true, "output_mode": "count", "path": src}, []string{"-c", "-i", "--hidden", "errnotexist", src}},
 		{"glob-**/*.go", "Glob", map[string]any{"pattern": "**/*.go", "path": src}, []string{"--files", "--hidden", "-g", "*.go", src}},
 	}
-	var rows []toolBenchRow
+	var rows []ToolRow
 	for _, s := range searches {
 		fmt.Fprintf(progress, "%s ...\n", s.name)
 		// One warm-up of each, so both read from the page cache.
 		if _, err := call(s.tool, s.input); err != nil {
 			return nil, err
 		}
-		ours, err := timeRuns(n, func() error { _, err := call(s.tool, s.input); return err })
+		ours, err := timeN(n, nil, func() error { _, err := call(s.tool, s.input); return err })
 		if err != nil {
 			return nil, err
 		}
-		row := toolBenchRow{Name: s.name, Ours: toolPct(ours, 50), P95: toolPct(ours, 95), N: n, Target: "<= 2x rg"}
+		row := ToolRow{Name: s.name, Ours: lowerPct(ours, 50), P95: lowerPct(ours, 95), N: n, Target: "<= 2x rg"}
 		if rgErr == nil {
 			peer := func() error {
 				c := exec.CommandContext(ctx, rg, s.rgArgs...)
@@ -212,11 +168,11 @@ func benchSearch(ctx context.Context, progress io.Writer, src string, n int) ([]
 				return nil
 			}
 			peer()
-			theirs, err := timeRuns(n, peer)
+			theirs, err := timeN(n, nil, peer)
 			if err != nil {
 				return nil, err
 			}
-			row.Peer, row.PeerMS = "rg", toolPct(theirs, 50)
+			row.Peer, row.PeerMS = "rg", lowerPct(theirs, 50)
 			row.Ratio = row.Ours / row.PeerMS
 		}
 		rows = append(rows, row)
@@ -246,11 +202,11 @@ func benchSearch(ctx context.Context, progress io.Writer, src string, n int) ([]
 		}
 		return nil
 	}
-	par, err := timeRuns(n, func() error { return check(p.RunBatch(ctx, batch())) })
+	par, err := timeN(n, nil, func() error { return check(p.RunBatch(ctx, batch())) })
 	if err != nil {
 		return nil, err
 	}
-	ser, err := timeRuns(n, func() error {
+	ser, err := timeN(n, nil, func() error {
 		var out []tools.Response
 		for _, r := range batch() {
 			out = append(out, p.Run(ctx, r))
@@ -260,8 +216,8 @@ func benchSearch(ctx context.Context, progress io.Writer, src string, n int) ([]
 	if err != nil {
 		return nil, err
 	}
-	row := toolBenchRow{Name: "read-batch-10-parallel", Ours: toolPct(par, 50), P95: toolPct(par, 95), N: n,
-		Peer: "serial", PeerMS: toolPct(ser, 50), Target: "< 1x", Note: fmt.Sprintf("%d cores", runtime.GOMAXPROCS(0))}
+	row := ToolRow{Name: "read-batch-10-parallel", Ours: lowerPct(par, 50), P95: lowerPct(par, 95), N: n,
+		Peer: "serial", PeerMS: lowerPct(ser, 50), Target: "< 1x", Note: fmt.Sprintf("%d cores", runtime.GOMAXPROCS(0))}
 	row.Ratio = row.Ours / row.PeerMS
 	rows = append(rows, row)
 	return rows, nil
@@ -274,21 +230,18 @@ func benchSearch(ctx context.Context, progress io.Writer, src string, n int) ([]
 // Read (host-side), Write and Edit (the file handed to a container's
 // init). Below the pipeline, the runner alone: Run(true) against
 // WriteFile. A host-side atomic write is the last reference.
-func benchWrites(ctx context.Context, progress io.Writer, cfg config.Config, n int, cpuProfile string) ([]toolBenchRow, error) {
-	ws, err := os.MkdirTemp("", "agentbox-bench-tools-")
+func benchWrites(ctx context.Context, progress io.Writer, cfg config.Config, n int, cpuProfile string) ([]ToolRow, error) {
+	ws, removeWS, err := tempDir("agentbox-bench-tools-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(ws)
-	state, err := os.MkdirTemp("", "agentbox-bench-state-")
+	defer removeWS()
+	state, removeState, err := tempDir("agentbox-bench-state-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(state)
-	if ws, err = filepath.EvalSymlinks(ws); err != nil {
-		return nil, err
-	}
-	if err := benchOwner(ws); err != nil {
+	defer removeState()
+	if err := giveToOwner(ws); err != nil {
 		return nil, err
 	}
 	cfg.Workspace, cfg.StateDir = ws, state
@@ -413,11 +366,11 @@ func benchWrites(ctx context.Context, progress io.Writer, cfg config.Config, n i
 	}
 	p50 := map[string]float64{}
 	for _, r := range rows {
-		p50[r.name] = toolPct(r.ds, 50)
+		p50[r.name] = lowerPct(r.ds, 50)
 	}
-	var out []toolBenchRow
+	var out []ToolRow
 	for _, r := range rows {
-		row := toolBenchRow{Name: r.name, Ours: p50[r.name], P95: toolPct(r.ds, 95), N: n}
+		row := ToolRow{Name: r.name, Ours: p50[r.name], P95: lowerPct(r.ds, 95), N: n}
 		peer := ""
 		switch r.name {
 		case "read":
@@ -435,7 +388,7 @@ func benchWrites(ctx context.Context, progress io.Writer, cfg config.Config, n i
 			row.Ratio = row.Ours / max(p50[peer], 0.001)
 		}
 		if len(r.host) > 0 {
-			row.HostMS = toolPct(r.host, 50)
+			row.HostMS = lowerPct(r.host, 50)
 			row.Note = strings.TrimPrefix(row.Note+fmt.Sprintf("; %.1fms outside the container", row.HostMS), "; ")
 		}
 		out = append(out, row)

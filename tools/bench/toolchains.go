@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -14,18 +14,14 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/tools"
 	"github.com/agentbox/agentbox/tools/builtin"
 	"github.com/agentbox/agentbox/tools/workspace"
 )
 
-func init() { registerBench(newBenchToolchainsCmd) }
-
-// toolchainRow is one line of `agentbox bench toolchains --json`.
-type toolchainRow struct {
+// ToolchainRow is one line of `agentbox bench toolchains --json`.
+type ToolchainRow struct {
 	Name string `json:"name"`
 	// Cold is the first run of each side (empty build caches).
 	NativeColdMS  float64 `json:"native_cold_ms"`
@@ -39,57 +35,30 @@ type toolchainRow struct {
 	N             int     `json:"n"`
 }
 
-func newBenchToolchainsCmd(a *app) *cobra.Command {
-	var n int
-	var src string
-	cmd := &cobra.Command{
-		Use:   "toolchains [--n N] [--src DIR] [--json]",
-		Short: "Time agentbox's own go vet / go test and a parallel CPU job through the Bash tool against native runs",
-		Long: `toolchains copies a Go module (agentbox's own source: --src, default the
-module in the current directory) to a temporary workspace and times, natively
-and through the whole tool pipeline (Bash tool, permission, snapshot, warm
-sandbox pool, change capture, journal), in the same run:
-  go vet ./classifier/
-  go test -count=1 ./classifier/
-  two busy loops in parallel (CPU limit)
-The first run of each side is cold (empty build caches: the native side gets a
-fresh GOCACHE, the sandbox a cleared build cache); the warm rows are the
-median of N later runs. Dependencies come from the host's module cache,
-mounted read-only; the network is off on both sides (GOPROXY=off).
-Target: warm ratio <= 1.15x.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.Config()
-			if err != nil {
-				return err
-			}
-			rows, err := benchToolchains(cmd.Context(), a.stderr(), *cfg, src, n)
-			if err != nil {
-				return err
-			}
-			if a.jsonOut {
-				enc := json.NewEncoder(a.stdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(rows)
-			}
-			tw := tabwriter.NewWriter(a.stdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "row\tnative cold\tsandbox cold\tcold ratio\tnative warm p50\tsandbox warm p50\twarm ratio\ttarget\tn")
-			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%.0fms\t%.0fms\t%.2fx\t%.0fms\t%.0fms\t%.2fx\t%s\t%d\n", r.Name, r.NativeColdMS, r.SandboxColdMS, r.ColdRatio,
-					r.NativeWarmMS, r.SandboxWarmMS, r.WarmRatio, r.Target, r.N)
-			}
-			return tw.Flush()
-		},
+// WriteToolchainsReport prints the rows of [Toolchains] for a person.
+func WriteToolchainsReport(w io.Writer, rows []ToolchainRow) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "row\tnative cold\tsandbox cold\tcold ratio\tnative warm p50\tsandbox warm p50\twarm ratio\ttarget\tn")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%.0fms\t%.0fms\t%.2fx\t%.0fms\t%.0fms\t%.2fx\t%s\t%d\n", r.Name, r.NativeColdMS, r.SandboxColdMS, r.ColdRatio,
+			r.NativeWarmMS, r.SandboxWarmMS, r.WarmRatio, r.Target, r.N)
 	}
-	cmd.Flags().IntVar(&n, "n", 3, "warm runs per row and side")
-	cmd.Flags().StringVar(&src, "src", "", "Go module to copy (default: the module in the current directory)")
-	return cmd
+	return tw.Flush()
 }
 
 // busyLoops is the parallel CPU-bound job: two shell loops at once.
 const busyLoops = `for j in 1 2; do ( i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done ) & done; wait`
 
-func benchToolchains(ctx context.Context, progress io.Writer, cfg config.Config, src string, n int) ([]toolchainRow, error) {
+// Toolchains copies a Go module (src; "": the module in the current
+// directory, which must be agentbox's: it needs classifier/) to a
+// temporary workspace and times, natively and through the whole tool
+// pipeline (Bash tool, permission, snapshot, cfg's warm sandbox pool,
+// change capture, journal), go vet ./classifier/, go test -count=1
+// ./classifier/ and two busy loops in parallel: the first run of each side
+// cold (empty build caches), then the median of n warm runs, the sides
+// alternating. Dependencies come from the host's module cache, read-only;
+// the network is off on both sides (GOPROXY=off).
+func Toolchains(ctx context.Context, progress io.Writer, cfg config.Config, src string, n int) ([]ToolchainRow, error) {
 	if src == "" {
 		wd, err := os.Getwd()
 		if err != nil {
@@ -124,12 +93,8 @@ func benchToolchains(ctx context.Context, progress io.Writer, cfg config.Config,
 	if out, err := dl.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("go mod download: %v\n%s", err, out)
 	}
-	uid := os.Geteuid()
-	if uid == 0 {
-		uid = benchUID
-		if err := chownTree(ws, benchUID); err != nil {
-			return nil, err
-		}
+	if err := giveTreeToOwner(ws); err != nil {
+		return nil, err
 	}
 	cfg.Workspace, cfg.StateDir = ws, filepath.Join(tmp, "state")
 	cfg.Tools.Mode = "bypassPermissions"
@@ -173,16 +138,16 @@ func benchToolchains(ctx context.Context, progress io.Writer, cfg config.Config,
 	if err := sandboxed("true"); err != nil {
 		return nil, err
 	}
-	pace := func() { time.Sleep(300 * time.Millisecond) }
+	pace := func() error { time.Sleep(300 * time.Millisecond); return nil }
 	jobs := []struct{ name, script string }{
 		{"go-vet-classifier", "go vet ./classifier/"},
 		{"go-test-classifier", "go test -count=1 ./classifier/"},
 		{"parallel-busy-loops-x2", busyLoops},
 	}
-	var rows []toolchainRow
+	var rows []ToolchainRow
 	for _, j := range jobs {
 		fmt.Fprintf(progress, "%s ...\n", j.name)
-		row := toolchainRow{Name: j.name, Target: "warm <= 1.15x", N: n}
+		row := ToolchainRow{Name: j.name, Target: "warm <= 1.15x", N: n}
 		cold := func(f func(string) error) (float64, error) {
 			pace()
 			t0 := time.Now()
@@ -198,17 +163,17 @@ func benchToolchains(ctx context.Context, progress io.Writer, cfg config.Config,
 		// Alternate the sides so that noise on this shared machine hits both.
 		var nat, box []time.Duration
 		for range n {
-			d, err := timeRunsPaced(1, pace, func() error { return native(j.script) })
+			d, err := timeN(1, pace, func() error { return native(j.script) })
 			if err != nil {
 				return nil, err
 			}
 			nat = append(nat, d...)
-			if d, err = timeRunsPaced(1, pace, func() error { return sandboxed(j.script) }); err != nil {
+			if d, err = timeN(1, pace, func() error { return sandboxed(j.script) }); err != nil {
 				return nil, err
 			}
 			box = append(box, d...)
 		}
-		row.NativeWarmMS, row.SandboxWarmMS = toolPct(nat, 50), toolPct(box, 50)
+		row.NativeWarmMS, row.SandboxWarmMS = lowerPct(nat, 50), lowerPct(box, 50)
 		row.ColdRatio = row.SandboxColdMS / max(row.NativeColdMS, 0.001)
 		row.WarmRatio = row.SandboxWarmMS / max(row.NativeWarmMS, 0.001)
 		rows = append(rows, row)
@@ -242,27 +207,4 @@ func copyModule(src, dst string) error {
 		}
 		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
 	})
-}
-
-func chownTree(dir string, uid int) error {
-	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, uid, uid)
-	})
-}
-
-// timeRunsPaced times n calls of f, each after pause.
-func timeRunsPaced(n int, pause func(), f func() error) ([]time.Duration, error) {
-	out := make([]time.Duration, 0, n)
-	for range n {
-		pause()
-		t0 := time.Now()
-		if err := f(); err != nil {
-			return nil, err
-		}
-		out = append(out, time.Since(t0))
-	}
-	return out, nil
 }

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/config/frontdoor"
+)
+
+// TestMCPTokenCommand: `mcp token` prints the path only, --header the JSON
+// a header helper returns, and rotate replaces the token.
+func TestMCPTokenCommand(t *testing.T) {
+	base := t.TempDir()
+	state := filepath.Join(base, "state")
+	t.Setenv("AGENTBOX_STATE_DIR", state)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(base, "config"))
+	t.Setenv("AGENTBOX_MCP_BEARER_TOKEN", "")
+	// Run where a header helper may run: a directory holding the state
+	// dir (a home directory), which is no valid workspace.
+	t.Chdir(base)
+	out, stderr, err := runCLI(t, "mcp", "token")
+	if err != nil {
+		t.Fatalf("%v %s", err, stderr)
+	}
+	path := frontdoor.KeyPath(state, "mcp")
+	if strings.TrimSpace(out) != path {
+		t.Fatalf("mcp token printed %q, want the path %s", out, path)
+	}
+	k, err := frontdoor.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, _ := k.Token()
+	out, _, err = runCLI(t, "mcp", "token", "--header")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h map[string]string
+	if err := json.Unmarshal([]byte(out), &h); err != nil || len(h) != 1 || h["Authorization"] != "Bearer "+old {
+		t.Fatalf("--header printed something else than the header object (%v)", err)
+	}
+	out, stderr, err = runCLI(t, "mcp", "token", "rotate")
+	if err != nil {
+		t.Fatalf("%v %s", err, stderr)
+	}
+	if strings.Contains(out+stderr, old) {
+		t.Error("rotate printed a token")
+	}
+	if err := k.Verify(old); err == nil {
+		t.Error("the old token still verifies after rotate")
+	}
+	// With mcp.bearer_token set, that is the token and rotate refuses.
+	t.Setenv("AGENTBOX_MCP_BEARER_TOKEN", "explicit-token-0123456789abcdef")
+	if _, _, err := runCLI(t, "mcp", "token", "rotate"); err == nil || !strings.Contains(err.Error(), "mcp.bearer_token") {
+		t.Errorf("rotate with an explicit token: %v", err)
+	}
+	out, _, _ = runCLI(t, "mcp", "token", "--header")
+	if !strings.Contains(out, "Bearer explicit-token-0123456789abcdef") {
+		t.Errorf("--header with an explicit token: %q", out)
+	}
+}
+
+// TestMCPSocketRefusedInWorkspace: a socket in the workspace, even reached
+// through a symlink, would let sandboxed commands (the workspace owner's
+// uid) in; agentbox refuses to listen there and creates nothing there.
+func TestMCPSocketRefusedInWorkspace(t *testing.T) {
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	ws := filepath.Join(base, "ws")
+	os.Mkdir(ws, 0o755)
+	os.Symlink(ws, filepath.Join(base, "link"))
+	t.Setenv("AGENTBOX_STATE_DIR", filepath.Join(base, "state"))
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(base, "config"))
+	for _, sock := range []string{filepath.Join(ws, "run", "mcp.sock"), filepath.Join(base, "link", "run", "mcp.sock")} {
+		_, _, err := runCLI(t, "--workspace", ws, "mcp", "--socket", sock)
+		if err == nil || !strings.Contains(err.Error(), "inside the workspace") {
+			t.Errorf("--socket %s: %v", sock, err)
+		}
+	}
+	if entries, _ := os.ReadDir(ws); len(entries) != 0 {
+		t.Errorf("the refused socket left %d entries in the workspace", len(entries))
+	}
+}
+
+// TestMCPKeyHealth: doctor fails on a token file agentbox would refuse,
+// and neither fails nor creates one when there is none.
+func TestMCPKeyHealth(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	cfg := &config.Config{StateDir: state}
+	if err := mcpKeyHealth(cfg); err != nil {
+		t.Fatalf("no token file: %v", err)
+	}
+	if _, err := os.Stat(frontdoor.KeyPath(state, mcpDoorName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("the check created a token file")
+	}
+	k, err := frontdoor.Ensure(frontdoor.KeyPath(state, mcpDoorName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := checkMCP(cfg); c.Status != statusOK {
+		t.Fatalf("healthy token file: %+v", c)
+	}
+	os.Chmod(k.Path(), 0o644)
+	c := checkMCP(cfg)
+	if c.Status != statusFail || !strings.Contains(c.Fix, "agentbox mcp token rotate") || !errors.Is(mcpKeyHealth(cfg), frontdoor.ErrInsecure) {
+		t.Errorf("world-readable token file: %+v", c)
+	}
+}

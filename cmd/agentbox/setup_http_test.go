@@ -1,0 +1,170 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/agentbox/agentbox/config/frontdoor"
+)
+
+// TestSetupHTTP: `setup CLIENT --http URL` turns an existing stdio entry
+// into the client's own HTTP form with the bearer token (user files:
+// the token, file made 0600; project files: a reference to a variable,
+// never the token; Claude Code: a header helper), prints no token, and
+// is idempotent.
+func TestSetupHTTP(t *testing.T) {
+	const url = "http://127.0.0.1:8787"
+	const wantURL = url + "/mcp"
+	cases := []struct {
+		client string
+		user   bool
+		file   string // relative to home (user) or the workspace
+		check  func(t *testing.T, b []byte, token, state string)
+	}{
+		{"claude-code", true, ".claude.json", checkClaude},
+		{"claude-code", false, ".mcp.json", checkClaude},
+		{"gemini-cli", true, ".gemini/settings.json", func(t *testing.T, b []byte, token, _ string) {
+			e := jsonEntry(t, b)
+			if e["httpUrl"] != wantURL || header(e) != "Bearer "+token {
+				t.Errorf("entry %v", e)
+			}
+		}},
+		{"gemini-cli", false, ".gemini/settings.json", func(t *testing.T, b []byte, _, _ string) {
+			e := jsonEntry(t, b)
+			if e["httpUrl"] != wantURL || header(e) != "Bearer ${AGENTBOX_MCP_TOKEN}" {
+				t.Errorf("entry %v", e)
+			}
+		}},
+		{"cursor", true, ".cursor/mcp.json", func(t *testing.T, b []byte, token, _ string) {
+			e := jsonEntry(t, b)
+			if e["url"] != wantURL || header(e) != "Bearer "+token {
+				t.Errorf("entry %v", e)
+			}
+		}},
+		{"cursor", false, ".cursor/mcp.json", func(t *testing.T, b []byte, _, _ string) {
+			e := jsonEntry(t, b)
+			if e["url"] != wantURL || header(e) != "Bearer ${env:AGENTBOX_MCP_TOKEN}" {
+				t.Errorf("entry %v", e)
+			}
+		}},
+		{"codex", true, ".codex/config.toml", checkCodex},
+		{"codex", false, ".codex/config.toml", checkCodex},
+	}
+	for _, tc := range cases {
+		scope := "--project"
+		if tc.user {
+			scope = "--user"
+		}
+		t.Run(tc.client+scope, func(t *testing.T) {
+			base := t.TempDir()
+			home, ws, state := filepath.Join(base, "home"), filepath.Join(base, "ws"), filepath.Join(base, "state")
+			os.MkdirAll(home, 0o755)
+			os.MkdirAll(ws, 0o755)
+			t.Setenv("HOME", home)
+			t.Setenv("AGENTBOX_STATE_DIR", state)
+			t.Setenv("XDG_CONFIG_HOME", filepath.Join(base, "config"))
+			args := []string{"--workspace", ws, "setup", "--command", "agentbox", tc.client, scope}
+			if _, stderr, err := runCLI(t, args...); err != nil {
+				t.Fatalf("stdio setup: %v %s", err, stderr)
+			}
+			args = append(args, "--http", url)
+			out, stderr, err := runCLI(t, args...)
+			if err != nil {
+				t.Fatalf("%v %s", err, stderr)
+			}
+			k, err := frontdoor.Load(frontdoor.KeyPath(state, "mcp"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			token, _ := k.Token()
+			if strings.Contains(out+stderr, token) {
+				t.Errorf("setup printed the token:\n%s\n%s", out, stderr)
+			}
+			p := filepath.Join(ws, tc.file)
+			if tc.user {
+				p = filepath.Join(home, tc.file)
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(b), `"command"`) || strings.Contains(string(b), "command =") {
+				t.Errorf("the stdio command is left next to the URL:\n%s", b)
+			}
+			tc.check(t, b, token, state)
+			holdsToken := strings.Contains(string(b), token)
+			if fi, _ := os.Stat(p); holdsToken && fi.Mode().Perm() != 0o600 {
+				t.Errorf("%s holds the token with mode %#o", p, fi.Mode().Perm())
+			}
+			for f, c := range treeFiles(t, ws) {
+				if strings.Contains(string(c), token) {
+					t.Errorf("the project file %s holds the token", f)
+				}
+			}
+			again, stderr, err := runCLI(t, args...)
+			if err != nil || again != "" || !strings.Contains(stderr, "already set up") {
+				t.Fatalf("second run: %v %q %s", err, again, stderr)
+			}
+		})
+	}
+}
+
+func checkClaude(t *testing.T, b []byte, token, state string) {
+	t.Helper()
+	e := jsonEntry(t, b)
+	h, _ := e["headersHelper"].(string)
+	if e["type"] != "http" || e["url"] != "http://127.0.0.1:8787/mcp" || !strings.Contains(h, "--state-dir "+state) || !strings.HasSuffix(h, " mcp token --header") {
+		t.Errorf("entry %v", e)
+	}
+	if strings.Contains(string(b), token) {
+		t.Error("the Claude Code entry holds the token")
+	}
+}
+
+func checkCodex(t *testing.T, b []byte, token, state string) {
+	t.Helper()
+	e := tomlEntry(t, b)
+	h, _ := e["http_headers_helper"].(string)
+	if e["url"] != "http://127.0.0.1:8787/mcp" || !strings.Contains(h, "--state-dir "+state) || !strings.HasSuffix(h, " mcp token --header") || e["http_headers"] != nil {
+		t.Errorf("entry %v", e)
+	}
+	if strings.Contains(string(b), token) {
+		t.Error("the Codex entry holds the token")
+	}
+}
+
+func jsonEntry(t *testing.T, b []byte) map[string]any {
+	t.Helper()
+	var doc struct {
+		MCPServers map[string]map[string]any `json:"mcpServers"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	return doc.MCPServers["agentbox"]
+}
+
+func tomlEntry(t *testing.T, b []byte) map[string]any {
+	t.Helper()
+	var doc struct {
+		MCPServers map[string]map[string]any `toml:"mcp_servers"`
+	}
+	if err := toml.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	if strings.Contains(string(b), "command") {
+		t.Errorf("codex entry keeps a command:\n%s", b)
+	}
+	return doc.MCPServers["agentbox"]
+}
+
+func header(e map[string]any) string {
+	h, _ := e["headers"].(map[string]any)
+	s, _ := h["Authorization"].(string)
+	return s
+}

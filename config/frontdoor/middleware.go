@@ -1,0 +1,116 @@
+package frontdoor
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+)
+
+// Option configures Require and ListenUnix.
+type Option func(*options)
+
+type options struct {
+	hint  string
+	realm string
+	log   *slog.Logger
+	uids  []uint32
+}
+
+func newOptions(opts []Option) options {
+	o := options{realm: "agentbox", log: slog.New(slog.DiscardHandler)}
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}
+
+// WithHint is the sentence a refused HTTP client is told about how to get
+// the token (e.g. "The token is in FILE; `agentbox setup CLIENT --http
+// URL` writes it into a client's config."). It must not contain the token.
+func WithHint(hint string) Option { return func(o *options) { o.hint = hint } }
+
+// WithRealm names the door in the WWW-Authenticate challenge (default
+// "agentbox").
+func WithRealm(realm string) Option { return func(o *options) { o.realm = realm } }
+
+// WithLogger receives one record per refused request or connection (the
+// peer, the reason; never a token). Default: nothing is logged.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) {
+		if l != nil {
+			o.log = l
+		}
+	}
+}
+
+// Require returns a handler that serves a request with next only when it
+// carries "Authorization: Bearer <token>" and v accepts the token. Every
+// request is checked, including each one on a kept-alive connection. A
+// refused request gets 401 with a WWW-Authenticate challenge and a body
+// saying why (never echoing what was sent) and, from WithHint, how to get
+// the token; when v cannot decide (its token file is unreadable) the
+// answer is 503 and the door stays shut. next sees the request without
+// its Authorization header.
+func Require(v Verifier, next http.Handler, opts ...Option) http.Handler {
+	o := newOptions(opts)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, reason := bearer(r.Header)
+		var err error
+		if reason == "" {
+			if err = v.Verify(tok); err != nil {
+				reason = "the bearer token is not this server's current token"
+			}
+		}
+		if reason == "" {
+			r = r.Clone(r.Context())
+			r.Header.Del("Authorization")
+			next.ServeHTTP(w, r)
+			return
+		}
+		if err != nil && !errors.Is(err, ErrWrongToken) {
+			o.log.Error("refused a request: cannot check tokens", "remote", r.RemoteAddr, "err", err)
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.Header().Set("Cache-Control", "no-store")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintln(w, "agentbox: this server cannot read its own token file, so it refuses every request; its log says why.")
+			return
+		}
+		o.log.Warn("refused a request without a valid bearer token", "remote", r.RemoteAddr, "method", r.Method, "path", r.URL.Path, "reason", reason)
+		challenge := fmt.Sprintf("Bearer realm=%q", o.realm)
+		if tok != "" {
+			challenge += `, error="invalid_token"`
+		}
+		w.Header().Set("WWW-Authenticate", challenge)
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusUnauthorized)
+		msg := "agentbox: this server needs \"Authorization: Bearer <token>\" on every request; " + reason + "."
+		if o.hint != "" {
+			msg += "\n" + o.hint
+		}
+		fmt.Fprintln(w, msg)
+	})
+}
+
+// bearer extracts the token of a single "Authorization: Bearer <token>"
+// header, or says (without quoting it) what is wrong with it.
+func bearer(h http.Header) (tok, reason string) {
+	vals := h.Values("Authorization")
+	switch {
+	case len(vals) == 0:
+		return "", "the request has no Authorization header"
+	case len(vals) > 1:
+		return "", "the request has more than one Authorization header"
+	}
+	scheme, rest, _ := strings.Cut(strings.TrimSpace(vals[0]), " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		return "", "its Authorization header is not a bearer token"
+	}
+	tok = strings.TrimSpace(rest)
+	if tok == "" {
+		return "", "its bearer token is empty"
+	}
+	return tok, ""
+}

@@ -1,0 +1,132 @@
+package egress
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"net/http"
+	"net/textproto"
+	"strings"
+	"time"
+)
+
+// hopHeaders are connection-scoped and never forwarded.
+var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authorization",
+	"Proxy-Authenticate", "Te", "Trailer", "Upgrade"}
+
+func stripHop(h http.Header) {
+	for _, v := range h.Values("Connection") {
+		for _, k := range strings.Split(v, ",") {
+			if k = strings.TrimSpace(k); k != "" {
+				h.Del(k)
+			}
+		}
+	}
+	for _, k := range hopHeaders {
+		h.Del(k)
+	}
+}
+
+// forward serves one absolute-form HTTP request on its own upstream
+// connection and reports whether the client connection may carry another
+// request.
+func (s *Server) forward(ctx context.Context, c Caller, conn net.Conn, br *bufio.Reader, req *http.Request, rh rawHead) bool {
+	ev := s.event(c, "http", time.Now())
+	ev.Method = req.Method
+	u := req.URL
+	switch {
+	case u == nil || !u.IsAbs() || u.Host == "":
+		s.refuse(conn, ev, refusef(ReasonBadRequest, "", "not a proxy request: the target must be an absolute http:// URL (or use CONNECT)"))
+		return false
+	case u.User != nil || strings.Contains(u.Host, "@"):
+		s.refuse(conn, ev, refusef(ReasonUserinfo, "", "credentials in the URL are refused; send them in a header"))
+		return false
+	case u.Scheme != "http":
+		s.refuse(conn, ev, refusef(ReasonUnsupported, "", "%s:// through the proxy: use CONNECT for https", u.Scheme))
+		return false
+	case !sameAuthority(rh.header.Get("Host"), u.Host, 80):
+		s.refuse(conn, ev, refusef(ReasonHostMismatch, "", "Host header %q differs from the URL's host %q", rh.header.Get("Host"), u.Host))
+		return false
+	case rh.header.Get("Upgrade") != "" || headerHasToken(rh.header, "Connection", "upgrade"):
+		s.refuse(conn, ev, refusef(ReasonUnsupported, "", "protocol upgrades are not carried; use https (CONNECT)"))
+		return false
+	}
+	host, port, err := splitHostPort(u.Host, 80)
+	if err != nil {
+		s.refuse(conn, ev, refusef(ReasonBadRequest, "", "%v", err))
+		return false
+	}
+	up, t, err := s.gate.Connect(ctx, c, host, port)
+	ev.target(host, port, t, err)
+	if err != nil {
+		s.refuse(conn, ev, AsRefusal(err))
+		return false
+	}
+	defer up.Close()
+	ev.Decision = "allow"
+	keep := !req.Close
+	stripHop(req.Header)
+	req.Host = u.Host
+	req.Close = true // one request per upstream connection
+	cu := &counter{Conn: up}
+	if err := req.Write(cu); err != nil {
+		ev.BytesOut = cu.out
+		s.refuse(conn, ev, refusef(ReasonDial, "", "sending the request failed"))
+		return false
+	}
+	ubr := bufio.NewReader(cu)
+	for {
+		resp, err := http.ReadResponse(ubr, req)
+		if err != nil {
+			ev.BytesOut, ev.BytesIn = cu.out, cu.in
+			s.refuse(conn, ev, refusef(ReasonDial, "", "no valid response from %s", t.Host))
+			return false
+		}
+		interim := resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols
+		if !interim {
+			keep = keep && (resp.ContentLength >= 0 || len(resp.TransferEncoding) > 0)
+		}
+		stripHop(resp.Header)
+		resp.Close = !keep
+		err = resp.Write(conn)
+		resp.Body.Close()
+		if err != nil {
+			keep = false
+		}
+		if !interim || err != nil {
+			break
+		}
+	}
+	ev.BytesOut, ev.BytesIn = cu.out, cu.in
+	s.finish(ev)
+	return keep
+}
+
+func headerHasToken(h textproto.MIMEHeader, key, token string) bool {
+	for _, v := range h.Values(key) {
+		for _, t := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// counter counts the bytes through an upstream connection.
+type counter struct {
+	net.Conn
+	out, in int64
+}
+
+func (c *counter) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.out += int64(n)
+	return n, err
+}
+
+func (c *counter) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.in += int64(n)
+	return n, err
+}

@@ -1,0 +1,361 @@
+package egress
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentbox/agentbox/config/frontdoor"
+)
+
+// Event is one audited connection attempt.
+type Event struct {
+	Time     time.Time
+	Call     string
+	Session  string
+	Kind     string // "connect" (a CONNECT tunnel), "http" (a forwarded request) or "refused" (before any target)
+	Method   string // the HTTP method of a forwarded request
+	Host     string
+	Port     uint16
+	Addr     string // the address dialed, when one was
+	Decision string // "allow" or "deny"
+	By       string // the rule or party that decided
+	Reason   string // refusal reason, when refused
+	BytesOut int64  // client → destination
+	BytesIn  int64  // destination → client
+	Duration time.Duration
+}
+
+// AuditFunc receives every Event. It must not block for long.
+type AuditFunc func(Event)
+
+// Server is the proxy a sandbox reaches over its unix socket. Safe for
+// concurrent use.
+type Server struct {
+	gate        *Gate
+	auth        frontdoor.Verifier
+	audit       AuditFunc
+	uids        []uint32
+	helloWait   time.Duration
+	idle        time.Duration
+	log         *slog.Logger
+	connections sync.WaitGroup
+}
+
+// ServerOption configures a Server.
+type ServerOption func(*Server)
+
+// WithAudit sets the audit sink.
+func WithAudit(f AuditFunc) ServerOption { return func(s *Server) { s.audit = f } }
+
+// WithPeerUIDs sets which uids may connect (SO_PEERCRED); the default is
+// this process's uid only. Under gVisor the peer is the gofer (uid 0).
+func WithPeerUIDs(uids ...uint32) ServerOption { return func(s *Server) { s.uids = uids } }
+
+// WithTimeouts sets how long a client may take to send its ClientHello
+// and how long a kept-alive connection may sit idle.
+func WithTimeouts(hello, idle time.Duration) ServerOption {
+	return func(s *Server) { s.helloWait, s.idle = hello, idle }
+}
+
+// WithLogger sets a logger (default: none).
+func WithLogger(l *slog.Logger) ServerOption { return func(s *Server) { s.log = l } }
+
+// NewServer builds a proxy over g; every caller must pass auth.
+func NewServer(g *Gate, auth frontdoor.Verifier, opts ...ServerOption) *Server {
+	s := &Server{gate: g, auth: auth, audit: func(Event) {}, uids: []uint32{uint32(os.Getuid())},
+		helloWait: 10 * time.Second, idle: 2 * time.Minute,
+		log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// SocketName is the proxy socket's name in its directory.
+const SocketName = "egress.sock"
+
+// Listen creates dir (mode 0700; it must not exist with other owners or
+// wider permissions) and listens on dir/SocketName.
+func Listen(dir string) (net.Listener, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("egress socket dir: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("egress socket dir: %w", err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("egress socket dir %s: not a directory", dir)
+	}
+	path := filepath.Join(dir, SocketName)
+	_ = os.Remove(path)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("egress listen: %w", err)
+	}
+	return ln, nil
+}
+
+// Serve accepts connections until ctx ends or ln fails; it closes ln and
+// every open connection on the way out.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	defer s.connections.Wait()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("egress accept: %w", err)
+		}
+		s.connections.Add(1)
+		go func() {
+			defer s.connections.Done()
+			s.ServeConn(ctx, c)
+		}()
+	}
+}
+
+// ServeConn serves one relay connection and closes it.
+func (s *Server) ServeConn(ctx context.Context, c net.Conn) {
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+	start := time.Now()
+	uid, err := peerUID(c)
+	if err == nil && !slices.Contains(s.uids, uid) {
+		err = fmt.Errorf("%w: uid %d", ErrUnauthenticated, uid)
+	}
+	br := bufio.NewReaderSize(c, MaxHeaderBytes)
+	var p Preamble
+	if err == nil {
+		_ = c.SetReadDeadline(time.Now().Add(s.helloWait))
+		p, err = ReadPreamble(br)
+	}
+	if err == nil {
+		if verr := s.auth.Verify(p.Token); verr != nil {
+			err = fmt.Errorf("%w: %w", ErrUnauthenticated, verr)
+		}
+	}
+	if err != nil {
+		s.log.Debug("egress caller refused", "err", err)
+		r := &Refusal{Reason: ReasonAuth, Detail: "this connection did not come through the sandbox's relay"}
+		s.refuse(c, Event{Time: start, Kind: "refused"}, r)
+		return
+	}
+	for {
+		_ = c.SetReadDeadline(time.Now().Add(s.idle))
+		head, err := peekHead(br)
+		if err != nil {
+			if errors.Is(err, errHeadTooLarge) {
+				s.refuse(c, s.event(p.Caller, "refused", start), refusef(ReasonBadRequest, "", "request head larger than %d bytes", MaxHeaderBytes))
+			} else if errors.Is(err, io.ErrUnexpectedEOF) {
+				s.refuse(c, s.event(p.Caller, "refused", start), notHTTP())
+			}
+			return
+		}
+		if head[0] < 'A' || head[0] > 'Z' {
+			s.refuse(c, s.event(p.Caller, "refused", start), notHTTP())
+			return
+		}
+		rh, r := parseHead(head)
+		if r != nil {
+			s.refuse(c, s.event(p.Caller, "refused", start), r)
+			return
+		}
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			s.refuse(c, s.event(p.Caller, "refused", start), refusef(ReasonBadRequest, "", "malformed request: %v", err))
+			return
+		}
+		_ = c.SetReadDeadline(time.Time{})
+		if req.Method == http.MethodConnect {
+			s.connect(ctx, p.Caller, c, br, req, rh)
+			return
+		}
+		if !s.forward(ctx, p.Caller, c, br, req, rh) {
+			return
+		}
+		start = time.Now()
+	}
+}
+
+func notHTTP() *Refusal {
+	return refusef(ReasonUnsupported, "", "this proxy speaks HTTP/1.1 forward requests and CONNECT only (no SOCKS, no raw TCP)")
+}
+
+func (s *Server) event(c Caller, kind string, start time.Time) Event {
+	return Event{Time: start, Call: c.Call, Session: c.Session, Kind: kind}
+}
+
+// refuse writes the refusal as an HTTP 403 (400 for malformed requests,
+// 502 when the destination did not answer) and audits it.
+func (s *Server) refuse(w io.Writer, ev Event, r *Refusal) {
+	WriteRefusal(w, r)
+	ev.Decision, ev.Reason = "deny", r.Reason
+	if ev.By == "" {
+		ev.By = "proxy"
+	}
+	s.finish(ev)
+}
+
+// WriteRefusal writes r as a complete HTTP response that closes the
+// connection: 403 (400 for a malformed request, 502 when the destination
+// did not answer), the reason in X-Agentbox-Error, the text as the body.
+func WriteRefusal(w io.Writer, r *Refusal) {
+	status := http.StatusForbidden
+	switch r.Reason {
+	case ReasonBadRequest, ReasonSmuggling:
+		status = http.StatusBadRequest
+	case ReasonDial, ReasonResolve:
+		status = http.StatusBadGateway
+	}
+	body := r.Error() + "\n"
+	fmt.Fprintf(w, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nX-Agentbox-Error: %s\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s",
+		status, http.StatusText(status), r.Reason, len(body), body)
+}
+
+func (s *Server) finish(ev Event) {
+	ev.Duration = time.Since(ev.Time)
+	s.audit(ev)
+}
+
+// target copies a gate outcome into the event.
+func (ev *Event) target(host string, port uint16, t Target, err error) {
+	ev.Host, ev.Port, ev.By = t.Host, port, t.Decision.By
+	if ev.Host == "" {
+		ev.Host = host
+	}
+	if t.Addr.IsValid() {
+		ev.Addr = t.Addr.String()
+	}
+	if err != nil && t.Decision.Verdict == Allow {
+		// The policy allowed the name; what failed came after it.
+		ev.By = "address check"
+		if r := AsRefusal(err); r.Reason == ReasonDial || r.Reason == ReasonResolve {
+			ev.By = "dial"
+		}
+	}
+}
+
+func (s *Server) connect(ctx context.Context, c Caller, conn net.Conn, br *bufio.Reader, req *http.Request, rh rawHead) {
+	ev := s.event(c, "connect", time.Now())
+	host, port, err := splitHostPort(rh.target, 0)
+	if err != nil || strings.ContainsAny(rh.target, "/@?#") {
+		s.refuse(conn, ev, refusef(ReasonBadRequest, "", "CONNECT needs host:port, got %q", rh.target))
+		return
+	}
+	if hv := rh.header.Get("Host"); hv != "" && !sameAuthority(hv, rh.target, port) {
+		ev.Host, ev.Port = host, port
+		s.refuse(conn, ev, refusef(ReasonHostMismatch, "", "Host header %q differs from the CONNECT target %q", hv, rh.target))
+		return
+	}
+	up, t, err := s.gate.Connect(ctx, c, host, port)
+	ev.target(host, port, t, err)
+	if err != nil {
+		s.refuse(conn, ev, AsRefusal(err))
+		return
+	}
+	defer up.Close()
+	if _, err := io.WriteString(conn, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		return
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(s.helloWait))
+	raw, ch, err := ReadClientHello(br, 0)
+	_ = conn.SetReadDeadline(time.Time{})
+	if r := checkHello(t, ch, err); r != nil {
+		// Past the 200 the client speaks TLS: answer with a fatal
+		// access_denied alert and close.
+		_, _ = conn.Write([]byte{0x15, 0x03, 0x01, 0x00, 0x02, 0x02, 0x31})
+		ev.Decision, ev.Reason, ev.By = "deny", r.Reason, "tls check"
+		s.finish(ev)
+		return
+	}
+	ev.Decision = "allow"
+	n, err := up.Write(raw)
+	ev.BytesOut = int64(n)
+	if err != nil {
+		s.finish(ev)
+		return
+	}
+	out, in := relay(conn, br, up)
+	ev.BytesOut += out
+	ev.BytesIn = in
+	s.finish(ev)
+}
+
+// checkHello applies the TLS rules to a CONNECT tunnel: TLS, a server
+// name equal to the CONNECT host, no encrypted ClientHello. A listed IP
+// literal may come without a server name (clients send none for
+// addresses).
+func checkHello(t Target, ch ClientHello, err error) *Refusal {
+	switch {
+	case errors.Is(err, ErrNotTLS):
+		return refusef(ReasonNotTLS, "", "a CONNECT tunnel must carry TLS")
+	case err != nil:
+		return refusef(ReasonBadRequest, "", "%v", err)
+	case ch.ECH:
+		return refusef(ReasonECH, "", "encrypted ClientHello hides the server name")
+	case ch.ServerName == "" && t.Literal:
+		return nil
+	case ch.ServerName == "":
+		return refusef(ReasonNoSNI, "", "TLS to %s without a server name", t.Host)
+	}
+	sni, _, nerr := NormalizeHost(ch.ServerName)
+	if nerr != nil || sni != t.Host {
+		return refusef(ReasonSNIMismatch, "", "TLS server name differs from the CONNECT host %s", t.Host)
+	}
+	return nil
+}
+
+// lingerAfterClose is how long the other direction may go on after the
+// destination closed its side.
+const lingerAfterClose = 10 * time.Second
+
+// relay copies both ways until both directions end and returns the bytes
+// each way (client → upstream, upstream → client).
+func relay(client net.Conn, br *bufio.Reader, up net.Conn) (out, in int64) {
+	var wg sync.WaitGroup
+	var o, i atomic.Int64
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		n, _ := io.Copy(up, br)
+		o.Store(n)
+		closeWrite(up)
+	}()
+	go func() {
+		defer wg.Done()
+		n, _ := io.Copy(client, up)
+		i.Store(n)
+		closeWrite(client)
+		// The destination is done; do not wait forever for a client
+		// that never closes its side.
+		_ = client.SetReadDeadline(time.Now().Add(lingerAfterClose))
+	}()
+	wg.Wait()
+	return o.Load(), i.Load()
+}
+
+func closeWrite(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+		return
+	}
+	_ = c.Close()
+}

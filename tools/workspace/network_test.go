@@ -1,0 +1,85 @@
+package workspace
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/sandbox/egress"
+	"github.com/agentbox/agentbox/sandbox/sandboxtest"
+	"github.com/agentbox/agentbox/tools"
+	"github.com/agentbox/agentbox/tools/audit"
+	"github.com/agentbox/agentbox/tools/builtin"
+)
+
+func TestNetTrackerAuditsAndSummarizes(t *testing.T) {
+	log, err := audit.Open(filepath.Join(t.TempDir(), "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	tr := newNetTracker(log, nil)
+	now := time.Now()
+	for _, ev := range []egress.Event{
+		{Time: now, Call: "c1", Session: "s", Kind: "connect", Host: "a.example", Port: 443, Addr: "192.0.2.1:443", Decision: "allow", By: `network.allow "a.example"`, BytesOut: 2 << 20, BytesIn: 10},
+		{Time: now, Call: "c1", Session: "s", Kind: "connect", Host: "a.example", Port: 443, Decision: "allow"},
+		{Time: now, Call: "c1", Session: "s", Kind: "http", Method: "GET", Host: "b.example", Port: 80, Decision: "deny", Reason: egress.ReasonNotAllowed, By: "default"},
+		{Time: now, Call: "c2", Session: "s", Kind: "connect", Host: "c.example", Port: 443, Decision: "allow"},
+	} {
+		tr.hooks().Audit(ev)
+	}
+	if got, want := tr.take("c1"), "Network: contacted a.example:443; refused b.example:80 (not-allowed)."; got != want {
+		t.Fatalf("summary %q; want %q", got, want)
+	}
+	if got := tr.take("c1"); got != "" {
+		t.Fatalf("summary taken twice: %q", got)
+	}
+	recs, err := log.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 4 {
+		t.Fatalf("%d records", len(recs))
+	}
+	r := recs[0]
+	if r.Tool != audit.NetworkTool || r.CallID != "c1" || r.Decision != "allow" || r.Network == nil || r.Network.Host != "a.example" ||
+		r.Network.Addr != "192.0.2.1:443" || !r.Network.LargeUpload || r.Network.BytesIn != 10 {
+		t.Fatalf("record %+v %+v", r, r.Network)
+	}
+	if recs[2].Reason != egress.ReasonNotAllowed || recs[2].Network.LargeUpload {
+		t.Fatalf("refusal record %+v", recs[2])
+	}
+	if n, err := log.Verify(); err != nil || n != 4 {
+		t.Fatalf("verify %d %v", n, err)
+	}
+}
+
+// WebFetch is offered only when the network is on, and goes through the
+// pipeline like any tool: a denied host is refused with the rule named.
+func TestWebFetchOfferedWithTheNetwork(t *testing.T) {
+	for _, mode := range []string{config.NetworkNone, config.NetworkAllowlist} {
+		cfg := testConfig(t)
+		cfg.Network.Mode = mode
+		cfg.Network.Deny = []string{"denied.test"}
+		sys, err := Open(context.Background(), cfg, Options{Register: builtin.Register, Runner: sandboxtest.NewFake(cfg.Workspace)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, ok := sys.Registry.Lookup("WebFetch")
+		if ok != (mode == config.NetworkAllowlist) {
+			t.Fatalf("mode %s: WebFetch offered = %v", mode, ok)
+		}
+		if ok {
+			sess, _ := sys.Sessions.Load("t")
+			r := sys.Pipeline.Run(context.Background(), tools.Request{Session: sess, Tool: "WebFetch", Input: json.RawMessage(`{"url":"https://denied.test/x","prompt":"p"}`)})
+			if r.Err == nil || r.Err.Kind != tools.ErrPermissionDenied || !strings.Contains(r.Content, `network.deny "denied.test"`) {
+				t.Fatalf("denied fetch: %+v", r.Result)
+			}
+		}
+		sys.Close(context.Background())
+	}
+}
