@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -42,6 +43,18 @@ func TestRootOwnedWorkspaceMessage(t *testing.T) {
 		t.Errorf("agentbox tool succeeded")
 	}
 	check("agentbox tool", out)
+	// A command that would run unasked where contained asks instead, and
+	// the question says the real reason.
+	auto := filepath.Join(t.TempDir(), "auto.yaml")
+	if err := os.WriteFile(auto, []byte("tools:\n  auto_allow_sandboxed: true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, err := exec.Command(agentbox, "--workspace", e.ws, "--state-dir", e.state, "--config", auto, "tool", "Bash", `{"command":"touch x"}`).CombinedOutput()
+	if out := string(b); err == nil || strings.Contains(out, "sandbox is unavailable") || !strings.Contains(out, "did not run unasked because the workspace") {
+		t.Errorf("agentbox tool touch x (%v):\n%s", err, out)
+	} else {
+		check("agentbox tool touch x", out)
+	}
 	out, code = e.agentboxCLI(t, "doctor")
 	if code == 0 || strings.Contains(out, "agentbox is ready") {
 		t.Errorf("doctor (exit %d) calls a root-owned workspace ready:\n%s", code, out)

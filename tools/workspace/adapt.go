@@ -78,6 +78,11 @@ func fromResult(r sandbox.Result) tools.ExecResult {
 	}
 }
 
+// unsafeReason is why the sandbox refused the workspace, for a person.
+func unsafeReason(err error) string {
+	return strings.TrimPrefix(err.Error(), sandbox.ErrUnsafeWorkspace.Error()+": ")
+}
+
 // sandboxError turns a sandbox error into a model-facing one.
 func sandboxError(err error) error {
 	switch {
@@ -85,7 +90,7 @@ func sandboxError(err error) error {
 		return tools.Errorf(tools.ErrValidation, "the command cannot be run: %v", err)
 	case errors.Is(err, sandbox.ErrUnsafeWorkspace):
 		// Before ErrUnavailable: starting an engine would not help.
-		return tools.Errorf(tools.ErrPermissionDenied, "the sandbox refused to run in this workspace, so nothing was run: %s. Only a person can fix this: retrying before they have will not help", strings.TrimPrefix(err.Error(), sandbox.ErrUnsafeWorkspace.Error()+": "))
+		return tools.Errorf(tools.ErrPermissionDenied, "the sandbox refused to run in this workspace, so nothing was run: %s. Only a person can fix this: retrying before they have will not help", unsafeReason(err))
 	case errors.Is(err, sandbox.ErrUnavailable):
 		msg := "the sandbox is unavailable, so nothing was run"
 		// The reason, without the sentinel's own words (which say the same).

@@ -314,6 +314,10 @@ func (l *lazySandbox) get(ctx context.Context) (sandbox.Runner, error) {
 // is not open yet.
 func (l *lazySandbox) Available(ctx context.Context) error {
 	_, err := l.get(ctx)
+	if errors.Is(err, sandbox.ErrUnsafeWorkspace) {
+		// Why, for the question (or refusal) the call gets instead.
+		return tools.Errorf(tools.ErrPermissionDenied, "%s", unsafeReason(err))
+	}
 	return err
 }
 
