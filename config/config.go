@@ -26,6 +26,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -55,6 +56,13 @@ type Config struct {
 	// file PATH", "env NAME", "flag --NAME", "project PATH"); keys absent
 	// came from the defaults. Filled by Load.
 	Sources map[string]string `mapstructure:"-" yaml:"-" json:"-"`
+	// File is the user or operator config file that was read ("" when
+	// none). Filled by Load.
+	File string `mapstructure:"-" yaml:"-" json:"-"`
+	// StateDirNote is set when Load chose a state dir other than the
+	// default because the default lies inside the workspace; it says so,
+	// for the person. Filled by Load.
+	StateDirNote string `mapstructure:"-" yaml:"-" json:"-"`
 }
 
 // ErrInvalid is wrapped by every error about bad configuration.
@@ -146,6 +154,7 @@ func Load(opts LoadOptions) (*Config, error) {
 		return nil, err
 	}
 	c.Sources = sources
+	c.File = file
 	// The workspace's own .agentbox/config.yaml comes last and may only
 	// tighten (see project.go).
 	if err := c.applyProject(filepath.Join(c.Workspace, ProjectFile)); err != nil {
@@ -181,6 +190,9 @@ func readFile(file string) (*viper.Viper, error) {
 	fv.SetConfigFile(file)
 	fv.SetConfigType("yaml")
 	if err := fv.ReadInConfig(); err != nil {
+		if _, serr := os.Stat(file); errors.Is(serr, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: the config file %s does not exist", ErrInvalid, file)
+		}
 		return nil, fmt.Errorf("%w: reading %s: %v", ErrInvalid, file, err)
 	}
 	return fv, nil
@@ -251,6 +263,9 @@ func (c *Config) resolvePaths(getenv func(string) string) error {
 		ws = wd
 	}
 	real, err := RealDir(ws)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: the workspace %s does not exist; run agentbox in your project or pass --workspace DIR", ErrInvalid, ws)
+	}
 	if err != nil {
 		return fmt.Errorf("%w: workspace: %v", ErrInvalid, err)
 	}
@@ -265,6 +280,16 @@ func (c *Config) resolvePaths(getenv func(string) string) error {
 			base = filepath.Join(home, ".local", "state")
 		}
 		c.StateDir = filepath.Join(base, "agentbox")
+		if Within(c.StateDir, c.Workspace) {
+			// The workspace is the home directory (or holds the state
+			// dir): state must live outside it, so take one that does.
+			dir, err := fallbackStateDir()
+			if err != nil {
+				return fmt.Errorf("%w: the default state dir %s is inside the workspace %s and no other could be made (%v); set AGENTBOX_STATE_DIR or --state-dir to a directory outside it", ErrInvalid, c.StateDir, c.Workspace, err)
+			}
+			c.StateDirNote = fmt.Sprintf("the default state dir %s is inside the workspace %s, so agentbox keeps this workspace's state in %s (set AGENTBOX_STATE_DIR or --state-dir to choose)", c.StateDir, c.Workspace, dir)
+			c.StateDir = dir
+		}
 	}
 	sd, err := filepath.Abs(c.StateDir)
 	if err != nil {

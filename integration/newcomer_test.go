@@ -18,7 +18,8 @@ import (
 
 // TestNewcomer is the first hour, scripted, as one person on a fresh
 // machine would go through it: `make install`, `agentbox setup
-// claude-code`, `claude mcp list` shows agentbox connected, a client
+// claude-code`, `claude mcp list` shows agentbox connected and Claude Code
+// warns about nothing setup wrote, a client
 // without elicitation (like Gemini CLI) runs a contained command unasked
 // and is told how to undo it, the person runs that undo, a write that
 // crosses the boundary (.envrc) is refused, and `agentbox diff --since
@@ -60,6 +61,10 @@ func TestNewcomer(t *testing.T) {
 	list := run(claude, "mcp", "list")
 	if !strings.Contains(list, "agentbox") || !strings.Contains(list, "Connected") {
 		t.Fatalf("claude mcp list does not show agentbox connected:\n%s", list)
+	}
+	// Claude Code reads what setup wrote without a warning at launch.
+	if w := claudeLaunchWarnings(t, c); w != "" {
+		t.Errorf("Claude Code warns about the settings setup wrote:\n%s", w)
 	}
 
 	// 4. A client without elicitation: the refusal names the fix.

@@ -142,11 +142,27 @@ func parseID(id string) (uint64, bool) {
 	return n, err == nil && n > 0
 }
 
+// NoCallError is a call ID the journal does not hold (or text that is no
+// call ID at all, NotAnID). It wraps ErrNotFound.
+type NoCallError struct {
+	ID      string
+	NotAnID bool
+}
+
+func (e *NoCallError) Error() string {
+	if e.NotAnID {
+		return fmt.Sprintf("snapshot: %q is not a call ID: %v", e.ID, ErrNotFound)
+	}
+	return fmt.Sprintf("snapshot: call %s: %v", e.ID, ErrNotFound)
+}
+
+func (e *NoCallError) Unwrap() error { return ErrNotFound }
+
 // Resolve turns what a person typed ("42", "000042") into an entry ID.
 func Resolve(id string) (string, error) {
 	n, ok := parseID(strings.TrimSpace(id))
 	if !ok {
-		return "", fmt.Errorf("snapshot: %q is not a call ID: %w", id, ErrNotFound)
+		return "", &NoCallError{ID: id, NotAnID: true}
 	}
 	return formatID(n), nil
 }
@@ -327,7 +343,7 @@ func (s *Store) readEntry(id string) (Entry, error) {
 		}
 	}
 	if errors.Is(err, os.ErrNotExist) {
-		return Entry{}, fmt.Errorf("snapshot: call %s: %w", id, ErrNotFound)
+		return Entry{}, &NoCallError{ID: id}
 	}
 	if err != nil {
 		return Entry{}, fmt.Errorf("snapshot: %w", err)

@@ -171,10 +171,27 @@ func (s *Store) undoTarget(ctx context.Context, id string) (Entry, error) {
 	if id != "" {
 		return s.Get(ctx, id)
 	}
-	all, err := s.List(ctx, 0)
+	es, err := s.Undoable(ctx, "", 1)
 	if err != nil {
 		return Entry{}, err
 	}
+	if len(es) == 0 {
+		return Entry{}, fmt.Errorf("snapshot: nothing to undo: %w", ErrNotFound)
+	}
+	return es[0], nil
+}
+
+// Undoable lists, newest first, the entries an editor-style undo would
+// walk back through: those that changed something and have not been
+// undone (empty entries, checkpoints, and undo entries together with the
+// entries they reverted are left out). With session set, only that
+// session's entries; with max > 0, at most max of them.
+func (s *Store) Undoable(ctx context.Context, session string, max int) ([]Entry, error) {
+	all, err := s.List(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
+	var out []Entry
 	skip := map[string]bool{}
 	for _, e := range all {
 		if skip[e.ID] {
@@ -184,12 +201,15 @@ func (s *Store) undoTarget(ctx context.Context, id string) (Entry, error) {
 			skip[e.Reverts] = true
 			continue
 		}
-		if len(e.Changes) == 0 || e.Kind == KindCheckpoint {
+		if len(e.Changes) == 0 || e.Kind == KindCheckpoint || (session != "" && e.Session != session) {
 			continue
 		}
-		return e, nil
+		out = append(out, e)
+		if max > 0 && len(out) == max {
+			break
+		}
 	}
-	return Entry{}, fmt.Errorf("snapshot: nothing to undo: %w", ErrNotFound)
+	return out, nil
 }
 
 // entriesAfter returns the entries newer than id, oldest first.

@@ -341,6 +341,11 @@ func (p *Pipeline) contained(ctx context.Context, c *Call) (ok bool, whyNot stri
 	if ch, ok := p.opts.Sandbox.(SandboxChecker); ok {
 		if err := ch.Available(ctx); err != nil {
 			p.opts.Logger.Info("not auto-allowed: the sandbox is unavailable", "call", c.ID, "err", err)
+			// A refusal a person must fix (a root-owned workspace) is
+			// said as such; anything else is an unavailable sandbox.
+			if te := (*ToolError)(nil); errors.As(err, &te) && te.Kind == ErrPermissionDenied {
+				return false, te.Message
+			}
 			return false, "the sandbox is unavailable"
 		}
 	}

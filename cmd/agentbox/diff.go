@@ -68,7 +68,7 @@ keeps only that session's calls (with --since, from there on).`,
 			} else {
 				e, err = lastChange(ctx, st)
 				if err == nil && !a.jsonOut {
-					fmt.Fprintf(a.stderr(), "agentbox: call %s (%s: %s)\n", e.ID, termtext.Line(e.Tool), termtext.Line(oneLine(e.Summary, 60)))
+					fmt.Fprintf(a.stderr(), "agentbox: call %s (%s)\n", e.ID, termtext.Line(entryLabel(e)))
 				}
 			}
 			if err != nil {

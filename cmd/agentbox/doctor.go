@@ -239,6 +239,14 @@ func checkWorkspace(cfg *config.Config) check {
 		c.Fix = "run agentbox inside a project directory or pass --workspace DIR"
 		return c
 	}
+	if err := sandbox.CheckOwner(cfg.Workspace, cfg.Sandbox.AllowRootWorkspace); err != nil {
+		c.Status, c.Detail = statusFail, strings.TrimPrefix(err.Error(), sandbox.ErrUnsafeWorkspace.Error()+": ")
+		if i := strings.Index(c.Detail, "; give the workspace"); i > 0 {
+			c.Detail = c.Detail[:i]
+		}
+		c.Fix = "`chown -R USER: " + cfg.Workspace + "` (the user the agent works for), or, knowing the risk, set sandbox.allow_root_workspace: true in your user config"
+		return c
+	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		c.Detail = fmt.Sprintf("%s (owner uid %d: sandboxed commands run as %d:%d)", cfg.Workspace, st.Uid, st.Uid, st.Gid)
 		if fi.Mode().Perm()&0o200 == 0 {

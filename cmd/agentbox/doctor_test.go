@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/agentbox/agentbox/config"
@@ -88,5 +89,22 @@ func TestDoctorToolchains(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDoctorRootOwnedWorkspace: doctor fails a workspace owned by root
+// (sandboxed commands would run as root) and names both fixes; the
+// operator's allow_root_workspace makes it pass.
+func TestDoctorRootOwnedWorkspace(t *testing.T) {
+	cfg := config.Default()
+	cfg.Workspace = "/usr" // owned by root on every Linux
+	c := checkWorkspace(&cfg)
+	if c.Status != statusFail || !strings.Contains(c.Detail, "owned by root") ||
+		!strings.Contains(c.Fix, "chown -R USER: /usr") || !strings.Contains(c.Fix, "sandbox.allow_root_workspace") {
+		t.Fatalf("root-owned workspace: %+v", c)
+	}
+	cfg.Sandbox.AllowRootWorkspace = true
+	if c := checkWorkspace(&cfg); c.Status == statusFail {
+		t.Fatalf("with allow_root_workspace: %+v", c)
 	}
 }

@@ -123,7 +123,7 @@ func TestPrintEntryCutsThenEscapes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var b bytes.Buffer
-		printEntry(&b, snapshot.Entry{ID: "c1", CallInfo: snapshot.CallInfo{Tool: "Bash", Summary: tt.summary}}, false)
+		printEntry(&b, snapshot.Entry{ID: "c1", CallInfo: snapshot.CallInfo{Tool: "Bash", Summary: tt.summary}}, "", false)
 		if r, ok := terminalSafe(b.String(), false); !ok {
 			t.Errorf("holds %U: %q", r, b.String())
 		}

@@ -54,6 +54,8 @@ type historyEntry struct {
 	// Overlapped: paths a shell command changed before (or between) calls
 	// journaled while it ran that changed them too (see snapshot.Entry).
 	Overlapped []string `json:"overlapped,omitempty"`
+	// UndoneBy is the undo entry that reverted this call, if any.
+	UndoneBy string `json:"undone_by,omitempty"`
 }
 
 func toHistory(e snapshot.Entry) historyEntry {
@@ -90,7 +92,7 @@ var opLetters = map[snapshot.Op]string{
 
 // printEntry writes one entry for a person; with stat, its changes are
 // counted and grouped by directory.
-func printEntry(w io.Writer, e snapshot.Entry, stat bool) {
+func printEntry(w io.Writer, e snapshot.Entry, undoneBy string, stat bool) {
 	// Summaries and paths come from the agent: cut, then escape, so that
 	// nothing in them reaches the terminal raw.
 	summary := strings.ReplaceAll(e.Summary, "\n", " ")
@@ -113,6 +115,9 @@ func printEntry(w io.Writer, e snapshot.Entry, stat bool) {
 	}
 	if e.Interrupted {
 		extra += " [interrupted]"
+	}
+	if undoneBy != "" {
+		extra += " [undone by " + undoneBy + "]"
 	}
 	sess := e.Session
 	if sess == "" {
@@ -144,10 +149,13 @@ path.`,
 			if err != nil {
 				return err
 			}
+			undone := undoneBy(entries)
 			if a.jsonOut {
 				out := make([]historyEntry, 0, len(entries))
 				for _, e := range entries {
-					out = append(out, toHistory(e))
+					h := toHistory(e)
+					h.UndoneBy = undone[e.ID]
+					out = append(out, h)
 				}
 				return writeJSON(a.stdout(), out)
 			}
@@ -155,7 +163,7 @@ path.`,
 				fmt.Fprintln(a.stdout(), "no calls journaled yet")
 			}
 			for _, e := range entries {
-				printEntry(a.stdout(), e, stat)
+				printEntry(a.stdout(), e, undone[e.ID], stat)
 			}
 			return nil
 		},
@@ -163,6 +171,29 @@ path.`,
 	cmd.Flags().IntVar(&limit, "limit", 0, "show at most N calls (0: all)")
 	cmd.Flags().BoolVar(&stat, "stat", false, "count each call's changes and group them by directory")
 	return cmd
+}
+
+// undoneBy maps each entry reverted by an undo among entries (newest
+// first, so an undo comes before what it reverted) to that undo's id; an
+// undo that was itself undone no longer counts.
+func undoneBy(entries []snapshot.Entry) map[string]string {
+	by := map[string]string{}
+	for _, e := range entries {
+		if e.Kind == snapshot.KindUndo && e.Reverts != "" && by[e.ID] == "" {
+			by[e.Reverts] = e.ID
+		}
+	}
+	return by
+}
+
+// entryLabel is an entry's tool and summary for a person, without saying
+// the tool twice (summaries of calls start with the tool's name).
+func entryLabel(e snapshot.Entry) string {
+	s := oneLine(e.Summary, 60)
+	if e.Tool == "" || strings.HasPrefix(e.Summary, e.Tool) {
+		return s
+	}
+	return e.Tool + ": " + s
 }
 
 // reportConflict prints an undo conflict and returns the exit status.

@@ -20,7 +20,7 @@ import (
 var version = "dev"
 
 func main() {
-	err := newRoot().Execute()
+	cmd, err := newRoot().ExecuteC()
 	if err == nil {
 		return
 	}
@@ -28,7 +28,7 @@ func main() {
 	if errors.As(err, &ec) {
 		os.Exit(int(ec))
 	}
-	fmt.Fprintln(os.Stderr, "agentbox:", termtext.Escape(err.Error()))
+	fmt.Fprintln(os.Stderr, "agentbox:", termtext.Escape(userMessage(cmd, err)))
 	os.Exit(1)
 }
 

@@ -147,6 +147,7 @@ func serveMCP(ctx context.Context, cfg *config.Config, log *slog.Logger, door *m
 		ApprovalTimeout:     cfg.MCP.ApprovalTimeout,
 		ApprovalTTY:         approvalTTY,
 		ProgressInterval:    cfg.MCP.ProgressInterval,
+		MaxInputBytes:       cfg.Tools.MaxInputBytes,
 		Instructions: "agentbox runs these tools contained (a throwaway, network-less container that sees only the workspace), " +
 			"judged (every shell command is classified; dangerous ones need approval) and reversible (every change is journaled and can be undone).",
 		Logger: log,

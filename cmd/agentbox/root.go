@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"sync"
 
@@ -29,6 +30,9 @@ type app struct {
 func (a *app) Config() (*config.Config, error) {
 	a.once.Do(func() {
 		a.cfg, a.err = config.Load(config.LoadOptions{File: a.configFile, Flags: configFlags(a.root.PersistentFlags())})
+		if a.err == nil && a.cfg.StateDirNote != "" {
+			fmt.Fprintf(a.stderr(), "agentbox: %s\n", a.cfg.StateDirNote)
+		}
 	})
 	return a.cfg, a.err
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -24,13 +25,26 @@ func init() { register(newSetupCmd) }
 // Native tools each client is told not to use, so that its agent works
 // through agentbox's tools instead.
 var (
-	// Claude Code: permissions.deny rules (its shell, every file-writing
-	// tool, and its WebFetch, which would bypass network.allow/deny).
-	claudeDeny = []string{"Bash", "Edit", "Write", "MultiEdit", "NotebookEdit", "WebFetch"}
-	// Gemini CLI: tools.exclude (excludeTools in the old flat format).
-	geminiExclude = []string{"run_shell_command", "write_file", "replace", "web_fetch"}
+	// Claude Code: permissions.deny rules for every native tool that runs a
+	// command, reads or writes a file or fetches a URL on the host (the
+	// names Claude Code 2.1 knows; it warns at every launch about a rule
+	// that names no tool).
+	claudeDeny = []string{"Bash", "Read", "Write", "Edit", "NotebookEdit", "Glob", "Grep", "WebFetch"}
+	// Claude Code: permissions.allow for agentbox's own tools, so that
+	// Claude Code does not ask before each call (agentbox decides).
+	claudeAllow = []string{"mcp__agentbox__*"}
+	// Claude Code: rules earlier versions of setup wrote that name no tool
+	// Claude Code 2.1 knows; setup removes them.
+	claudeObsolete = []string{"MultiEdit"}
+	// Gemini CLI: its native tools that reach the host (Gemini CLI 0.61's
+	// names), denied by a policy file of its Policy Engine.
+	geminiDeny = []string{"run_shell_command", "write_file", "replace", "read_file", "read_many_files", "glob", "grep_search", "list_directory", "web_fetch"}
+	// Gemini CLI: what earlier versions of setup put into tools.exclude
+	// (excludeTools), which Gemini CLI 0.61 warns about at every launch;
+	// setup removes them.
+	geminiExcludeObsolete = []string{"run_shell_command", "write_file", "replace", "web_fetch"}
 	// Cursor CLI: permissions.deny in cli.json / cli-config.json.
-	cursorDeny = []string{"Shell(*)", "Write(**)"}
+	cursorDeny = []string{"Shell(*)", "Write(**)", "Read(**)"}
 )
 
 // setupClients are the clients `agentbox setup` knows, in help order.
@@ -42,8 +56,15 @@ type setupTarget struct {
 	user    bool   // --user: the person's own config; else the project's
 	ws      string // the workspace (project root)
 	home    string
-	command string      // the agentbox binary the client starts
-	http    *httpTarget // --http: an entry for a running server (setup_http.go)
+	command string // the agentbox binary the client starts
+	// stateDir and configFile are passed to a server whose client starts
+	// it with a scrubbed environment (Codex), when they differ from what
+	// such a server finds from HOME alone; "" otherwise.
+	stateDir, configFile string
+	// dockerHost is DOCKER_HOST, passed the same way ("" when unset or
+	// when the config names the engine).
+	dockerHost string
+	http       *httpTarget // --http: an entry for a running server (setup_http.go)
 }
 
 // configEdit is one file setup changes: the edit gets the current content
@@ -73,25 +94,29 @@ CLIENT is one of claude-code, gemini-cli, codex, cursor. --project (the
 default) writes the workspace's files, --user the person's own:
 
   claude-code  --project  .mcp.json (mcpServers.agentbox), .claude/settings.json
-                          (permissions.deny: Bash Edit Write MultiEdit NotebookEdit WebFetch) and
+                          (permissions.allow: mcp__agentbox__*; permissions.deny: Bash
+                          Read Write Edit NotebookEdit Glob Grep WebFetch) and
                           .claude/settings.local.json (enabledMcpjsonServers: agentbox;
                           Claude Code still asks once whether to trust the folder)
                --user     ~/.claude.json (mcpServers.agentbox) and ~/.claude/settings.json
-  gemini-cli   --project  .gemini/settings.json (mcpServers.agentbox; tools.exclude:
-                          run_shell_command write_file replace web_fetch; Gemini CLI starts
-                          servers only in a folder the person trusts)
-               --user     ~/.gemini/settings.json
-  codex        --project  .codex/config.toml ([mcp_servers.agentbox]; [features]
-                          shell_tool = false)
+  gemini-cli   --project  .gemini/settings.json (mcpServers.agentbox) and
+                          .gemini/policies/agentbox.toml (deny its shell, file, search
+                          and fetch tools; allow agentbox's); Gemini CLI starts servers
+                          only in a folder the person trusts (~/.gemini/trustedFolders.json)
+               --user     ~/.gemini/settings.json and ~/.gemini/policies/agentbox.toml
+  codex        --project  .codex/config.toml ([mcp_servers.agentbox], with --state-dir
+                          and --config when they are not the defaults, since Codex
+                          passes no AGENTBOX_* variable; [features] shell_tool = false)
                --user     ~/.codex/config.toml
   cursor       --project  .cursor/mcp.json (mcpServers.agentbox) and .cursor/cli.json
-                          (permissions.deny: Shell(*) Write(**), for the Cursor CLI)
+                          (permissions.deny: Shell(*) Write(**) Read(**), for the Cursor CLI)
                --user     ~/.cursor/mcp.json and ~/.cursor/cli-config.json
 
 A project entry names the workspace (--workspace, default the current
 directory); a user entry serves whatever directory the client runs in. These
 files are protected paths for agents (an agent cannot change them through
-agentbox); setup is for the person at the host.
+agentbox); setup is for the person at the host. docs/clients.md says what
+each client still asks of you.
 
 --http URL points the client at a running "agentbox mcp --http" instead, with
 the bearer token every request needs: Claude Code runs "agentbox mcp token
@@ -121,6 +146,17 @@ the variable AGENTBOX_MCP_TOKEN instead (a project file is no place for it).`,
 				}
 			}
 			t := setupTarget{client: args[0], user: user, ws: cfg.Workspace, home: home, command: command}
+			if cfg.StateDirNote == "" && cfg.StateDir != filepath.Join(home, ".local", "state", "agentbox") {
+				t.stateDir = cfg.StateDir
+			}
+			if cfg.Engine.Host == "" {
+				t.dockerHost = os.Getenv("DOCKER_HOST")
+			}
+			if cfg.File != "" && cfg.File != filepath.Join(home, ".config", "agentbox", "config.yaml") {
+				if t.configFile, err = filepath.Abs(cfg.File); err != nil {
+					return err
+				}
+			}
 			if httpURL != "" {
 				return runSetupHTTP(a, t, cfg, httpURL, dryRun)
 			}
@@ -200,6 +236,24 @@ func runSetup(a *app, t setupTarget, dryRun bool) error {
 	default:
 		fmt.Fprintf(a.stderr(), "agentbox setup: %d file(s) changed for %s\n", changed, t.client)
 	}
+	if !dryRun {
+		for _, n := range t.nextSteps() {
+			fmt.Fprintf(a.stderr(), "agentbox setup: next: %s\n", termtext.Line(n))
+		}
+	}
+	return nil
+}
+
+// nextSteps is what the client still asks of the person after setup.
+func (t setupTarget) nextSteps() []string {
+	switch {
+	case t.client == "claude-code" && !t.user:
+		return []string{"run `claude` here once and trust the folder: until then Claude Code keeps the agentbox server pending and ignores the project's permissions.allow"}
+	case t.client == "gemini-cli" && !t.user:
+		return []string{fmt.Sprintf("trust this folder in Gemini CLI (it asks on the first `gemini` here; or add {%q: \"TRUST_FOLDER\"} to ~/.gemini/trustedFolders.json), and accept the project's policy file when it asks", t.ws)}
+	case t.client == "codex" && !t.user:
+		return []string{"Codex reads .codex/config.toml only in a project you trust (`--user` needs no trust)"}
+	}
 	return nil
 }
 
@@ -234,6 +288,21 @@ func (t setupTarget) serverArgs(workspace string) []string {
 	return []string{"--workspace", workspace, "mcp"}
 }
 
+// scrubbedEnvArgs puts before args the global flags a server needs when its
+// client starts it with a scrubbed environment (Codex passes on HOME and
+// PATH but no AGENTBOX_* or XDG_* variable): the state dir and the config
+// file, when they are not the ones found from HOME.
+func (t setupTarget) scrubbedEnvArgs(args []string) []string {
+	var pre []string
+	if t.stateDir != "" {
+		pre = append(pre, "--state-dir", t.stateDir)
+	}
+	if t.configFile != "" {
+		pre = append(pre, "--config", t.configFile)
+	}
+	return append(pre, args...)
+}
+
 // in is the path of a config file: below the home directory for --user,
 // else below the workspace.
 func (t setupTarget) in(userPath, projectPath string) string {
@@ -252,8 +321,14 @@ func setupEdits(t setupTarget) []configEdit {
 		edits := []configEdit{
 			{path: mcpFile, edit: jsonEdit(setServer(entry)), manual: manualJSON("mcpServers.agentbox", entry)},
 			{path: settings, edit: jsonEdit(func(o *jsonObject) error {
+				if err := removeStrings(o, []string{"permissions", "deny"}, claudeObsolete); err != nil {
+					return err
+				}
+				if err := addStrings(o, []string{"permissions", "allow"}, claudeAllow); err != nil {
+					return err
+				}
 				return addStrings(o, []string{"permissions", "deny"}, claudeDeny)
-			}), manual: manualList("permissions.deny", claudeDeny)},
+			}), manual: manualList("permissions.allow", claudeAllow) + "\n" + manualList("permissions.deny", claudeDeny)},
 		}
 		if !t.user {
 			// A project's .mcp.json server waits for approval; Claude Code
@@ -275,21 +350,30 @@ func setupEdits(t setupTarget) []configEdit {
 			if err := setServer(entry)(o); err != nil {
 				return err
 			}
-			// The flat (v1) format names it excludeTools; the nested one
-			// tools.exclude.
-			if _, v1 := o.get("excludeTools"); v1 {
-				return addStrings(o, []string{"excludeTools"}, geminiExclude)
+			// The policy file replaces what setup once excluded here.
+			for _, path := range [][]string{{"excludeTools"}, {"tools", "exclude"}} {
+				if err := removeStrings(o, path, geminiExcludeObsolete); err != nil {
+					return err
+				}
+				if err := dropEmptyList(o, path); err != nil {
+					return err
+				}
 			}
-			if _, v1 := o.get("coreTools"); v1 {
-				return addStrings(o, []string{"excludeTools"}, geminiExclude)
-			}
-			return addStrings(o, []string{"tools", "exclude"}, geminiExclude)
+			return nil
 		})
-		return []configEdit{{path: file, edit: edit, manual: manualJSON("mcpServers.agentbox", entry) + "\n" + manualList("tools.exclude", geminiExclude)}}
+		policy := t.in(".gemini/policies/agentbox.toml", ".gemini/policies/agentbox.toml")
+		return []configEdit{
+			{path: file, edit: edit, manual: manualJSON("mcpServers.agentbox", entry)},
+			{path: policy, edit: func([]byte) ([]byte, error) { return []byte(geminiPolicy), nil }, manual: geminiPolicy},
+		}
 	case "codex":
 		file := t.in(".codex/config.toml", ".codex/config.toml")
-		args := t.serverArgs(t.ws)
-		return []configEdit{{path: file, edit: func(old []byte) ([]byte, error) { return codexEdit(old, t.command, args) }, manual: codexBlock(t.command, args)}}
+		args := t.scrubbedEnvArgs(t.serverArgs(t.ws))
+		env := map[string]string{}
+		if t.dockerHost != "" {
+			env["DOCKER_HOST"] = t.dockerHost
+		}
+		return []configEdit{{path: file, edit: func(old []byte) ([]byte, error) { return codexEdit(old, t.command, args, env) }, manual: codexBlock(t.command, args, env)}}
 	case "cursor":
 		args := t.serverArgs("${workspaceFolder}")
 		entry := mcpEntry(t.command, args, "")
@@ -314,6 +398,26 @@ func setupEdits(t setupTarget) []configEdit {
 	}
 	return nil
 }
+
+// geminiPolicy is the Gemini CLI Policy Engine file setup owns whole: the
+// native tools that reach the host are denied, agentbox's own run without
+// Gemini CLI asking first (agentbox decides, and asks where it must).
+var geminiPolicy = `# Written by ` + "`agentbox setup gemini-cli`" + `; running it again rewrites this file.
+# Gemini CLI's own shell, file and fetch tools run on the host: the agent
+# uses agentbox's (contained, judged, undoable) instead.
+[[rule]]
+toolName = ` + tomlStrings(geminiDeny) + `
+decision = "deny"
+priority = 900
+denyMessage = "Use the agentbox tools (Bash, Read, Write, Edit, Glob, Grep, LS) instead: they run contained and every change can be undone."
+
+# agentbox's tools: agentbox itself decides what needs a person's approval.
+[[rule]]
+mcpName = "agentbox"
+toolName = "*"
+decision = "allow"
+priority = 900
+`
 
 // mcpEntry is agentbox's stdio server entry; typ ("stdio") is written only
 // for clients that take it.
@@ -408,17 +512,42 @@ func tomlStrings(ss []string) string {
 	return "[" + strings.Join(q, ", ") + "]"
 }
 
-func codexBlock(command string, args []string) string {
-	return fmt.Sprintf("[mcp_servers.agentbox]\ncommand = %s\nargs = %s\n\n[features]\nshell_tool = false\n", tomlString(command), tomlStrings(args))
+func codexBlock(command string, args []string, env map[string]string) string {
+	envLine := ""
+	if len(env) > 0 {
+		envLine = "env = " + tomlInlineTable(env) + "\n"
+	}
+	return fmt.Sprintf("[mcp_servers.agentbox]\ncommand = %s\nargs = %s\n%s\n[features]\nshell_tool = false\n", tomlString(command), tomlStrings(args), envLine)
+}
+
+// tomlInlineTable writes m as a TOML inline table of strings, keys sorted.
+func tomlInlineTable(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = tomlString(k) + " = " + tomlString(m[k])
+	}
+	return "{ " + strings.Join(parts, ", ") + " }"
 }
 
 // codexEdit sets [mcp_servers.agentbox] command and args and [features]
 // shell_tool = false in a Codex config.toml, editing the text so that
 // comments and everything else stay as they are. The result is parsed
 // back and checked; anything this cannot do safely is an error.
-func codexEdit(old []byte, command string, args []string) ([]byte, error) {
+func codexEdit(old []byte, command string, args []string, env map[string]string) ([]byte, error) {
+	type server struct {
+		Command string            `toml:"command"`
+		Args    []string          `toml:"args"`
+		Env     map[string]string `toml:"env"`
+	}
+	var probe struct {
+		MCPServers map[string]server `toml:"mcp_servers"`
+	}
 	if old != nil {
-		var probe map[string]any
 		if err := toml.Unmarshal(old, &probe); err != nil {
 			return nil, fmt.Errorf("not valid TOML (%v)", err)
 		}
@@ -427,7 +556,19 @@ func codexEdit(old []byte, command string, args []string) ([]byte, error) {
 	if len(old) == 0 {
 		lines = nil
 	}
-	lines = setTOMLKeys(lines, "mcp_servers.agentbox", []tomlKV{{"command", tomlString(command)}, {"args", tomlStrings(args)}})
+	kvs := []tomlKV{{"command", tomlString(command)}, {"args", tomlStrings(args)}}
+	if len(env) > 0 {
+		// Codex gives the server only these (and HOME, PATH): keep the
+		// person's own entries beside ours.
+		merged := maps.Clone(probe.MCPServers["agentbox"].Env)
+		if merged == nil {
+			merged = map[string]string{}
+		}
+		maps.Copy(merged, env)
+		env = merged
+		kvs = append(kvs, tomlKV{"env", tomlInlineTable(env)})
+	}
+	lines = setTOMLKeys(lines, "mcp_servers.agentbox", kvs)
 	lines = setTOMLKeys(lines, "features", []tomlKV{{"shell_tool", "false"}})
 	out := strings.Join(lines, "\n")
 	if !strings.HasSuffix(out, "\n") {
@@ -437,17 +578,14 @@ func codexEdit(old []byte, command string, args []string) ([]byte, error) {
 		return old, nil
 	}
 	var got struct {
-		MCPServers map[string]struct {
-			Command string   `toml:"command"`
-			Args    []string `toml:"args"`
-		} `toml:"mcp_servers"`
-		Features map[string]any `toml:"features"`
+		MCPServers map[string]server `toml:"mcp_servers"`
+		Features   map[string]any    `toml:"features"`
 	}
 	if err := toml.Unmarshal([]byte(out), &got); err != nil {
 		return nil, fmt.Errorf("the merged file would not be valid TOML (%v)", err)
 	}
 	srv := got.MCPServers["agentbox"]
-	if srv.Command != command || !slices.Equal(srv.Args, args) || got.Features["shell_tool"] != false {
+	if srv.Command != command || !slices.Equal(srv.Args, args) || got.Features["shell_tool"] != false || (len(env) > 0 && !maps.Equal(srv.Env, env)) {
 		return nil, errors.New("its mcp_servers or features are written in a form setup does not edit (dotted keys or inline tables)")
 	}
 	return []byte(out), nil

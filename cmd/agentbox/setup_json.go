@@ -204,6 +204,80 @@ func addStrings(o *jsonObject, path []string, items []string) error {
 	return nil
 }
 
+// removeStrings drops items from the list of strings at path, when the
+// list exists.
+func removeStrings(o *jsonObject, path []string, items []string) error {
+	cur := o
+	for i, k := range path[:len(path)-1] {
+		v, ok := cur.get(k)
+		if !ok || v == nil {
+			return nil
+		}
+		next, ok := v.(*jsonObject)
+		if !ok {
+			return fmt.Errorf("%s is not a JSON object", strings.Join(path[:i+1], "."))
+		}
+		cur = next
+	}
+	key := path[len(path)-1]
+	v, ok := cur.get(key)
+	if !ok || v == nil {
+		return nil
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return fmt.Errorf("%s is not a JSON list", strings.Join(path, "."))
+	}
+	kept := slices.DeleteFunc(slices.Clone(list), func(e any) bool { s, ok := e.(string); return ok && slices.Contains(items, s) })
+	if len(kept) != len(list) {
+		cur.set(key, kept)
+	}
+	return nil
+}
+
+// dropEmptyList removes the list at path when it is empty (an empty
+// tools.exclude still makes Gemini CLI warn that the key is deprecated),
+// and then its parent object when that is left empty.
+func dropEmptyList(o *jsonObject, path []string) error {
+	parent := o
+	for _, k := range path[:len(path)-1] {
+		v, ok := parent.get(k)
+		if !ok {
+			return nil
+		}
+		next, ok := v.(*jsonObject)
+		if !ok {
+			return nil
+		}
+		parent = next
+	}
+	key := path[len(path)-1]
+	if v, ok := parent.get(key); ok {
+		if l, isList := v.([]any); isList && len(l) == 0 {
+			parent.del(key)
+		}
+	}
+	if len(path) > 1 && len(parent.keys) == 0 {
+		return dropEmptyObject(o, path[:len(path)-1])
+	}
+	return nil
+}
+
+// dropEmptyObject removes the empty object at path.
+func dropEmptyObject(o *jsonObject, path []string) error {
+	parent := o
+	for _, k := range path[:len(path)-1] {
+		v, _ := parent.get(k)
+		next, ok := v.(*jsonObject)
+		if !ok {
+			return nil
+		}
+		parent = next
+	}
+	parent.del(path[len(path)-1])
+	return nil
+}
+
 // strList turns Go strings into JSON list elements.
 func strList(ss []string) []any {
 	out := make([]any, len(ss))

@@ -2,12 +2,16 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/pelletier/go-toml/v2"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -56,7 +60,8 @@ func treeFiles(t *testing.T, dir string) map[string][]byte {
 
 // TestSetupGolden runs `agentbox setup` on real config files of each
 // client's documented format (testdata/setup/CASE/in) and compares the
-// result with testdata/setup/CASE/out ({{WS}} stands for the workspace).
+// result with testdata/setup/CASE/out ({{WS}} stands for the workspace,
+// {{STATE}} for the state dir, set through AGENTBOX_STATE_DIR).
 // Every key already there must survive, and a second run must change
 // nothing.
 func TestSetupGolden(t *testing.T) {
@@ -77,8 +82,10 @@ func TestSetupGolden(t *testing.T) {
 			os.MkdirAll(home, 0o755)
 			os.MkdirAll(ws, 0o755)
 			t.Setenv("HOME", home)
-			t.Setenv("AGENTBOX_STATE_DIR", filepath.Join(t.TempDir(), "state"))
+			state := filepath.Join(t.TempDir(), "state")
+			t.Setenv("AGENTBOX_STATE_DIR", state)
 			t.Setenv("XDG_CONFIG_HOME", filepath.Join(t.TempDir(), "config"))
+			t.Setenv("DOCKER_HOST", "")
 			args := append([]string{"--workspace", ws, "setup", "--command", "agentbox"}, strings.Fields(string(argsb))...)
 
 			before := treeFiles(t, base)
@@ -107,7 +114,7 @@ func TestSetupGolden(t *testing.T) {
 				os.RemoveAll(outDir)
 				for p, b := range got {
 					os.MkdirAll(filepath.Dir(filepath.Join(outDir, p)), 0o755)
-					os.WriteFile(filepath.Join(outDir, p), bytes.ReplaceAll(b, []byte(ws), []byte("{{WS}}")), 0o644)
+					os.WriteFile(filepath.Join(outDir, p), bytes.ReplaceAll(bytes.ReplaceAll(b, []byte(ws), []byte("{{WS}}")), []byte(state), []byte("{{STATE}}")), 0o644)
 				}
 			}
 			want := treeFiles(t, outDir)
@@ -116,6 +123,7 @@ func TestSetupGolden(t *testing.T) {
 			}
 			for p, w := range want {
 				w = bytes.ReplaceAll(w, []byte("{{WS}}"), []byte(ws))
+				w = bytes.ReplaceAll(w, []byte("{{STATE}}"), []byte(state))
 				if !bytes.Equal(got[p], w) {
 					t.Errorf("%s:\n%s\nwant:\n%s", p, got[p], w)
 				}
@@ -144,6 +152,7 @@ func TestSetupRefuses(t *testing.T) {
 		{"deny not a list", "claude-code", ".claude/settings.json", `{"permissions": {"deny": "Bash"}}`},
 		{"TOML dotted features key", "codex", ".codex/config.toml", "features.shell_tool = true\n"},
 		{"TOML inline server table", "codex", ".codex/config.toml", "mcp_servers = { agentbox = { command = \"x\" } }\n"},
+		{"TOML env sub-table", "codex", ".codex/config.toml", "[mcp_servers.agentbox]\ncommand = \"x\"\n\n[mcp_servers.agentbox.env]\nA = \"1\"\n"},
 		{"invalid TOML", "codex", ".codex/config.toml", "[features\n"},
 		{"unknown client", "vim", "x", ""},
 	}
@@ -152,6 +161,7 @@ func TestSetupRefuses(t *testing.T) {
 			ws := t.TempDir()
 			t.Setenv("HOME", t.TempDir())
 			t.Setenv("AGENTBOX_STATE_DIR", filepath.Join(t.TempDir(), "state"))
+			t.Setenv("DOCKER_HOST", "unix:///run/docker.sock") // Codex gets it in an env table
 			p := filepath.Join(ws, tt.file)
 			os.MkdirAll(filepath.Dir(p), 0o755)
 			os.WriteFile(p, []byte(tt.content), 0o644)
@@ -183,5 +193,154 @@ func TestSetupFollowsSymlinkAndKeepsMode(t *testing.T) {
 	fi, _ := os.Stat(real)
 	if !strings.Contains(string(b), `"agentbox"`) || !strings.Contains(string(b), `"theme"`) || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("target %o:\n%s", fi.Mode().Perm(), b)
+	}
+}
+
+// TestSetupCodexScrubbedEnv: Codex starts MCP servers with a scrubbed
+// environment (HOME and PATH, no AGENTBOX_* or XDG_* variable). The server
+// setup writes for it must still find the person's state dir and config
+// file: run with the written arguments and only HOME set, it loads both.
+func TestSetupCodexScrubbedEnv(t *testing.T) {
+	base := t.TempDir()
+	home, ws, state := filepath.Join(base, "home"), filepath.Join(base, "ws"), filepath.Join(base, "state")
+	cfgFile := filepath.Join(base, "xdg", "agentbox", "config.yaml")
+	for _, d := range []string{home, ws, filepath.Dir(cfgFile)} {
+		os.MkdirAll(d, 0o755)
+	}
+	os.WriteFile(cfgFile, []byte("tools:\n  mode: acceptEdits\n"), 0o644)
+	t.Setenv("HOME", home)
+	t.Setenv("AGENTBOX_STATE_DIR", state)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(base, "xdg"))
+	t.Setenv("DOCKER_HOST", "unix:///run/user/1000/docker.sock")
+	for _, scope := range []string{"--project", "--user"} {
+		t.Run(scope, func(t *testing.T) {
+			if _, stderr, err := runCLI(t, "--workspace", ws, "setup", "--command", "agentbox", "codex", scope); err != nil {
+				t.Fatalf("%v %s", err, stderr)
+			}
+			file := filepath.Join(ws, ".codex", "config.toml")
+			if scope == "--user" {
+				file = filepath.Join(home, ".codex", "config.toml")
+			}
+			b, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got struct {
+				MCPServers map[string]struct {
+					Args []string
+					Env  map[string]string
+				} `toml:"mcp_servers"`
+			}
+			if err := toml.Unmarshal(b, &got); err != nil {
+				t.Fatal(err)
+			}
+			args := got.MCPServers["agentbox"].Args
+			if h := got.MCPServers["agentbox"].Env["DOCKER_HOST"]; h != "unix:///run/user/1000/docker.sock" {
+				t.Errorf("env.DOCKER_HOST = %q:\n%s", h, b)
+			}
+			if len(args) == 0 || args[len(args)-1] != "mcp" {
+				t.Fatalf("args %q", args)
+			}
+			// The scrubbed environment Codex gives its servers.
+			t.Setenv("AGENTBOX_STATE_DIR", "")
+			t.Setenv("XDG_CONFIG_HOME", "")
+			show := append(slices.Clone(args[:len(args)-1]), "config", "show", "--json")
+			if scope == "--user" {
+				show = append([]string{"--workspace", ws}, show...)
+			}
+			out, stderr, err := runCLI(t, show...)
+			if err != nil {
+				t.Fatalf("%v %s", err, stderr)
+			}
+			var cfg struct {
+				Config struct {
+					StateDir string `json:"state_dir"`
+					Tools    struct {
+						Mode string `json:"mode"`
+					} `json:"tools"`
+				} `json:"config"`
+			}
+			if err := json.Unmarshal([]byte(out), &cfg); err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			if cfg.Config.StateDir != state || cfg.Config.Tools.Mode != "acceptEdits" {
+				t.Fatalf("with %q and a scrubbed environment the server has state dir %q and mode %q, want %q and acceptEdits", args, cfg.Config.StateDir, cfg.Config.Tools.Mode, state)
+			}
+			t.Setenv("AGENTBOX_STATE_DIR", state)
+			t.Setenv("XDG_CONFIG_HOME", filepath.Join(base, "xdg"))
+		})
+	}
+}
+
+// TestSetupUserFromHome: `setup --user` started in the home directory (the
+// workspace is then the home, which holds the default state dir) works:
+// the state dir moves outside the workspace and the output says so.
+func TestSetupUserFromHome(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("AGENTBOX_STATE_DIR", "")
+	t.Setenv("XDG_STATE_HOME", "")
+	t.Setenv("XDG_CONFIG_HOME", "")
+	_, stderr, err := runCLI(t, "--workspace", home, "setup", "--command", "agentbox", "claude-code", "--user")
+	if err != nil {
+		t.Fatalf("setup --user from ~: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(stderr, "inside the workspace "+home) || !strings.Contains(stderr, "keeps this workspace's state in ") {
+		t.Fatalf("the output does not say where the state went:\n%s", stderr)
+	}
+	if b, err := os.ReadFile(filepath.Join(home, ".claude.json")); err != nil || !strings.Contains(string(b), `"agentbox"`) {
+		t.Fatalf("~/.claude.json: %v %s", err, b)
+	}
+}
+
+// TestSetupNextSteps: setup tells the person what the client still asks
+// of them; a dry run and a user setup that needs nothing more say nothing.
+func TestSetupNextSteps(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // "" for none
+	}{
+		{[]string{"claude-code"}, "trust the folder"},
+		{[]string{"gemini-cli"}, `: "TRUST_FOLDER"} to ~/.gemini/trustedFolders.json`},
+		{[]string{"codex"}, "only in a project you trust"},
+		{[]string{"claude-code", "--user"}, ""},
+		{[]string{"gemini-cli", "--dry-run"}, ""},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			ws := t.TempDir()
+			t.Setenv("HOME", t.TempDir())
+			t.Setenv("AGENTBOX_STATE_DIR", filepath.Join(t.TempDir(), "state"))
+			_, stderr, err := runCLI(t, append([]string{"--workspace", ws, "setup", "--command", "agentbox"}, tc.args...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			has := strings.Contains(stderr, "agentbox setup: next: ")
+			if tc.want == "" && has || tc.want != "" && !strings.Contains(stderr, tc.want) {
+				t.Fatalf("stderr:\n%s", stderr)
+			}
+		})
+	}
+}
+
+// TestCodexEditEnv: DOCKER_HOST joins the entry's env table, beside the
+// person's own variables.
+func TestCodexEditEnv(t *testing.T) {
+	old := []byte("[mcp_servers.agentbox]\ncommand = \"x\"\nenv = { FOO = \"1\" }\n")
+	out, err := codexEdit(old, "agentbox", []string{"mcp"}, map[string]string{"DOCKER_HOST": "unix:///d.sock"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		MCPServers map[string]struct{ Env map[string]string } `toml:"mcp_servers"`
+	}
+	if err := toml.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if env := got.MCPServers["agentbox"].Env; env["FOO"] != "1" || env["DOCKER_HOST"] != "unix:///d.sock" {
+		t.Fatalf("env %v:\n%s", env, out)
+	}
+	again, err := codexEdit(out, "agentbox", []string{"mcp"}, map[string]string{"DOCKER_HOST": "unix:///d.sock"})
+	if err != nil || string(again) != string(out) {
+		t.Fatalf("second run: %v\n%s", err, again)
 	}
 }

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/agentbox/agentbox/snapshot"
 	"github.com/agentbox/agentbox/tools/termtext"
@@ -13,13 +15,19 @@ func init() { register(newUndoCmd) }
 
 func newUndoCmd(a *app) *cobra.Command {
 	var force, dryRun bool
+	var session string
 	cmd := &cobra.Command{
-		Use:   "undo [CALL] [--dry-run] [--force]",
+		Use:   "undo [CALL | --session ID] [--dry-run] [--force]",
 		Short: "Revert one call's changes (default: the latest call not yet undone)",
 		Long: `Revert exactly the changes one journaled call made. The undo is itself
 journaled, so undoing an undo is a redo. Without CALL, undo works like an
 editor's: it reverts the most recent call that changed something and has not
-been undone yet; repeat it to walk back through history.
+been undone yet; repeat it to walk back through history. --session ID limits
+that to one session's calls (as ` + "`agentbox history`" + ` shows them).
+
+When the latest calls come from more than one session (two agents at work
+within 10 minutes of each other), "the last call" is unclear: undo without
+CALL then changes nothing and names the candidates.
 
 If a later call or someone else changed one of the same paths since, undo
 stops and lists the conflicts; --force reverts anyway. --dry-run prints what
@@ -31,9 +39,15 @@ the undo would change and its conflicts, and changes nothing.`,
 				return err
 			}
 			defer st.Close()
-			id := ""
+			id, asked := "", ""
 			if len(args) == 1 {
+				asked = args[0]
+				if session != "" {
+					return errors.New("give either CALL or --session, not both")
+				}
 				id = args[0]
+			} else if id, err = lastUndoable(cmd.Context(), st, session); err != nil {
+				return err
 			}
 			if dryRun {
 				p, err := st.PlanUndo(cmd.Context(), id)
@@ -42,7 +56,7 @@ the undo would change and its conflicts, and changes nothing.`,
 				}
 				return reportPlan(a, p, force)
 			}
-			rec := startCLIAudit("undo", map[string]any{"call": id, "force": force})
+			rec := startCLIAudit("undo", map[string]any{"call": asked, "force": force})
 			e, err := st.Undo(cmd.Context(), id, force, cliCall)
 			if aerr := rec.finish(cmd.Context(), cfg, e.ID, entryPaths(e), nil, "", err); aerr != nil {
 				return errors.Join(err, aerr)
@@ -54,8 +68,57 @@ the undo would change and its conflicts, and changes nothing.`,
 		},
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "undo even if the paths were changed since")
+	cmd.Flags().StringVar(&session, "session", "", "without CALL: undo that session's latest call")
 	cmd.Flags().BoolVarP(&dryRun, "dry-run", "n", false, "print what would change and the conflicts; change nothing")
 	return cmd
+}
+
+// lastCallWindow is how close in time the latest calls of two sessions
+// must be for "the last call" to be unclear.
+const lastCallWindow = 10 * time.Minute
+
+// lastUndoable is the call `undo` without CALL reverts: the newest one that
+// changed something and has not been undone (of session, when set). When
+// another session's newest such call is within lastCallWindow of it, two
+// agents were at work and the person must say which call they mean.
+func lastUndoable(ctx context.Context, st *snapshot.Store, session string) (string, error) {
+	es, err := st.Undoable(ctx, session, 0)
+	if err != nil {
+		return "", err
+	}
+	if len(es) == 0 {
+		if session != "" {
+			return "", fmt.Errorf("session %s has no call left to undo (see `agentbox history`)", termtext.Line(session))
+		}
+		return "", errors.New("nothing to undo: no call that changed something is left (see `agentbox history`)")
+	}
+	last := es[0]
+	if session != "" {
+		return last.ID, nil
+	}
+	for _, e := range es[1:] {
+		if e.Session == last.Session {
+			continue
+		}
+		if last.Time.Sub(e.Time) > lastCallWindow {
+			break
+		}
+		return "", fmt.Errorf("the latest calls come from two sessions, so \"the last call\" is unclear and nothing was undone:\n  %s\n  %s\nName the call (`agentbox undo %s`) or the session (`agentbox undo --session %s`)",
+			describeEntry(last), describeEntry(e), last.ID, termtext.Line(sessionName(last.Session)))
+	}
+	return last.ID, nil
+}
+
+func describeEntry(e snapshot.Entry) string {
+	return fmt.Sprintf("%s  %s  session %s  %s", e.ID, e.Time.Local().Format("15:04:05"),
+		termtext.Line(sessionName(e.Session)), termtext.Line(entryLabel(e)))
+}
+
+func sessionName(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // reportRestore prints the entry an undo or rollback journaled.

@@ -192,6 +192,10 @@ func WithHostMounts(paths []string) Option {
 // image exists, removes containers left behind by dead executors and
 // starts the warm pool. Close releases all of it.
 func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Option) (*Runner, error) {
+	// The workspace's owner first: no engine can fix that one.
+	if err := sandbox.CheckOwner(filepath.Clean(cfg.Workspace), cfg.Sandbox.AllowRootWorkspace); err != nil {
+		return nil, err
+	}
 	cli, _, err := engine.Connect(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
@@ -225,6 +229,9 @@ func New(ctx context.Context, cli *client.Client, cfg *config.Config, log *slog.
 	if err := checkWorkspace(ws, cli.DaemonHost()); err != nil {
 		return nil, err
 	}
+	if err := sandbox.CheckOwner(ws, cfg.Sandbox.AllowRootWorkspace); err != nil {
+		return nil, err
+	}
 	fi, err := os.Stat(ws)
 	if err != nil {
 		return nil, fmt.Errorf("%w: workspace: %v", sandbox.ErrUnsafeWorkspace, err)
@@ -232,12 +239,6 @@ func New(ctx context.Context, cli *client.Client, cfg *config.Config, log *slog.
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
 		return nil, fmt.Errorf("%w: workspace owner unknown", sandbox.ErrUnsafeWorkspace)
-	}
-	if st.Uid == 0 && !cfg.Sandbox.AllowRootWorkspace {
-		return nil, fmt.Errorf("%w: the workspace %s is owned by root, and agentbox never runs commands as uid 0 by default "+
-			"(a root process is what turns any reachable root-owned socket or file into host root); "+
-			"give the workspace to an unprivileged user (chown -R USER: %s) or, knowing the risk, set sandbox.allow_root_workspace: true in your user config",
-			sandbox.ErrUnsafeWorkspace, ws, ws)
 	}
 	initPath, err := initBinary(cfg.Sandbox.InitBinary)
 	if err != nil {

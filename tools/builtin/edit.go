@@ -59,7 +59,8 @@ When old_string is not found exactly but matches exactly one place once whitespa
 	Usage: `Copy old_string from Read's output without the line-number prefix (everything after the tab), keeping indentation exactly.
 Include enough surrounding lines to make old_string unique, or set replace_all to rename something everywhere.
 An empty old_string creates a new file with new_string as its content.
-Use MultiEdit for several changes to one file.`,
+Use MultiEdit for several changes to one file.
+A byte that is not UTF-8 shows as U+FFFD in Read's output: copy it as it is; each U+FFFD kept in new_string keeps the file's byte.`,
 	Rules: []string{
 		"You must Read the file in this session before editing it, and it must not have changed since, or the edit is refused.",
 		"old_string and new_string must differ.",

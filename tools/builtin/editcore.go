@@ -2,8 +2,10 @@ package builtin
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // editFailKind says why an edit could not be applied; the tool maps it to a
@@ -37,6 +39,15 @@ type editOutcome struct {
 	reindented bool
 	// firstLine is the 1-based line where the (first) replacement starts.
 	firstLine int
+	// spans are the replacements made, in order, in offsets of the
+	// content given to applyEdit.
+	spans []editSpan
+}
+
+// editSpan is one replacement: content[start:end] became text.
+type editSpan struct {
+	start, end int
+	text       string
 }
 
 // usesCRLF reports whether content's line endings are mostly CRLF.
@@ -70,6 +81,9 @@ func applyEdit(content, old, new string, replaceAll bool) (editOutcome, error) {
 		}
 		return editOutcome{}, &editFailure{failInvalid, "old_string is empty but the file is not. An empty old_string only creates a new file or fills an empty one; use Write to replace the whole content."}
 	}
+	if !utf8.ValidString(content) {
+		return applyEditShown(content, old, new, replaceAll)
+	}
 	if usesCRLF(content) && !strings.Contains(old, "\r") {
 		old, new = toCRLF(old), toCRLF(new)
 	}
@@ -78,12 +92,22 @@ func applyEdit(content, old, new string, replaceAll bool) (editOutcome, error) {
 	case n == 1 || (n > 1 && replaceAll):
 		first := strings.Index(content, old)
 		var out string
+		var spans []editSpan
 		if replaceAll {
 			out = strings.ReplaceAll(content, old, new)
+			for off := 0; ; {
+				i := strings.Index(content[off:], old)
+				if i < 0 {
+					break
+				}
+				spans = append(spans, editSpan{off + i, off + i + len(old), new})
+				off += i + len(old)
+			}
 		} else {
 			out = content[:first] + new + content[first+len(old):]
+			spans = []editSpan{{first, first + len(old), new}}
 		}
-		return editOutcome{content: out, replacements: n, firstLine: lineOf(content, first)}, nil
+		return editOutcome{content: out, replacements: n, firstLine: lineOf(content, first), spans: spans}, nil
 	case n > 1:
 		return editOutcome{}, &editFailure{failAmbiguous, fmt.Sprintf(
 			"Found %d matches of old_string (at lines %s), but replace_all is false. To replace every occurrence, set replace_all to true. To replace only one, add surrounding lines to old_string so that it matches exactly one place.",
@@ -149,7 +173,108 @@ func fuzzyEdit(content, old, new string) (editOutcome, error) {
 		}
 	}
 	out.content = content[:start] + new + content[end:]
+	out.spans = []editSpan{{start, end, new}}
 	return out, nil
+}
+
+// applyEditShown applies an edit to content that is not valid UTF-8. The
+// model never saw those bytes: Read's text reaches it as JSON, where each
+// one is U+FFFD. So old is matched against the content as shown (a U+FFFD
+// in old matches an invalid byte or a real U+FFFD; more than one match is
+// ambiguous as always), and every byte outside the replaced text is kept.
+// Inside it, the U+FFFDs of new stand for the bytes the matched text's
+// U+FFFDs stood for, in order; when their numbers differ that is unclear
+// and refused.
+func applyEditShown(content, old, new string, replaceAll bool) (editOutcome, error) {
+	view, invalid := shownText(content)
+	o, err := applyEdit(view, old, new, replaceAll)
+	if err != nil {
+		return o, err
+	}
+	raw := func(v int) int { // view offset → content offset
+		k, _ := slices.BinarySearch(invalid, v)
+		return v - 2*k
+	}
+	var b strings.Builder
+	b.Grow(len(content))
+	prev := 0
+	for _, sp := range o.spans {
+		start, end := raw(sp.start), raw(sp.end)
+		b.WriteString(content[prev:start])
+		text, err := keepShownBytes(sp.text, view[sp.start:sp.end], content[start:end])
+		if err != nil {
+			return editOutcome{}, err
+		}
+		b.WriteString(text)
+		prev = end
+	}
+	b.WriteString(content[prev:])
+	o.content = b.String()
+	o.spans = nil
+	return o, nil
+}
+
+// shownText is content as a JSON client sees it: each byte that is not
+// valid UTF-8 becomes U+FFFD. invalid lists, in order, the offsets in the
+// result where such a byte's U+FFFD starts.
+func shownText(content string) (string, []int) {
+	var b strings.Builder
+	b.Grow(len(content) + len(content)/8)
+	var invalid []int
+	for i := 0; i < len(content); {
+		r, size := utf8.DecodeRuneInString(content[i:])
+		if r == utf8.RuneError && size == 1 {
+			invalid = append(invalid, b.Len())
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteString(content[i : i+size])
+		}
+		i += size
+	}
+	return b.String(), invalid
+}
+
+// keepShownBytes writes text in place of shown, the view of raw: the k-th
+// U+FFFD of text becomes the bytes the k-th U+FFFD of shown stands for in
+// raw (an invalid byte, or a real U+FFFD).
+func keepShownBytes(text, shown, raw string) (string, error) {
+	var stands []string
+	for i, j := 0, 0; i < len(shown); {
+		r, size := utf8.DecodeRuneInString(shown[i:])
+		if r != utf8.RuneError {
+			i, j = i+size, j+size
+			continue
+		}
+		n := 1 // an invalid byte
+		if strings.HasPrefix(raw[j:], string(utf8.RuneError)) {
+			n = len(string(utf8.RuneError))
+		}
+		stands = append(stands, raw[j:j+n])
+		i, j = i+size, j+n
+	}
+	if len(stands) == 0 {
+		return text, nil
+	}
+	got := strings.Count(text, string(utf8.RuneError))
+	if got == 0 {
+		return text, nil
+	}
+	if got != len(stands) {
+		return "", &editFailure{failInvalid, fmt.Sprintf(
+			"new_string has %d U+FFFD (\uFFFD) characters and the text it replaces has %d. In this file U+FFFD stands for bytes that are not UTF-8, so it is unclear which bytes to keep; nothing was changed. Keep each U+FFFD of old_string in new_string, in the same order (they keep the file's bytes), or leave them out to drop those bytes.",
+			got, len(stands))}
+	}
+	var b strings.Builder
+	k := 0
+	for _, r := range text {
+		if r == utf8.RuneError {
+			b.WriteString(stands[k])
+			k++
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String(), nil
 }
 
 // normalizeWS drops each line's indentation and trailing blanks, collapses

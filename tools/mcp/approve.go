@@ -82,7 +82,14 @@ func (a *Approver) Approve(ctx context.Context, req tools.ApprovalRequest) (tool
 	}
 	ectx, cancel := context.WithTimeoutCause(ctx, a.timeout, errApprovalTimeout)
 	defer cancel()
+	start := time.Now()
 	res, err := a.session.Elicit(ectx, elicitParams(req))
+	if err == nil && answeredByClient(res, time.Since(start)) {
+		// Nobody saw the form: treat it as a client that cannot ask.
+		return a.noElicitation(ctx, req, fmt.Sprintf(
+			"The MCP client answered the approval request itself (%s, within %s and with no choice made), as headless runs such as `claude -p` and `codex exec` do, so no person saw it; run the client interactively to be asked",
+			res.Action, time.Since(start).Round(time.Millisecond)))
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return tools.Approval{}, ctx.Err()
@@ -120,6 +127,18 @@ func (a *Approver) noElicitation(ctx context.Context, req tools.ApprovalRequest,
 }
 
 var errApprovalTimeout = errors.New("approval timed out")
+
+// autoAnswerWindow is faster than a person can read a form and answer it.
+const autoAnswerWindow = 300 * time.Millisecond
+
+// answeredByClient reports whether an elicitation was answered by the
+// client rather than a person: declined or cancelled with no content
+// within autoAnswerWindow. Headless clients (`claude -p`, `codex exec`)
+// do that with every request. It only changes how a refusal is explained
+// (and lets the approval terminal ask): either way the call is refused.
+func answeredByClient(res *sdk.ElicitResult, took time.Duration) bool {
+	return res.Action != "accept" && len(res.Content) == 0 && took < autoAnswerWindow
+}
 
 func (a *Approver) fallback(req tools.ApprovalRequest, why string) tools.Approval {
 	if a.nonInteractive {

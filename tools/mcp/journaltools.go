@@ -27,7 +27,7 @@ type HistoryParams struct {
 
 // UndoParams are the Undo tool's parameters.
 type UndoParams struct {
-	CallID string `json:"call_id,omitempty" jsonschema:"The journal id of the call to revert, as History shows it (e.g. 000042 or 42); empty reverts the newest call that changed something and has not been undone"`
+	CallID string `json:"call_id,omitempty" jsonschema:"The journal id of the call to revert, as History shows it (e.g. 000042 or 42); empty reverts this session's newest call that changed something and has not been undone"`
 }
 
 // HistoryTool lists recent journaled calls and the paths they changed, so
@@ -109,7 +109,8 @@ func HistoryTool(j Journal) tools.Tool {
 		}))
 }
 
-// UndoTool reverts one journaled call (the newest by default), refusing
+// UndoTool reverts one journaled call (by default the newest of the
+// caller's session: the Journal scopes an empty id to info's session), refusing
 // with a conflict when a path was changed again since. Optional: exposed
 // when mcp.undo_tool is on. It journals itself (as an undo entry), so it
 // takes no snapshot of its own and can itself be undone.
@@ -166,7 +167,7 @@ func UndoTool(j Journal) tools.Tool {
 		tools.WithKind(tools.KindEdit), tools.Destructive(),
 		tools.WithScope(func(*UndoParams) tools.Scope { return tools.Scope{Kind: tools.ScopeNone} }),
 		tools.WithDescription(tools.Description{
-			Summary: "Revert the changes of one earlier call (the newest by default), so you can repair a mistake.",
+			Summary: "Revert the changes of one earlier call (by default this session's newest), so you can repair a mistake.",
 			Long:    "Undo restores every path the call changed to its state just before the call. If a path was changed again since (by a later call or by the user), nothing is changed and the conflict is reported.",
 			Usage:   "Find the id with History.\nUndo of an undo re-applies the original change.",
 			Rules:   []string{"Undo only your own mistakes; never undo the user's changes unless asked."},

@@ -81,6 +81,10 @@ type Options struct {
 	// ProgressInterval is the period of progress notifications for a call
 	// whose client asked for progress (default 1s).
 	ProgressInterval time.Duration
+	// MaxInputBytes is the tool input cap (tools.max_input_bytes). Over
+	// stdio, a request line may be that plus 1 MiB; a longer one is refused
+	// with a JSON-RPC error and the session goes on. 0: no limit.
+	MaxInputBytes int
 	// Instructions are shown to the client at initialization.
 	Instructions string
 	// Logger receives operational logs; nil discards them.
@@ -160,8 +164,10 @@ func (s *Server) ServeStdio(ctx context.Context) error {
 }
 
 func (s *Server) serveIO(ctx context.Context, in io.Reader, out io.Writer) error {
-	d := newDrainingStdio(ctx, in, out)
-	err := s.srv.Run(ctx, &sdk.IOTransport{Reader: d, Writer: d.writer()})
+	d := newDrainingStdio(ctx, in, out, maxLine(s.opts.MaxInputBytes))
+	// The lines are bounded above (go-sdk's own bound, 16 MiB, is below
+	// tools.max_input_bytes and would end the session).
+	err := s.srv.Run(ctx, &sdk.IOTransport{Reader: d, Writer: d.writer(), MaxLineLength: -1})
 	s.closeAll()
 	if ctx.Err() != nil {
 		return nil

@@ -223,6 +223,9 @@ func TestApprovalElicitation(t *testing.T) {
 			_, cs := connect(t, p, true, &sdk.ClientOptions{
 				ElicitationHandler: func(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 					asked = req.Params
+					if tc.action != "accept" {
+						time.Sleep(autoAnswerWindow + 50*time.Millisecond) // a person takes a moment
+					}
 					r := &sdk.ElicitResult{Action: tc.action}
 					if tc.action == "accept" {
 						r.Content = map[string]any{"decision": tc.answer}
@@ -262,6 +265,39 @@ func TestApprovalElicitation(t *testing.T) {
 			}
 			if res.IsError == tc.allow {
 				t.Errorf("IsError = %v with allow %v", res.IsError, tc.allow)
+			}
+		})
+	}
+}
+
+// TestApprovalAnsweredByClient: a client that declines or cancels every
+// elicitation at once (headless `claude -p`, `codex exec`) did not ask
+// anyone. The refusal says so and names what would allow the call, as
+// for a client that cannot elicit, instead of "a person refused".
+func TestApprovalAnsweredByClient(t *testing.T) {
+	for _, action := range []string{"cancel", "decline"} {
+		t.Run(action, func(t *testing.T) {
+			p := &testPipeline{}
+			_, cs := connect(t, p, true, &sdk.ClientOptions{
+				ElicitationHandler: func(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+					return &sdk.ElicitResult{Action: action}, nil
+				},
+			})
+			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "Sh", Arguments: map[string]any{"command": "rm -rf x"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.approved) != 1 || p.approved[0].Allow || p.approved[0].By != "non-interactive" {
+				t.Fatalf("approvals = %+v", p.approved)
+			}
+			msg := p.approved[0].Message
+			for _, want := range []string{"answered the approval request itself", action, "claude -p", "codex exec", "mcp.approval_tty"} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("refusal lacks %q:\n%s", want, msg)
+				}
+			}
+			if !res.IsError {
+				t.Error("the call ran")
 			}
 		})
 	}

@@ -82,15 +82,26 @@ func fromResult(r sandbox.Result) tools.ExecResult {
 	}
 }
 
+// unsafeReason is why the sandbox refused the workspace, for a person.
+func unsafeReason(err error) string {
+	return strings.TrimPrefix(err.Error(), sandbox.ErrUnsafeWorkspace.Error()+": ")
+}
+
 // sandboxError turns a sandbox error into a model-facing one.
 func sandboxError(err error) error {
 	switch {
 	case errors.Is(err, sandbox.ErrInvalidSpec):
 		return tools.Errorf(tools.ErrValidation, "the command cannot be run: %v", err)
-	case errors.Is(err, sandbox.ErrUnavailable):
-		return fmt.Errorf("%w", &tools.ToolError{Kind: tools.ErrInternal, Message: "the sandbox is unavailable, so nothing was run; the operator can start it with `agentbox engine start` (see `agentbox doctor`)"})
 	case errors.Is(err, sandbox.ErrUnsafeWorkspace):
-		return tools.Errorf(tools.ErrPermissionDenied, "the sandbox refused to run in this workspace: %v", err)
+		// Before ErrUnavailable: starting an engine would not help.
+		return tools.Errorf(tools.ErrPermissionDenied, "the sandbox refused to run in this workspace, so nothing was run: %s. Only a person can fix this: retrying before they have will not help", unsafeReason(err))
+	case errors.Is(err, sandbox.ErrUnavailable):
+		msg := "the sandbox is unavailable, so nothing was run"
+		// The reason, without the sentinel's own words (which say the same).
+		if why := strings.TrimPrefix(strings.TrimPrefix(err.Error(), sandbox.ErrUnavailable.Error()+": "), sandbox.ErrUnavailable.Error()+": "); why != "" && why != sandbox.ErrUnavailable.Error() {
+			msg += ": " + why
+		}
+		return fmt.Errorf("%w", &tools.ToolError{Kind: tools.ErrInternal, Message: msg + ". The operator can see what to fix with `agentbox doctor` (for a missing engine, `agentbox engine start`)."})
 	case errors.Is(err, sandbox.ErrClosed):
 		return tools.Errorf(tools.ErrInternal, "the sandbox was shut down")
 	case errors.Is(err, sandbox.ErrNotFound):

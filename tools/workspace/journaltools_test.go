@@ -119,3 +119,50 @@ func TestUndoErrors(t *testing.T) {
 		t.Errorf("nothing to undo became %q", err)
 	}
 }
+
+// TestUndoIsSessionScoped: an agent's Undo without an id reverts its own
+// session's newest call, never a newer one of another session; with
+// nothing of its own left it says so and changes nothing.
+func TestUndoIsSessionScoped(t *testing.T) {
+	ctx := context.Background()
+	ws, state := t.TempDir(), t.TempDir()
+	st, err := snapshot.Open(ctx, state, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(session, name string) snapshot.Entry {
+		p := filepath.Join(ws, name)
+		c, err := st.Begin(ctx, snapshot.CallInfo{Session: session, Tool: "Write", Summary: "Write " + name}, snapshot.File(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(p, []byte(session+"\n"), 0o644)
+		e, err := c.Finish(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	mine := write("s1", "mine.txt")
+	write("s2", "theirs.txt")
+	j := &Snapshots{store: st}
+	undo := mcp.UndoTool(j)
+	env := &tools.Env{Workspace: ws, Session: tools.NewSession("s1", ws)}
+	res, err := undo.Run(ctx, env, &mcp.UndoParams{})
+	if err != nil || res.IsError() || res.Meta["reverted"] != mine.ID {
+		t.Fatalf("Undo in s1: %v %+v", err, res)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "theirs.txt")); err != nil {
+		t.Fatal("s1's Undo reverted s2's call")
+	}
+	if _, err := os.Stat(filepath.Join(ws, "mine.txt")); err == nil {
+		t.Fatal("s1's call was not undone")
+	}
+	res, err = undo.Run(ctx, env, &mcp.UndoParams{})
+	if err != nil || res.Err == nil || !strings.Contains(res.Content, "this session has no call left to undo") {
+		t.Fatalf("second Undo in s1: %v %+v", err, res)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "theirs.txt")); err != nil {
+		t.Fatal("s1's second Undo reverted s2's call")
+	}
+}

@@ -95,14 +95,26 @@ func (l *Snapshots) List(ctx context.Context, limit int) ([]tools.JournalEntry, 
 	return out, nil
 }
 
-// Undo reverts entry id ("": the newest that changed something and has
-// not been undone) and journals the undo as info's. It fails with a
-// *tools.UndoConflictError when a path changed since, tools.ErrNoEntry
-// or tools.ErrNothingToUndo.
+// Undo reverts entry id and journals the undo as info's. With id "" it
+// reverts the newest entry of info's session (of any session when info
+// has none) that changed something and has not been undone: an agent's
+// "undo the last call" never reverts another session's work. It fails
+// with a *tools.UndoConflictError when a path changed since,
+// tools.ErrNoEntry or tools.ErrNothingToUndo.
 func (l *Snapshots) Undo(ctx context.Context, id string, info tools.SnapshotInfo) (tools.JournalEntry, error) {
 	st, err := l.get(ctx)
 	if err != nil {
 		return tools.JournalEntry{}, err
+	}
+	if id == "" && info.Session != "" {
+		es, err := st.Undoable(ctx, info.Session, 1)
+		if err != nil {
+			return tools.JournalEntry{}, undoError(err)
+		}
+		if len(es) == 0 {
+			return tools.JournalEntry{}, fmt.Errorf("%w: this session has no call left to undo (calls of other sessions are undone by their id)", tools.ErrNothingToUndo)
+		}
+		id = es[0].ID
 	}
 	e, err := st.Undo(ctx, id, false, snapshot.CallInfo{Session: info.Session, Tool: info.Tool, Summary: info.Summary})
 	if err != nil {

@@ -321,7 +321,16 @@ func (l *lazySandbox) get(ctx context.Context) (sandbox.Runner, error) {
 		if ctx.Err() != nil {
 			return nil, err // do not remember a cancelled open
 		}
-		l.err = fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+		if errors.Is(err, sandbox.ErrUnsafeWorkspace) {
+			// Not remembered: once the person fixes it (chown), the next
+			// call works without a restart.
+			l.log.Error("sandbox refused the workspace", "err", err)
+			return nil, err
+		}
+		l.err = err
+		if !errors.Is(err, sandbox.ErrUnavailable) {
+			l.err = fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
+		}
 		l.log.Error("sandbox unavailable", "err", err)
 		return nil, l.err
 	}
@@ -333,6 +342,10 @@ func (l *lazySandbox) get(ctx context.Context) (sandbox.Runner, error) {
 // is not open yet.
 func (l *lazySandbox) Available(ctx context.Context) error {
 	_, err := l.get(ctx)
+	if errors.Is(err, sandbox.ErrUnsafeWorkspace) {
+		// Why, for the question (or refusal) the call gets instead.
+		return tools.Errorf(tools.ErrPermissionDenied, "%s", unsafeReason(err))
+	}
 	return err
 }
 
