@@ -48,7 +48,7 @@ func (r *Runner) WriteFile(ctx context.Context, w sandbox.FileWrite) error {
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%w: %v", sandbox.ErrCanceled, context.Cause(ctx))
+		return fmt.Errorf("%w: %w", sandbox.ErrCanceled, context.Cause(ctx))
 	}
 	r.mu.Lock()
 	if r.closed {

@@ -211,7 +211,7 @@ func hasOption(opts []string, o string) bool {
 func verifySelf(want []ExpectedMount) error {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrMounts, err)
+		return fmt.Errorf("%w: %w", ErrMounts, err)
 	}
 	defer f.Close()
 	table, err := ParseMountinfo(f)

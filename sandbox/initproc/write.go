@@ -377,7 +377,7 @@ func copyContent(f *os.File, r io.Reader) (int64, error) {
 			return n, nil
 		}
 		if err != nil {
-			return n, fmt.Errorf("%w: %v", errRead, err)
+			return n, fmt.Errorf("%w: %w", errRead, err)
 		}
 	}
 }

@@ -136,6 +136,7 @@ var cases = []testCase{
 	{"Jobs", testJobs},
 	{"WriteFile", testWriteFile},
 	{"WriteGated", testWriteGated},
+	{"WriteCanceled", testWriteCanceled},
 	{"LargeStdin", testLargeStdin},
 	{"FixedHome", testFixedHome},
 	{"ReadOnlyWorkspace", testReadOnlyWorkspace},
