@@ -13,8 +13,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // Red-team tests: attacks an agent controlling its tool calls (and the
@@ -154,63 +152,5 @@ func TestRedteamUndoForceWritesThroughSymlink(t *testing.T) {
 				t.Errorf("undo --force reported success but d is not the directory it restored (%v, %v)", fi, err)
 			}
 		})
-	}
-}
-
-// TestRedteamWriteThroughSwappedSymlink: Write of a new, unprotected path
-// l/commondir while something else in the workspace (a background job in
-// another container; here the test, which is the same to agentbox) keeps
-// exchanging l between a real directory and a symlink to .git. The
-// protected-path check resolves l when the call is judged; the sandboxed
-// `mkdir -p; mv` of the Write resolves it again later, and the call's
-// changeset records only l/commondir as written (no-follow), so a write
-// that landed in .git is neither asked about nor reverted. .git/commondir
-// is not mounted read-only when it does not exist, and it redirects every
-// host git command to another directory's config (core.fsmonitor runs on
-// `git status`).
-func TestRedteamWriteThroughSwappedSymlink(t *testing.T) {
-	e := newRTEnv(t, "")
-	e.gitRepo(t)
-	e.file(t, "b/.keep", "")
-	link := filepath.Join(e.ws, "l")
-	alt := filepath.Join(e.ws, "l.alt")
-	must(t, os.Rename(filepath.Join(e.ws, "b"), link))
-	must(t, os.Symlink(".git", alt))
-	must(t, os.Lchown(alt, wsUID, wsGID))
-
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			_ = unix.Renameat2(unix.AT_FDCWD, link, unix.AT_FDCWD, alt, unix.RENAME_EXCHANGE)
-			time.Sleep(2 * time.Millisecond)
-		}
-	}()
-	landed := filepath.Join(e.ws, ".git", "commondir")
-	for i := 0; i < 25; i++ {
-		b, _ := json.Marshal(map[string]string{"file_path": filepath.Join(link, "commondir"), "content": "../evil\n"})
-		out, _ := e.run(t, "tool", "Write", string(b), "--json")
-		if _, err := os.Lstat(landed); err == nil {
-			t.Logf("attempt %d: %s", i+1, out)
-			break
-		}
-		// A write that landed in the directory: gone again, so that the
-		// next Write is of a new file.
-		for _, p := range []string{link, alt} {
-			if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
-				os.Remove(filepath.Join(p, "commondir"))
-			}
-		}
-	}
-	close(stop)
-	<-done
-	if b, err := os.ReadFile(landed); err == nil {
-		t.Errorf("a Write of l/commondir landed in .git/commondir (%q) without approval and was not reverted", b)
 	}
 }
