@@ -15,10 +15,8 @@ import (
 	"time"
 )
 
-// Red-team tests: attacks an agent controlling its tool calls (and the
-// workspace's content) can mount on agentbox's boundary and on the promise
-// that nothing it writes runs on the host. Each test drives the real
-// binary and engine and fails while the hole is open.
+// Helpers for tests that drive the real binary (CLI) against one
+// workspace with its own state dir and config.
 
 // rtEnv is one workspace with its own state dir and config.
 type rtEnv struct {
@@ -107,50 +105,3 @@ func (e rtEnv) gitRepo(t *testing.T) {
 }
 
 const benignGitConfig = "[core]\n\trepositoryformatversion = 0\n"
-
-// TestRedteamUndoForceWritesThroughSymlink: `agentbox undo --force` of a
-// call that changed d/NAME, after a later call turned d into a symlink
-// into .git, must neither write the call's old content (chosen by the
-// agent) into .git nor delete what is there. The restore opens parent
-// directories with os.Root, which follows symlinks that stay inside the
-// workspace; --force is meant to clear a non-directory in the way, not to
-// write through it. Found: with d -> .git/hooks an executable
-// post-checkout hook appears (host `git checkout` runs it); with d -> .git
-// the failed exclusive create's cleanup deletes .git/config.
-func TestRedteamUndoForceWritesThroughSymlink(t *testing.T) {
-	tests := []struct {
-		name, link, file, protected string
-	}{
-		{name: "hook", link: ".git/hooks", file: "post-checkout", protected: ".git/hooks/post-checkout"},
-		{name: "config", link: ".git", file: "config", protected: ".git/config"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			e := newRTEnv(t, "")
-			e.gitRepo(t)
-			before := e.read(tt.protected)
-			// 1. A new, unprotected executable file.
-			if out, code := e.run(t, "exec", "--", "mkdir d && printf '#!/bin/sh\\ntouch /tmp/agentbox-redteam-pwned\\n' > d/"+tt.file+" && chmod 755 d/"+tt.file); code != 0 {
-				t.Fatalf("exec: exit %d: %s", code, out)
-			}
-			// 2. Overwritten: the journal keeps the first content as "old".
-			if out, code := e.run(t, "exec", "--", "echo x > d/"+tt.file); code != 0 {
-				t.Fatalf("exec: exit %d: %s", code, out)
-			}
-			target := e.lastID(t)
-			// 3. d becomes a symlink into .git (inside the workspace).
-			if out, code := e.run(t, "exec", "--", "rm -rf d && ln -s "+tt.link+" d"); code != 0 {
-				t.Fatalf("exec: exit %d: %s", code, out)
-			}
-			// 4. The operator forces the undo of call 2 over the conflict.
-			out, code := e.run(t, "undo", target, "--force")
-			t.Logf("undo --force: exit %d: %s", code, out)
-			if got := e.read(tt.protected); got != before {
-				t.Errorf("undo --force went through the symlink d -> %s: %s is now %q, was %q", tt.link, tt.protected, got, before)
-			}
-			if fi, err := os.Lstat(filepath.Join(e.ws, "d")); code == 0 && (err != nil || !fi.IsDir()) {
-				t.Errorf("undo --force reported success but d is not the directory it restored (%v, %v)", fi, err)
-			}
-		})
-	}
-}
