@@ -116,16 +116,12 @@ func TestBoundaryOrphanDies(t *testing.T) {
 			cmd.Stdout, cmd.Stderr = &out, &out
 			must(t, cmd.Start())
 			ticks := filepath.Join(ws, "ticks")
-			deadline := time.Now().Add(60 * time.Second)
-			for {
-				if b, _ := os.ReadFile(ticks); bytes.Count(b, []byte("\n")) > 10 {
-					break
-				}
-				if time.Now().After(deadline) {
-					cmd.Process.Kill()
-					t.Fatalf("the command never ran: %s", out.String())
-				}
-				time.Sleep(20 * time.Millisecond)
+			if !eventually(60*time.Second, 20*time.Millisecond, func() bool {
+				b, _ := os.ReadFile(ticks)
+				return bytes.Count(b, []byte("\n")) > 10
+			}) {
+				cmd.Process.Kill()
+				t.Fatalf("the command never ran: %s", out.String())
 			}
 			must(t, cmd.Process.Signal(syscall.SIGKILL))
 			cmd.Wait()

@@ -174,17 +174,18 @@ func (h *twoSessions) startGated(ctx context.Context, script string) {
 		os.WriteFile(filepath.Join(h.ws, "gate"), nil, 0o644)
 		<-h.closed
 	})
-	deadline := time.Now().Add(2 * time.Minute)
-	for h.read("started") == "<absent>" {
+	if !eventually(2*time.Minute, 20*time.Millisecond, func() bool {
+		if h.read("started") != "<absent>" {
+			return true
+		}
 		select {
 		case r := <-h.shell:
 			h.t.Fatalf("the shell command ended before its gate opened: %+v", r)
 		default:
 		}
-		if time.Now().After(deadline) {
-			h.t.Fatal("the shell command never started")
-		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}) {
+		h.t.Fatal("the shell command never started")
 	}
 }
 

@@ -192,13 +192,9 @@ func TestRedteam3StoppedInitDiesWithExecutor(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rt3RemoveContainers(t, ws) })
-	deadline := time.Now().Add(time.Minute)
-	for lines(tick) < 5 {
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatal("the command never started writing")
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !eventually(time.Minute, 100*time.Millisecond, func() bool { return lines(tick) >= 5 }) {
+		cmd.Process.Kill()
+		t.Fatal("the command never started writing")
 	}
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()

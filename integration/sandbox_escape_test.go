@@ -239,11 +239,8 @@ func TestEscapeNetwork(t *testing.T) {
 	}
 	// Wait for the sanity connection to be counted, so that it cannot be
 	// mistaken for one from the sandbox.
-	for deadline := time.Now().Add(10 * time.Second); accepted.Load() == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("the listener never accepted the host's own connection")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !eventually(10*time.Second, 5*time.Millisecond, func() bool { return accepted.Load() != 0 }) {
+		t.Fatal("the listener never accepted the host's own connection")
 	}
 	before := accepted.Load()
 	var script strings.Builder
