@@ -89,13 +89,13 @@ func (h *builtinHarness) ok(r tools.Response) tools.Response {
 func (h *builtinHarness) put(rel, content string, mode os.FileMode) string {
 	h.t.Helper()
 	p := filepath.Join(h.ws, rel)
-	os.MkdirAll(filepath.Dir(p), 0o755)
-	os.Chown(filepath.Dir(p), wsUID, wsGID)
+	must(h.t, os.MkdirAll(filepath.Dir(p), 0o755))
+	must(h.t, os.Chown(filepath.Dir(p), wsUID, wsGID))
 	if err := os.WriteFile(p, []byte(content), mode); err != nil {
 		h.t.Fatal(err)
 	}
-	os.Chmod(p, mode)
-	os.Chown(p, wsUID, wsGID)
+	must(h.t, os.Chmod(p, mode))
+	must(h.t, os.Chown(p, wsUID, wsGID))
 	return p
 }
 

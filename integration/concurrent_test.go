@@ -171,7 +171,9 @@ func (h *twoSessions) startGated(ctx context.Context, script string) {
 		h.shell <- h.call(ctx, h.a, "Bash", string(in))
 	}()
 	h.t.Cleanup(func() {
-		os.WriteFile(filepath.Join(h.ws, "gate"), nil, 0o644)
+		if err := os.WriteFile(filepath.Join(h.ws, "gate"), nil, 0o644); err != nil {
+			h.t.Error(err)
+		}
 		<-h.closed
 	})
 	if !eventually(2*time.Minute, 20*time.Millisecond, func() bool {

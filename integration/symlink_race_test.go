@@ -280,7 +280,10 @@ print("flips", n, "refused (EBUSY)", busy)
 	go func() {
 		defer wg.Done()
 		script := filepath.Join(host, "flip.py")
-		os.WriteFile(script, []byte(flip), 0o644)
+		if err := os.WriteFile(script, []byte(flip), 0o644); err != nil {
+			t.Error(err)
+			return
+		}
 		c := exec.CommandContext(ctx, "python3", script, strconv.Itoa(int(dur.Seconds())))
 		c.Dir = ws
 		out, err := c.CombinedOutput()

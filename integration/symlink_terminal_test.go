@@ -40,7 +40,7 @@ func symlinkEnv(t *testing.T) mcpEnv {
 		if err := os.Symlink(target, p); err != nil {
 			t.Fatal(err)
 		}
-		os.Lchown(p, wsUID, wsGID)
+		must(t, os.Lchown(p, wsUID, wsGID))
 	}
 	return e
 }

@@ -114,7 +114,7 @@ func TestWriteThroughInit(t *testing.T) {
 	t.Run("edit keeps the mode", func(t *testing.T) {
 		path := filepath.Join(ws, "run.sh")
 		mustWrite(path, "echo one\n")
-		os.Chmod(path, 0o751)
+		must(t, os.Chmod(path, 0o751))
 		if r := call("Read", map[string]any{"file_path": path}); r.Err != nil {
 			t.Fatal(r.Err)
 		}
