@@ -342,3 +342,25 @@ func TestBuiltinBackgroundJournal(t *testing.T) {
 		t.Fatalf("newest entry after shutdown: %+v %v", es, err)
 	}
 }
+
+// waitFor polls cond every 100ms for up to a minute.
+func (h *builtinHarness) waitFor(what string, cond func() bool) {
+	h.t.Helper()
+	if !eventually(time.Minute, 100*time.Millisecond, cond) {
+		h.t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// waitJob polls BashOutput until job id has exited (which finishes its
+// detached snapshot) and returns that last response.
+func (h *builtinHarness) waitJob(id string) tools.Response {
+	h.t.Helper()
+	var o tools.Response
+	h.waitFor("job "+id+" to exit", func() bool {
+		o = h.ok(h.call("BashOutput", map[string]any{"bash_id": id}))
+		return strings.Contains(o.Content, "has exited")
+	})
+	return o
+}
+
+func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
