@@ -355,8 +355,8 @@ func testCancel(t *testing.T, r sandbox.Runner, ws string) {
 	defer cancel()
 	// Cancel once the command is running (not while a container starts).
 	res, err := r.Run(c, sandbox.Spec{Shell: "echo up; sleep 60", OnOutput: func(sandbox.Stream, []byte) { cancel() }})
-	if !errors.Is(err, sandbox.ErrCanceled) {
-		t.Fatalf("err = %v, want ErrCanceled", err)
+	if !errors.Is(err, sandbox.ErrCanceled) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want ErrCanceled wrapping context.Canceled", err)
 	}
 	if !res.Killed || res.TimedOut {
 		t.Errorf("result %+v, want killed, not timed out", res)
