@@ -22,14 +22,11 @@ const killGrace = 15 * time.Second
 
 // Run runs spec in a fresh container; see sandbox.Runner.
 func (r *Runner) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
-	if spec.Timeout == 0 {
-		spec.Timeout = r.cfg.DefaultTimeout
-	}
+	spec.Timeout = sandbox.ClampTimeout(spec.Timeout, r.cfg.DefaultTimeout, r.cfg.MaxTimeout)
 	spec, err := sandbox.Normalize(spec, r.workspace)
 	if err != nil {
 		return sandbox.Result{}, err
 	}
-	spec.Timeout = min(spec.Timeout, r.cfg.MaxTimeout)
 	limit := spec.OutputCap
 	if limit == 0 {
 		limit = r.cfg.OutputCap
