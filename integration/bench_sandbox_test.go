@@ -114,3 +114,42 @@ func requireDebianTool(t *testing.T, bin, pkg string) string {
 	}
 	return p
 }
+
+// TestBenchSandboxUsesFoundEngine runs `agentbox bench sandbox` where the
+// docker CLI's own choice of engine (DOCKER_HOST) answers nothing and
+// agentbox finds the engine through engine.host: every docker CLI row
+// must use the engine agentbox found.
+func TestBenchSandboxUsesFoundEngine(t *testing.T) {
+	if _, err := exec.LookPath("docker"); err != nil {
+		t.Fatalf("the docker CLI is needed for the docker-exec row: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, agentbox, "--state-dir", t.TempDir(), "bench", "sandbox", "--n", "2", "--sustained", "2", "--json")
+	cmd.Env = append(os.Environ(), "DOCKER_HOST=unix:///nonexistent/agentbox-test.sock", "AGENTBOX_ENGINE_HOST="+cli.DaemonHost(), "DOCKER_CONTEXT=")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("bench sandbox: %v\n%s", err, errb.String())
+	}
+	var rows []struct {
+		Name  string  `json:"name"`
+		P50MS float64 `json:"p50_ms"`
+		N     int     `json:"n"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
+		t.Fatalf("bench --json: %v in %q", err, out.String())
+	}
+	got := map[string]bool{}
+	for _, r := range rows {
+		if r.N != 2 || r.P50MS <= 0 {
+			t.Errorf("row %+v: want n=2 and a positive p50", r)
+		}
+		got[r.Name] = true
+	}
+	for _, want := range []string{"agentbox-pool", "docker-exec", "docker-run"} {
+		if !got[want] {
+			t.Errorf("no %s row in %s", want, out.String())
+		}
+	}
+}

@@ -7,22 +7,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/agentbox/agentbox/config"
-	"github.com/agentbox/agentbox/images"
 	"github.com/agentbox/agentbox/sandbox"
 	"github.com/agentbox/agentbox/sandbox/docker"
 )
@@ -122,16 +116,12 @@ func TestBoundaryOrphanDies(t *testing.T) {
 			cmd.Stdout, cmd.Stderr = &out, &out
 			must(t, cmd.Start())
 			ticks := filepath.Join(ws, "ticks")
-			deadline := time.Now().Add(60 * time.Second)
-			for {
-				if b, _ := os.ReadFile(ticks); bytes.Count(b, []byte("\n")) > 10 {
-					break
-				}
-				if time.Now().After(deadline) {
-					cmd.Process.Kill()
-					t.Fatalf("the command never ran: %s", out.String())
-				}
-				time.Sleep(20 * time.Millisecond)
+			if !eventually(60*time.Second, 20*time.Millisecond, func() bool {
+				b, _ := os.ReadFile(ticks)
+				return bytes.Count(b, []byte("\n")) > 10
+			}) {
+				cmd.Process.Kill()
+				t.Fatalf("the command never ran: %s", out.String())
 			}
 			must(t, cmd.Process.Signal(syscall.SIGKILL))
 			cmd.Wait()
@@ -147,190 +137,6 @@ func TestBoundaryOrphanDies(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestBoundarySwapRace is the red team's attack: a background command in
-// one session flips .git (and a custom protected path) with
-// renameat2(RENAME_EXCHANGE) against decoys whose protected entries are
-// symlinks to a host file, a host directory and a host unix socket, for
-// a minute, while another session makes calls that look for any foreign
-// mount or socket and try to use it. Half of the calls come from a runner
-// that pins its bind sources, half from one that cannot (init's check of
-// what got mounted is then the only guard). Nothing may succeed.
-func TestBoundarySwapRace(t *testing.T) {
-	dur := 60 * time.Second
-	if d, err := time.ParseDuration(os.Getenv("AGENTBOX_RACE_DURATION")); err == nil {
-		dur = d
-	}
-	ws := newWorkspace(t)
-	host, err := filepath.EvalSymlinks(t.TempDir())
-	must(t, err)
-	secretFile := filepath.Join(host, "secret.txt")
-	must(t, os.WriteFile(secretFile, []byte("HOSTSECRET\n"), 0o644))
-	secretDir := filepath.Join(host, "dir")
-	must(t, os.Mkdir(secretDir, 0o755))
-	must(t, os.WriteFile(filepath.Join(secretDir, "HOSTSECRETDIR"), nil, 0o644))
-	sock := filepath.Join(host, "engine.sock")
-	ln, err := net.Listen("unix", sock)
-	must(t, err)
-	var socketHits atomic.Int32
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			socketHits.Add(1)
-			c.Write([]byte("HOSTSOCKET\n"))
-			c.Close()
-		}
-	}()
-	defer ln.Close()
-	must(t, os.Chmod(sock, 0o777))
-
-	// The flipper's workspace state: the real .git and custom, and decoys.
-	mk := func(rel string, dir bool) {
-		p := filepath.Join(ws, rel)
-		if dir {
-			must(t, os.MkdirAll(p, 0o755))
-		} else {
-			must(t, os.WriteFile(p, []byte("real\n"), 0o644))
-		}
-	}
-	mk(".git/hooks", true)
-	mk(".git/info", true)
-	mk(".git/config", false)
-	mk(".git/HEAD", false)
-	mk("custom", true)
-	mk(".decoy", true)
-	must(t, os.Symlink(secretFile, filepath.Join(ws, ".decoy", "config")))
-	must(t, os.Symlink(secretDir, filepath.Join(ws, ".decoy", "hooks")))
-	must(t, os.Symlink(sock, filepath.Join(ws, ".decoy", "info")))
-	must(t, os.WriteFile(filepath.Join(ws, ".decoy", "HEAD"), nil, 0o644))
-	must(t, os.Symlink(sock, filepath.Join(ws, "custom.decoy")))
-	filepath.WalkDir(ws, func(p string, d fs.DirEntry, err error) error { return os.Lchown(p, wsUID, wsGID) })
-
-	mutate := func(c *config.Config) {
-		c.Sandbox.Image = images.Host
-		c.Sandbox.ProtectedPaths = append(c.Sandbox.ProtectedPaths, "custom")
-		c.Sandbox.PoolSize = 2
-	}
-	// The attacker's runner: its container starts before anything is
-	// mounted over .git? No: it runs in a container whose .git is a mount
-	// point, so it cannot rename .git itself — it would get EBUSY. The
-	// flipper therefore also runs host-side, which models every other
-	// route to a swap (a container started before .git existed, another
-	// tool on the host).
-	attacker, _ := newRunnerOpts(t, ws, mutate)
-	// Bursts of flips as fast as it can for 100 ms (racing container
-	// starts: tens of milliseconds lie between Docker resolving a path and
-	// init checking it), then a still moment with the real .git in place
-	// (calls then run, and show what a container got).
-	flip := `import ctypes, time, sys
-libc = ctypes.CDLL(None, use_errno=True)
-end = time.time() + float(sys.argv[1])
-n = 0; busy = 0
-while time.time() < end:
-    burst = time.time() + 0.1
-    k = 0
-    while time.time() < burst or k % 2:
-        k += 1
-        for a, b in ((b".git", b".decoy"), (b"custom", b"custom.decoy")):
-            if libc.renameat2(-100, a, -100, b, 2) != 0:
-                busy += 1
-            else:
-                n += 1
-    time.sleep(0.4)
-print("flips", n, "refused (EBUSY)", busy)
-`
-	ctx, cancel := context.WithTimeout(context.Background(), dur+10*time.Minute)
-	defer cancel()
-	var wg sync.WaitGroup
-	wg.Add(2)
-	var inside sandbox.Result
-	var insideErr error
-	go func() {
-		defer wg.Done()
-		inside, insideErr = attacker.Run(ctx, sandbox.Spec{Argv: []string{"python3", "-c", flip, strconv.Itoa(int(dur.Seconds()))}, Timeout: dur + time.Minute})
-	}()
-	time.Sleep(2 * time.Second) // the in-sandbox flipper starts first
-	go func() {
-		defer wg.Done()
-		script := filepath.Join(host, "flip.py")
-		os.WriteFile(script, []byte(flip), 0o644)
-		c := exec.CommandContext(ctx, "python3", script, strconv.Itoa(int(dur.Seconds())))
-		c.Dir = ws
-		out, err := c.CombinedOutput()
-		t.Logf("host flipper: %s %v", bytes.TrimSpace(out), err)
-	}()
-
-	var refusedLog bytes.Buffer
-	var logMu sync.Mutex
-	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: &refusedLog, mu: &logMu}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	pinned, _ := newRunnerOpts(t, ws, mutate, withLogger(logger))
-	unpinned, _ := newRunnerOpts(t, ws, mutate, docker.WithoutPins(), withLogger(logger))
-	probe := `cat /proc/self/mountinfo | awk '{print $4}' | grep -F "` + host + `" && echo ESCAPED-MOUNT
-grep -rs HOSTSECRET .git custom 2>/dev/null && echo ESCAPED-READ
-ls .git/hooks .git/info custom 2>/dev/null | grep -q HOSTSECRETDIR && echo ESCAPED-DIR
-for s in .git/info .git/config .git/hooks custom; do [ -S "$s" ] && echo ESCAPED-SOCKET $s && python3 -c 'import socket,sys; c=socket.socket(socket.AF_UNIX); c.connect(sys.argv[1]); print(c.recv(64))' "$s"; done
-find / \( -path /proc -o -path /sys -o -path /dev \) -prune -o -type s -print 2>/dev/null | sed 's/^/SOCKET /'
-true`
-	var calls, ran, refused, escaped int
-	start := time.Now()
-	for i := 0; time.Since(start) < dur || calls < 200; i++ {
-		r := pinned
-		if i%2 == 1 {
-			r = unpinned
-		}
-		res, err := r.Run(ctx, sandbox.Spec{Shell: probe, Timeout: 30 * time.Second})
-		calls++
-		switch {
-		case err == nil:
-			ran++
-			if out := string(res.Stdout); strings.Contains(out, "ESCAPED") || strings.Contains(out, "SOCKET ") {
-				escaped++
-				t.Errorf("call %d escaped:\n%s", i, out)
-			}
-		case errors.Is(err, sandbox.ErrUnsafeWorkspace) || errors.Is(err, sandbox.ErrUnavailable):
-			refused++
-			time.Sleep(20 * time.Millisecond)
-		default:
-			t.Errorf("call %d: %v", i, err)
-		}
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	wg.Wait()
-	t.Logf("in-sandbox flipper: %s %s err=%v", bytes.TrimSpace(inside.Stdout), bytes.TrimSpace(inside.Stderr), insideErr)
-	logMu.Lock()
-	logged := strings.Count(refusedLog.String(), "level=WARN")
-	logMu.Unlock()
-	t.Logf("%d calls in %v: %d ran clean, %d refused (%d refusals logged), %d escaped; host socket connections: %d",
-		calls, time.Since(start).Round(time.Second), ran, refused, logged, escaped, socketHits.Load())
-	if escaped > 0 || socketHits.Load() > 0 {
-		t.Fatalf("the boundary did not hold")
-	}
-	if calls < 200 {
-		t.Errorf("only %d calls", calls)
-	}
-	if ran < 50 {
-		t.Errorf("only %d calls ran: too few to show anything", ran)
-	}
-	if logged < refused {
-		t.Errorf("%d refused calls, only %d refusals logged", refused, logged)
-	}
-}
-
-type lockedWriter struct {
-	w  *bytes.Buffer
-	mu *sync.Mutex
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // runnerOpt is a docker.Option or the test's logger.

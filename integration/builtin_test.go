@@ -89,13 +89,13 @@ func (h *builtinHarness) ok(r tools.Response) tools.Response {
 func (h *builtinHarness) put(rel, content string, mode os.FileMode) string {
 	h.t.Helper()
 	p := filepath.Join(h.ws, rel)
-	os.MkdirAll(filepath.Dir(p), 0o755)
-	os.Chown(filepath.Dir(p), wsUID, wsGID)
+	must(h.t, os.MkdirAll(filepath.Dir(p), 0o755))
+	must(h.t, os.Chown(filepath.Dir(p), wsUID, wsGID))
 	if err := os.WriteFile(p, []byte(content), mode); err != nil {
 		h.t.Fatal(err)
 	}
-	os.Chmod(p, mode)
-	os.Chown(p, wsUID, wsGID)
+	must(h.t, os.Chmod(p, mode))
+	must(h.t, os.Chown(p, wsUID, wsGID))
 	return p
 }
 
@@ -214,17 +214,15 @@ func TestBuiltinBackgroundShell(t *testing.T) {
 		t.Fatalf("no shell id: %q %v", r.Content, r.Meta)
 	}
 	var got strings.Builder
-	deadline := time.Now().Add(time.Minute)
-	for !strings.Contains(got.String(), "line 3") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no output in time: %q", got.String())
-		}
+	if !eventually(time.Minute, 200*time.Millisecond, func() bool {
 		o := h.ok(h.call("BashOutput", map[string]any{"bash_id": id, "filter": "^line"}))
 		if !strings.Contains(o.Content, "is running") {
 			t.Fatalf("status: %q", o.Content)
 		}
 		got.WriteString(o.Content)
-		time.Sleep(200 * time.Millisecond)
+		return strings.Contains(got.String(), "line 3")
+	}) {
+		t.Fatalf("no output in time: %q", got.String())
 	}
 	if strings.Contains(got.String(), "noise") || strings.Count(got.String(), "line 1") != 1 {
 		t.Fatalf("filtered output repeated or unfiltered: %q", got.String())
@@ -301,16 +299,11 @@ func TestBuiltinBackgroundJournal(t *testing.T) {
 	}
 	h.put("go.flag", "", 0o644)
 	var o tools.Response
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if time.Now().After(deadline) {
-			t.Fatalf("job did not end: %q", o.Content)
-		}
+	if !eventually(time.Minute, 200*time.Millisecond, func() bool {
 		o = h.ok(h.call("BashOutput", map[string]any{"bash_id": id}))
-		if strings.Contains(o.Content, "has exited") {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
+		return strings.Contains(o.Content, "has exited")
+	}) {
+		t.Fatalf("job did not end: %q", o.Content)
 	}
 	jid, _ := o.Meta["journal_id"].(string)
 	if jid == "" {
@@ -336,12 +329,10 @@ func TestBuiltinBackgroundJournal(t *testing.T) {
 
 	// Shutdown kills a running job and journals what it changed.
 	h.ok(h.call("Bash", `{"command":"echo late > late.txt; sleep 120","run_in_background":true}`))
-	deadline = time.Now().Add(time.Minute)
-	for h.content(filepath.Join(h.ws, "late.txt")) != "late\n" {
-		if time.Now().After(deadline) {
-			t.Fatal("late.txt never appeared")
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !eventually(time.Minute, 100*time.Millisecond, func() bool {
+		return h.content(filepath.Join(h.ws, "late.txt")) == "late\n"
+	}) {
+		t.Fatal("late.txt never appeared")
 	}
 	if err := h.sys.Close(h.ctx); err != nil {
 		t.Fatalf("close: %v", err)
@@ -351,3 +342,25 @@ func TestBuiltinBackgroundJournal(t *testing.T) {
 		t.Fatalf("newest entry after shutdown: %+v %v", es, err)
 	}
 }
+
+// waitFor polls cond every 100ms for up to a minute.
+func (h *builtinHarness) waitFor(what string, cond func() bool) {
+	h.t.Helper()
+	if !eventually(time.Minute, 100*time.Millisecond, cond) {
+		h.t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// waitJob polls BashOutput until job id has exited (which finishes its
+// detached snapshot) and returns that last response.
+func (h *builtinHarness) waitJob(id string) tools.Response {
+	h.t.Helper()
+	var o tools.Response
+	h.waitFor("job "+id+" to exit", func() bool {
+		o = h.ok(h.call("BashOutput", map[string]any{"bash_id": id}))
+		return strings.Contains(o.Content, "has exited")
+	})
+	return o
+}
+
+func exists(p string) bool { _, err := os.Lstat(p); return err == nil }

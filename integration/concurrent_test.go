@@ -171,20 +171,23 @@ func (h *twoSessions) startGated(ctx context.Context, script string) {
 		h.shell <- h.call(ctx, h.a, "Bash", string(in))
 	}()
 	h.t.Cleanup(func() {
-		os.WriteFile(filepath.Join(h.ws, "gate"), nil, 0o644)
+		if err := os.WriteFile(filepath.Join(h.ws, "gate"), nil, 0o644); err != nil {
+			h.t.Error(err)
+		}
 		<-h.closed
 	})
-	deadline := time.Now().Add(2 * time.Minute)
-	for h.read("started") == "<absent>" {
+	if !eventually(2*time.Minute, 20*time.Millisecond, func() bool {
+		if h.read("started") != "<absent>" {
+			return true
+		}
 		select {
 		case r := <-h.shell:
 			h.t.Fatalf("the shell command ended before its gate opened: %+v", r)
 		default:
 		}
-		if time.Now().After(deadline) {
-			h.t.Fatal("the shell command never started")
-		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}) {
+		h.t.Fatal("the shell command never started")
 	}
 }
 

@@ -3,15 +3,18 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/docker/docker/api/types/versions"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/sandbox/engine"
@@ -123,4 +126,52 @@ func stderrOf(err error) string {
 		return string(ee.Stderr)
 	}
 	return ""
+}
+
+// TestEngineAutoStart: with no engine reachable, `agentbox mcp` starts
+// the private one by itself before serving, says so once on stderr and
+// keeps stdout for the protocol; the next process finds it running.
+func TestEngineAutoStart(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(base, "state")
+	ws := filepath.Join(base, "ws")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"HOME=" + filepath.Join(base, "home"), "AGENTBOX_STATE_DIR=" + state, "XDG_STATE_HOME=", "DOCKER_HOST="}
+	stop := func() {
+		cmd := exec.Command(agentbox, "engine", "stop")
+		cmd.Env = append(os.Environ(), env...)
+		cmd.CombinedOutput()
+	}
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	serve := func() string {
+		cmd := exec.Command(agentbox, "--workspace", ws, "mcp")
+		cmd.Env = append(os.Environ(), env...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "autostart", Version: "1"}, nil)
+		sess, err := client.Connect(ctx, &mcpsdk.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			t.Fatalf("MCP over stdio after an engine start: %v\n%s", err, stderr.String())
+		}
+		tl, err := sess.ListTools(ctx, nil)
+		if err != nil || len(tl.Tools) == 0 {
+			t.Fatalf("tools/list: %v", err)
+		}
+		sess.Close()
+		return stderr.String()
+	}
+	first := serve()
+	if strings.Count(first, "starting agentbox's private engine") != 1 || !strings.Contains(first, "private engine") || !strings.Contains(first, "ready at unix://") {
+		t.Fatalf("first start, stderr:\n%s", first)
+	}
+	if second := serve(); strings.Contains(second, "starting") {
+		t.Fatalf("the second process started the engine again:\n%s", second)
+	}
 }

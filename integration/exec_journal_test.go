@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -79,5 +80,47 @@ func TestExecJournaled(t *testing.T) {
 		if _, err := os.Lstat(filepath.Join(ws, name)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s still exists after undo (%v)", name, err)
 		}
+	}
+}
+
+// TestExecAudited: `agentbox exec` leaves an audit record with the
+// command, its exit code, container and journal entry, and `agentbox
+// audit` shows the command.
+func TestExecAudited(t *testing.T) {
+	ws := newWorkspace(t)
+	state := t.TempDir()
+	run := func(args ...string) (string, int) {
+		t.Helper()
+		o, e, code := agentboxIn(t, ws, state, nil, args...)
+		return o + e, code
+	}
+	if out, code := run("exec", "--", "echo audited > audited.txt; exit 3"); code != 3 {
+		t.Fatalf("exec: code %d: %s", code, out)
+	}
+	out, code := run("--json", "audit")
+	if code != 0 {
+		t.Fatalf("audit: %d %s", code, out)
+	}
+	var recs []struct {
+		Tool        string
+		Input       struct{ Command string }
+		ExitCode    *int     `json:"exit_code"`
+		JournalID   string   `json:"journal_id"`
+		ContainerID string   `json:"container_id"`
+		Changed     []string `json:"changed"`
+	}
+	if err := json.Unmarshal([]byte(out), &recs); err != nil {
+		t.Fatalf("%v in %s", err, out)
+	}
+	if len(recs) != 1 {
+		t.Fatalf("audit records: %s", out)
+	}
+	r := recs[0]
+	if r.Tool != "exec" || r.Input.Command != "echo audited > audited.txt; exit 3" || r.ExitCode == nil || *r.ExitCode != 3 ||
+		r.JournalID != "000001" || r.ContainerID == "" || len(r.Changed) != 1 || r.Changed[0] != "audited.txt" {
+		t.Errorf("exec record: %s", out)
+	}
+	if table, _ := run("audit"); !strings.Contains(table, "echo audited > audited.txt; exit 3") {
+		t.Errorf("audit table does not show the command:\n%s", table)
 	}
 }

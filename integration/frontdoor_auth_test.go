@@ -71,16 +71,18 @@ func startDoor(t *testing.T, e mcpEnv, ready func() bool, doorArgs ...string) *s
 			t.Logf("agentbox mcp %v output:\n%s", doorArgs, logs.String())
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for !ready() {
+	if !eventually(30*time.Second, 100*time.Millisecond, func() bool {
+		if ready() {
+			return true
+		}
 		select {
 		case <-done:
 			t.Fatalf("agentbox mcp %v exited:\n%s", doorArgs, logs.String())
-		case <-time.After(100 * time.Millisecond):
+		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("agentbox mcp %v never became ready:\n%s", doorArgs, logs.String())
-		}
+		return false
+	}) {
+		t.Fatalf("agentbox mcp %v never became ready:\n%s", doorArgs, logs.String())
 	}
 	return logs
 }
@@ -367,12 +369,9 @@ func TestFrontDoorSocket(t *testing.T) {
 	if code != "000" || exit == 0 || strings.Contains(body, "serverInfo") {
 		t.Errorf("nobody through an opened socket: status %s, curl exit %d: %s", code, exit, body)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(logs.String(), fmt.Sprintf(`msg="refused a connection from another user" socket=%s uid=%d`, sock, nobodyUID)) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no SO_PEERCRED refusal logged:\n%s", logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
+	refusal := fmt.Sprintf(`msg="refused a connection from another user" socket=%s uid=%d`, sock, nobodyUID)
+	if !eventually(5*time.Second, 50*time.Millisecond, func() bool { return strings.Contains(logs.String(), refusal) }) {
+		t.Fatalf("no SO_PEERCRED refusal logged:\n%s", logs.String())
 	}
 }
 
@@ -434,16 +433,11 @@ func runCodexUntilConnected(t *testing.T, codex string, c clientEnv, marker stri
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
 	}()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	if !eventually(60*time.Second, 100*time.Millisecond, func() bool {
 		b, _ := os.ReadFile(marker)
-		if strings.Count(string(b), "mcp token --header") >= runs {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Codex never ran the header helper (%d runs wanted):\n%s", runs, out.String())
-		}
-		time.Sleep(100 * time.Millisecond)
+		return strings.Count(string(b), "mcp token --header") >= runs
+	}) {
+		t.Fatalf("Codex never ran the header helper (%d runs wanted):\n%s", runs, out.String())
 	}
 	time.Sleep(3 * time.Second)
 	return out.String()

@@ -339,3 +339,38 @@ func TestGitHardeningNormalUse(t *testing.T) {
 		}
 	}
 }
+
+// TestRedteam2EnvUnsetGitOverrides: the sandbox sets GIT_CONFIG_COUNT/
+// KEY/VALUE (core.fsmonitor=false, core.hooksPath=/dev/null, core.pager=cat,
+// safe.bareRepository=explicit, …) and GIT_PAGER so that git, even in a
+// command judged read-only, runs no program named by configuration.
+// `unset GIT_CONFIG_COUNT; git log` and `GIT_CONFIG_COUNT=0 git status` are
+// dangerous, but `env -u GIT_CONFIG_COUNT -u GIT_PAGER git log -p` was
+// judged read_only: it runs git with none of the overrides (core.pager,
+// core.fsmonitor, diff.external, safe.bareRepository back to the
+// repository's say). Impact is limited by the read-only container (the
+// program runs with the workspace read-only), but it is the exact thing
+// gitconfig.go promises cannot happen.
+//
+// Fix (classifier): `env` with -u/--unset/-i/- of any variable the sandbox
+// sets for safety (GIT_*, and simplest: any -u at all) is dangerous, like
+// an assignment prefix; same for `env -C`/--chdir (already dangerous for
+// -C, not for --chdir=).
+func TestRedteam2EnvUnsetGitOverrides(t *testing.T) {
+	cmds := []string{
+		"env -u GIT_CONFIG_COUNT git status",
+		"env --unset=GIT_CONFIG_COUNT git log -p",
+		"env -u GIT_CONFIG_COUNT -u GIT_PAGER git log -p",
+		"env -uGIT_CONFIG_COUNT git status",
+	}
+	for _, c := range cmds {
+		out, err := exec.Command(agentbox, "classify", c).CombinedOutput()
+		got := strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0])
+		if err != nil && got == "" {
+			t.Fatalf("classify %q: %v: %s", c, err, out)
+		}
+		if got == "read_only" {
+			t.Errorf("%q is judged read_only: it drops the sandbox's git overrides", c)
+		}
+	}
+}

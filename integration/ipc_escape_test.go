@@ -112,11 +112,8 @@ func TestEscapeUnixSocket(t *testing.T) {
 		}
 		done <- string(res.Stdout) + string(res.Stderr)
 	}()
-	for deadline := time.Now().Add(time.Minute); !exists(ready); {
-		if time.Now().After(deadline) {
-			t.Fatal("the call never started")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !eventually(time.Minute, 10*time.Millisecond, func() bool { return exists(ready) }) {
+		t.Fatal("the call never started")
 	}
 	gotDuring = hostListener(t, during)
 	out := <-done

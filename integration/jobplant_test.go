@@ -32,12 +32,10 @@ func TestJobPlantRevertedWhenMade(t *testing.T) {
 			r := h.ok(h.call("Bash", map[string]any{"command": plant + tc.tail, "run_in_background": true}))
 			id, _ := r.Meta["bash_id"].(string)
 			marker := filepath.Join(h.ws, "made.marker")
-			deadline := time.Now().Add(time.Minute)
-			for !exists(marker) || strings.TrimSpace(h.content(marker)) == "" {
-				if time.Now().After(deadline) {
-					t.Fatal("the job did not write its marker")
-				}
-				time.Sleep(5 * time.Millisecond)
+			if !eventually(time.Minute, 5*time.Millisecond, func() bool {
+				return exists(marker) && strings.TrimSpace(h.content(marker)) != ""
+			}) {
+				t.Fatal("the job did not write its marker")
 			}
 			fi, err := os.Stat(marker)
 			if err != nil {

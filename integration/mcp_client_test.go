@@ -351,18 +351,16 @@ func startHTTP(t *testing.T, e mcpEnv, addr, token string) (stop func()) {
 		})
 	}
 	t.Cleanup(stop)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	if !eventually(20*time.Second, 100*time.Millisecond, func() bool {
 		c, err := net.Dial("tcp", addr)
 		if err == nil {
 			c.Close()
-			return stop
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("agentbox mcp --http %s never listened:\n%s", addr, logs.String())
-		}
-		time.Sleep(100 * time.Millisecond)
+		return err == nil
+	}) {
+		t.Fatalf("agentbox mcp --http %s never listened:\n%s", addr, logs.String())
 	}
+	return stop
 }
 
 func TestMCPClientHTTP(t *testing.T) {

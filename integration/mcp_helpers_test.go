@@ -204,23 +204,20 @@ func workspaceContainers(ctx context.Context, ws string) ([]container.Summary, e
 func waitNoContainers(t *testing.T, ws string, within time.Duration) {
 	t.Helper()
 	ctx := context.Background()
-	deadline := time.Now().Add(within)
-	for {
-		list, err := workspaceContainers(ctx, ws)
+	var list []container.Summary
+	if !eventually(within, 250*time.Millisecond, func() bool {
+		var err error
+		list, err = workspaceContainers(ctx, ws)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(list) == 0 {
-			return
+		return len(list) == 0
+	}) {
+		var ids []string
+		for _, c := range list {
+			ids = append(ids, c.ID[:12]+" "+c.State)
 		}
-		if time.Now().After(deadline) {
-			var ids []string
-			for _, c := range list {
-				ids = append(ids, c.ID[:12]+" "+c.State)
-			}
-			t.Fatalf("%d container(s) of the workspace leaked: %s", len(list), strings.Join(ids, ", "))
-		}
-		time.Sleep(250 * time.Millisecond)
+		t.Fatalf("%d container(s) of the workspace leaked: %s", len(list), strings.Join(ids, ", "))
 	}
 }
 

@@ -31,8 +31,8 @@ func TestUndoForceNeverWritesThroughLinks(t *testing.T) {
 		t.Helper()
 		p := filepath.Join(ws, rel)
 		for d := filepath.Dir(p); d != ws; d = filepath.Dir(d) {
-			os.MkdirAll(d, 0o755)
-			os.Chown(d, wsUID, wsGID)
+			must(t, os.MkdirAll(d, 0o755))
+			must(t, os.Chown(d, wsUID, wsGID))
 		}
 		if err := os.WriteFile(p, []byte(data), mode); err != nil {
 			t.Fatal(err)

@@ -239,11 +239,8 @@ func TestEscapeNetwork(t *testing.T) {
 	}
 	// Wait for the sanity connection to be counted, so that it cannot be
 	// mistaken for one from the sandbox.
-	for deadline := time.Now().Add(10 * time.Second); accepted.Load() == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("the listener never accepted the host's own connection")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !eventually(10*time.Second, 5*time.Millisecond, func() bool { return accepted.Load() != 0 }) {
+		t.Fatal("the listener never accepted the host's own connection")
 	}
 	before := accepted.Load()
 	var script strings.Builder
@@ -659,5 +656,69 @@ print("threads", len(out))`}, Timeout: time.Minute})
 	must(t, err)
 	if out := string(res.Stdout); !strings.Contains(out, "threads 4") {
 		t.Fatalf("exit %d, stdout %q, stderr %q: want threads 4", res.ExitCode, out, res.Stderr)
+	}
+}
+
+// TestRedteam3NoDeviceNodesOrSetid: gVisor's tmpfs creates device nodes
+// without CAP_MKNOD; the seccomp profile refuses mknod of anything but a
+// file, FIFO or socket, and every mode-setting call with S_ISUID or
+// S_ISGID, on every runtime (gVisor applies the profile itself).
+func TestRedteam3NoDeviceNodesOrSetid(t *testing.T) {
+	r, ws := rt3Runner(t)
+	res, err := rt3Script(t, r, `
+import os, stat
+def try_(what, f):
+    try: f(); print("MADE", what)
+    except OSError as e: print("refused", what, e.errno)
+for d in ("/tmp", os.getcwd()):
+    try_(d+" chr", lambda: os.mknod(d+"/chr", stat.S_IFCHR | 0o666, os.makedev(1, 3)))
+    try_(d+" blk", lambda: os.mknod(d+"/blk", stat.S_IFBLK | 0o666, os.makedev(7, 0)))
+    try_(d+" chr-with-reg-bits", lambda: os.mknod(d+"/chr2", stat.S_IFCHR | stat.S_IFREG | 0o666, os.makedev(1, 3)))
+    open(d+"/f", "w").close()
+    try_(d+" chmod u+s", lambda: os.chmod(d+"/f", 0o4755))
+    try_(d+" chmod g+s", lambda: os.chmod(d+"/f", 0o2755))
+    try_(d+" mkdir g+s", lambda: os.mkdir(d+"/sgid", 0o2755))
+    os.mknod(d+"/fifo", stat.S_IFIFO | 0o600)
+    print("fifo ok")
+for d in ("/tmp", os.getcwd()):
+    for n in ("chr", "blk", "chr2", "f", "sgid"):
+        try:
+            st = os.lstat(d+"/"+n)
+            if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode): print("MADE node", d, n, oct(st.st_mode))
+            if st.st_mode & 0o6000: print("MADE setid", d, n, oct(st.st_mode))
+        except FileNotFoundError: pass
+`)
+	t.Logf("%s", res.Stdout)
+	if err != nil || res.ExitCode != 0 || strings.Count(string(res.Stdout), "fifo ok") != 2 {
+		t.Fatalf("probe did not run: code %d err %v stdout %q stderr %q", res.ExitCode, err, res.Stdout, res.Stderr)
+	}
+	if strings.Contains(string(res.Stdout), "MADE") {
+		t.Fatalf("a device node or a setid file was created:\n%s", res.Stdout)
+	}
+	for _, n := range []string{"chr", "blk", "chr2"} {
+		if fi, err := os.Lstat(filepath.Join(ws, n)); err == nil {
+			t.Errorf("%s exists on the host with mode %v", n, fi.Mode())
+		}
+	}
+}
+
+// TestRedteam3MemoryLimitHolds: under gVisor init enforces the memory
+// limit from the Sentry's accounting (AnonPages). Memory that might be
+// counted elsewhere (shared anonymous mappings, private ones) must still
+// end the command, never let it finish past the limit.
+func TestRedteam3MemoryLimitHolds(t *testing.T) {
+	r, _ := newRunnerOpts(t, newWorkspace(t), func(c *config.Config) { c.Sandbox.Image = images.Host; c.Sandbox.MemoryMB = 128 })
+	for _, kind := range []string{"MAP_SHARED", "MAP_PRIVATE"} {
+		res, err := rt3Script(t, r, `
+import mmap, sys
+n = 400 << 20
+m = mmap.mmap(-1, n, flags=mmap.`+kind+`)
+for i in range(0, n, 4096): m[i] = 1
+print("survived")
+`)
+		if err == nil && res.ExitCode == 0 && strings.Contains(string(res.Stdout), "survived") {
+			t.Errorf("%s: 400 MiB touched under a 128 MiB limit and the command finished", kind)
+		}
+		t.Logf("%s: code %d oom %v err %v", kind, res.ExitCode, res.OOMKilled, err)
 	}
 }

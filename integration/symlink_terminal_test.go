@@ -40,7 +40,7 @@ func symlinkEnv(t *testing.T) mcpEnv {
 		if err := os.Symlink(target, p); err != nil {
 			t.Fatal(err)
 		}
-		os.Lchown(p, wsUID, wsGID)
+		must(t, os.Lchown(p, wsUID, wsGID))
 	}
 	return e
 }
@@ -167,20 +167,18 @@ func newTermPTY(t *testing.T) *termPTY {
 
 func (p *termPTY) waitFor(t *testing.T, s string) string {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for time.Now().Before(deadline) {
+	var out string
+	if !eventually(90*time.Second, 10*time.Millisecond, func() bool {
 		p.mu.Lock()
-		out := p.shown.String()
+		out = p.shown.String()
 		p.mu.Unlock()
-		if strings.Contains(out, s) {
-			return out
-		}
-		time.Sleep(10 * time.Millisecond)
+		return strings.Contains(out, s)
+	}) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		t.Fatalf("the terminal never showed %q; it shows %q", s, p.shown.String())
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	t.Fatalf("the terminal never showed %q; it shows %q", s, p.shown.String())
-	return ""
+	return out
 }
 
 // rawControl returns the first control character (other than newline,

@@ -179,9 +179,9 @@ func TestToolchainGoTestOfflineFromHostModuleCache(t *testing.T) {
 	chownWS(t, e.home)
 	chownWS(t, e.ws)
 	// Credentials beside the caches must stay out.
-	os.MkdirAll(filepath.Join(e.home, ".cargo", "registry"), 0o755)
-	os.WriteFile(filepath.Join(e.home, ".cargo", "credentials.toml"), []byte("token = \"secret\"\n"), 0o600)
-	os.WriteFile(filepath.Join(e.home, ".npmrc"), []byte("//registry/:_authToken=secret\n"), 0o600)
+	must(t, os.MkdirAll(filepath.Join(e.home, ".cargo", "registry"), 0o755))
+	must(t, os.WriteFile(filepath.Join(e.home, ".cargo", "credentials.toml"), []byte("token = \"secret\"\n"), 0o600))
+	must(t, os.WriteFile(filepath.Join(e.home, ".npmrc"), []byte("//registry/:_authToken=secret\n"), 0o600))
 	chownWS(t, e.home)
 
 	r := e.runner(t)

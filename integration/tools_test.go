@@ -87,8 +87,8 @@ func TestToolsThroughSandbox(t *testing.T) {
 	}
 
 	// A change behind the session's back makes Edit refuse until a Read.
-	os.WriteFile(file, []byte("one\n"), 0o644)
-	os.Chtimes(file, time.Now(), time.Now().Add(time.Second))
+	must(t, os.WriteFile(file, []byte("one\n"), 0o644))
+	must(t, os.Chtimes(file, time.Now(), time.Now().Add(time.Second)))
 	ok(call("Read", `{"file_path":"a.txt"}`))
 	e := ok(call("Edit", `{"file_path":"a.txt","old_string":"one","new_string":"two"}`))
 	j2, _ := e.Meta["journal_id"].(string)

@@ -114,7 +114,7 @@ func TestWriteThroughInit(t *testing.T) {
 	t.Run("edit keeps the mode", func(t *testing.T) {
 		path := filepath.Join(ws, "run.sh")
 		mustWrite(path, "echo one\n")
-		os.Chmod(path, 0o751)
+		must(t, os.Chmod(path, 0o751))
 		if r := call("Read", map[string]any{"file_path": path}); r.Err != nil {
 			t.Fatal(r.Err)
 		}
@@ -241,11 +241,7 @@ func TestWriteReusesContainer(t *testing.T) {
 		}
 	}
 	// That container ran the agent's process: it is gone, not back in the pool.
-	deadline := time.Now().Add(30 * time.Second)
-	for ours()[res.ContainerID] && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if ours()[res.ContainerID] {
+	if !eventually(30*time.Second, 50*time.Millisecond, func() bool { return !ours()[res.ContainerID] }) {
 		t.Errorf("container %.12s served a command and was not removed", res.ContainerID)
 	}
 }

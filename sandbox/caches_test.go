@@ -54,7 +54,7 @@ func TestDetectCaches(t *testing.T) {
 		{name: "none", dirs: all, entries: []string{}, want: nil},
 		{name: "go env file GOPATH", dirs: []string{"gp/pkg/mod", ".config/go"}, entries: []string{"auto"},
 			setup: func(t *testing.T, home string, o *CacheOptions) {
-				os.WriteFile(filepath.Join(home, ".config/go/env"), []byte("GOPATH="+home+"/gp\n"), 0o644)
+				must(t, os.WriteFile(filepath.Join(home, ".config/go/env"), []byte("GOPATH="+home+"/gp\n"), 0o644))
 			}, want: []string{"go:gp/pkg/mod"}},
 		{name: "owner's GOMODCACHE", dirs: []string{"mc"}, entries: []string{"go"},
 			setup: func(t *testing.T, home string, o *CacheOptions) {
@@ -67,11 +67,11 @@ func TestDetectCaches(t *testing.T) {
 			}, want: []string{"go:mc"}},
 		{name: "credentials beside the cache refuse it", dirs: []string{".npm/_cacache"}, entries: []string{"auto"},
 			setup: func(t *testing.T, home string, o *CacheOptions) {
-				os.WriteFile(filepath.Join(home, ".npm/_cacache/.npmrc"), []byte("//r/:_authToken=x"), 0o600)
+				must(t, os.WriteFile(filepath.Join(home, ".npm/_cacache/.npmrc"), []byte("//r/:_authToken=x"), 0o600))
 			}, want: nil, skipHas: ".npmrc"},
 		{name: "credentials.toml is never under the registry", dirs: []string{".cargo/registry"}, entries: []string{"auto"},
 			setup: func(t *testing.T, home string, o *CacheOptions) {
-				os.WriteFile(filepath.Join(home, ".cargo/credentials.toml"), []byte("token"), 0o600)
+				must(t, os.WriteFile(filepath.Join(home, ".cargo/credentials.toml"), []byte("token"), 0o600))
 			}, want: []string{"cargo:.cargo/registry"}},
 		{name: "the home itself is refused", dirs: []string{"x"}, entries: []string{"HOME"}, want: nil, skipHas: "home"},
 		{name: "a denied path is refused", dirs: []string{".ssh/cache"}, entries: []string{"HOME/.ssh/cache"},
@@ -88,8 +88,8 @@ func TestDetectCaches(t *testing.T) {
 			setup: func(t *testing.T, home string, o *CacheOptions) { o.StateDir = home + "/a/state" }, want: nil, skipHas: "state dir"},
 		{name: "a symlinked cache is mounted at its real path", dirs: []string{"real/mod"}, entries: []string{"go"},
 			setup: func(t *testing.T, home string, o *CacheOptions) {
-				os.MkdirAll(home+"/go/pkg", 0o755)
-				os.Symlink(home+"/real/mod", home+"/go/pkg/mod")
+				must(t, os.MkdirAll(home+"/go/pkg", 0o755))
+				must(t, os.Symlink(home+"/real/mod", home+"/go/pkg/mod"))
 			}, want: []string{"go:real/mod"}},
 		{name: "another user's cache is not detected", dirs: []string{"go/pkg/mod"}, entries: []string{"auto"},
 			setup: func(t *testing.T, home string, o *CacheOptions) { o.UID = os.Getuid() + 1 }, want: nil, skipHas: "not to the workspace owner"},
@@ -164,8 +164,8 @@ func TestParseGitUser(t *testing.T) {
 
 func TestOwnerGitIdentity(t *testing.T) {
 	home := fakeHome(t, ".config/git")
-	os.WriteFile(filepath.Join(home, ".config/git/config"), []byte("[user]\nname = Xdg\nemail = xdg@x\n"), 0o644)
-	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[user]\nname = Home\n"), 0o644)
+	must(t, os.WriteFile(filepath.Join(home, ".config/git/config"), []byte("[user]\nname = Xdg\nemail = xdg@x\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[user]\nname = Home\n"), 0o644))
 	id := OwnerGitIdentity(home)
 	if id != (GitIdentity{"Home", "xdg@x"}) {
 		t.Fatalf("got %+v", id)
@@ -186,19 +186,19 @@ func TestBuildCacheTrimAndClear(t *testing.T) {
 		t.Fatal(err)
 	}
 	outside := filepath.Join(dir, "outside")
-	os.WriteFile(outside, []byte("keep me"), 0o644)
+	must(t, os.WriteFile(outside, []byte("keep me"), 0o644))
 	now := time.Now()
 	for i, name := range []string{"a/old", "a/mid", "b/new"} {
 		p := filepath.Join(c.Dir, name)
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		os.WriteFile(p, make([]byte, 400), 0o644)
+		must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		must(t, os.WriteFile(p, make([]byte, 400), 0o644))
 		ts := now.Add(time.Duration(i-3) * time.Hour)
-		os.Chtimes(p, ts, ts)
+		must(t, os.Chtimes(p, ts, ts))
 	}
 	// A symlink planted by a command must be removed as a link, never
 	// followed.
-	os.Symlink(outside, filepath.Join(c.Dir, "link"))
-	os.Chtimes(outside, now.Add(-10*time.Hour), now.Add(-10*time.Hour))
+	must(t, os.Symlink(outside, filepath.Join(c.Dir, "link")))
+	must(t, os.Chtimes(outside, now.Add(-10*time.Hour), now.Add(-10*time.Hour)))
 	u, err := c.Usage()
 	if err != nil || u.Files != 4 {
 		t.Fatalf("usage %+v %v", u, err)
@@ -225,7 +225,7 @@ func TestBuildCacheTrimAndClear(t *testing.T) {
 		t.Error("TrimIfDue ran twice within the interval")
 	}
 	// Clear through a symlinked subdirectory must not follow it.
-	os.Symlink(dir, filepath.Join(c.Dir, "up"))
+	must(t, os.Symlink(dir, filepath.Join(c.Dir, "up")))
 	if _, err := c.Clear(); err != nil {
 		t.Fatal(err)
 	}
@@ -238,5 +238,13 @@ func TestBuildCacheTrimAndClear(t *testing.T) {
 	}
 	if _, err := os.Stat(c.Dir); err != nil {
 		t.Fatal("clear removed the cache dir itself")
+	}
+}
+
+// must fails the test on a fixture step's error.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

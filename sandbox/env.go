@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 )
@@ -100,18 +99,4 @@ func Env(path string, passthrough []string, getenv func(string) (string, bool), 
 	}
 	sort.Strings(out)
 	return out
-}
-
-// ValidEnvName reports whether s is a usable environment variable name.
-func ValidEnvName(s string) error {
-	if s == "" {
-		return fmt.Errorf("empty variable name")
-	}
-	for i, r := range s {
-		if r == '_' || (r >= 'A' && r <= 'Z') || (r >= 'a' && r <= 'z') || (i > 0 && r >= '0' && r <= '9') {
-			continue
-		}
-		return fmt.Errorf("invalid variable name %q", s)
-	}
-	return nil
 }

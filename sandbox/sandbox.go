@@ -157,9 +157,29 @@ type Runner interface {
 	Close(ctx context.Context) error
 }
 
+// ClampTimeout is the timeout rule of every backend: requested, or def
+// when requested is 0, capped at max. A def or max that is not positive
+// stands for config.DefaultTimeout or config.MaxTimeout. A negative
+// requested is returned as it is, for Normalize to refuse.
+func ClampTimeout(requested, def, max time.Duration) time.Duration {
+	if requested < 0 {
+		return requested
+	}
+	if def <= 0 {
+		def = config.DefaultTimeout
+	}
+	if max <= 0 {
+		max = config.MaxTimeout
+	}
+	if requested == 0 {
+		requested = def
+	}
+	return min(requested, max)
+}
+
 // Normalize validates spec against the workspace and fills defaults: the
-// workdir (cleaned, default workspace), the timeout (default, capped).
-// It does not touch OutputCap.
+// workdir (cleaned, default workspace), the timeout (ClampTimeout with
+// config's default and cap). It does not touch OutputCap.
 func Normalize(spec Spec, workspace string) (Spec, error) {
 	if (len(spec.Argv) == 0) == (spec.Shell == "") {
 		return spec, fmt.Errorf("%w: exactly one of argv and shell must be set", ErrInvalidSpec)
@@ -190,12 +210,7 @@ func Normalize(spec Spec, workspace string) (Spec, error) {
 	if spec.Timeout < 0 {
 		return spec, fmt.Errorf("%w: negative timeout", ErrInvalidSpec)
 	}
-	if spec.Timeout == 0 {
-		spec.Timeout = config.DefaultTimeout
-	}
-	if spec.Timeout > config.MaxTimeout {
-		spec.Timeout = config.MaxTimeout
-	}
+	spec.Timeout = ClampTimeout(spec.Timeout, config.DefaultTimeout, config.MaxTimeout)
 	if spec.OutputCap < 0 {
 		return spec, fmt.Errorf("%w: negative output cap", ErrInvalidSpec)
 	}

@@ -107,7 +107,7 @@ func NormalizeWrite(w FileWrite, workspace string) (string, error) {
 	}
 	rel, err := filepath.Rel(workspace, p)
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrInvalidSpec, err)
+		return "", fmt.Errorf("%w: %w", ErrInvalidSpec, err)
 	}
 	return filepath.ToSlash(rel), nil
 }

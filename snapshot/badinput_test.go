@@ -127,7 +127,7 @@ func TestVanishingFiles(t *testing.T) {
 func TestWorkspaceIsSymlink(t *testing.T) {
 	base := t.TempDir()
 	real := filepath.Join(base, "real")
-	os.Mkdir(real, 0o755)
+	must(t, os.Mkdir(real, 0o755))
 	link := filepath.Join(base, "link")
 	if err := os.Symlink(real, link); err != nil {
 		t.Fatal(err)
@@ -144,7 +144,7 @@ func TestWorkspaceIsSymlink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(link, "f.txt"), []byte("via link"), 0o644)
+	must(t, os.WriteFile(filepath.Join(link, "f.txt"), []byte("via link"), 0o644))
 	e, err := c.Finish(ctx)
 	if err != nil || len(e.Changes) != 1 {
 		t.Fatalf("finish: %v %v", e.Changes, err)
@@ -209,14 +209,14 @@ func TestUnreadable(t *testing.T) {
 	}
 	base := t.TempDir()
 	ws, state := filepath.Join(base, "ws"), filepath.Join(base, "state")
-	os.Mkdir(ws, 0o755)
-	os.Mkdir(state, 0o755)
+	must(t, os.Mkdir(ws, 0o755))
+	must(t, os.Mkdir(state, 0o755))
 	cmdPath := os.Args[0]
 	var cred *syscall.Credential
 	if os.Geteuid() == 0 {
 		// Copy the test binary where nobody can run it; hand them the dirs.
-		os.Chmod(filepath.Dir(base), 0o755)
-		os.Chmod(base, 0o755)
+		must(t, os.Chmod(filepath.Dir(base), 0o755))
+		must(t, os.Chmod(base, 0o755))
 		cmdPath = filepath.Join(base, "snapshot.test")
 		src, err := os.Open(os.Args[0])
 		if err != nil {
@@ -230,7 +230,7 @@ func TestUnreadable(t *testing.T) {
 		src.Close()
 		dst.Close()
 		for _, d := range []string{ws, state} {
-			os.Chown(d, 65534, 65534)
+			must(t, os.Chown(d, 65534, 65534))
 		}
 		cred = &syscall.Credential{Uid: 65534, Gid: 65534}
 	}

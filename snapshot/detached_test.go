@@ -204,7 +204,7 @@ func TestDetachedCrashChild(t *testing.T) {
 	if _, err := st.BeginDetached(ctx, snapshot.CallInfo{Session: "s", Tool: "Bash", Summary: "job"}); err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(ws, "job.txt"), []byte("job"), 0o644)
+	must(t, os.WriteFile(filepath.Join(ws, "job.txt"), []byte("job"), 0o644))
 	os.Remove(filepath.Join(ws, "gone.txt"))
 	os.Stdout.WriteString("ready\n")
 	select {}

@@ -410,15 +410,15 @@ func TestCaptureCheckFindsMissedEvent(t *testing.T) {
 	st, ws, clk := newWatchedStore(t, WithCaptureCheck(3, 0))
 	ctx := context.Background()
 	a := filepath.Join(ws, "a")
-	os.WriteFile(a, []byte("one"), 0o644)
+	must(t, os.WriteFile(a, []byte("one"), 0o644))
 	long := time.Unix(1e9, 0) // not racy: only an event makes a scan look
-	os.Chtimes(a, long, long)
+	must(t, os.Chtimes(a, long, long))
 	ix, err := st.scan(ctx, newIndex())
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(a, []byte("two, and longer"), 0o644)
-	os.Chtimes(a, long, long.Add(time.Second))
+	must(t, os.WriteFile(a, []byte("two, and longer"), 0o644))
+	must(t, os.Chtimes(a, long, long.Add(time.Second)))
 	st.cap.w.take() // the events are lost
 	var got *index = ix
 	for i := 0; i < 3; i++ {
@@ -452,7 +452,7 @@ func TestCaptureCheckFindsMissedEvent(t *testing.T) {
 func TestCaptureTrust(t *testing.T) {
 	st, ws, _ := newWatchedStore(t)
 	ctx := context.Background()
-	os.WriteFile(filepath.Join(ws, "a"), []byte("one"), 0o644)
+	must(t, os.WriteFile(filepath.Join(ws, "a"), []byte("one"), 0o644))
 	ix, err := st.scan(ctx, newIndex())
 	if err != nil {
 		t.Fatal(err)
@@ -493,7 +493,7 @@ func TestCaptureTrust(t *testing.T) {
 	if loaded == st.cap.base {
 		t.Fatal("the manifest was not read back from disk")
 	}
-	os.WriteFile(filepath.Join(ws, "b"), []byte("new"), 0o644)
+	must(t, os.WriteFile(filepath.Join(ws, "b"), []byte("new"), 0o644))
 	next := full(loaded, false, "the saved manifest read back")
 	if next.entries["b"] == nil {
 		t.Fatal("the change after the checkpoint was not seen")
@@ -575,7 +575,7 @@ func TestCaptureTrustsUnchangedDiskIndex(t *testing.T) {
 	}
 	ctx := context.Background()
 	ws, state := t.TempDir(), t.TempDir()
-	os.WriteFile(filepath.Join(ws, "a"), []byte("one"), 0o644)
+	must(t, os.WriteFile(filepath.Join(ws, "a"), []byte("one"), 0o644))
 	opts := []Option{WithChangeCapture(CaptureAuto), WithCaptureCheck(0, 0)}
 	first, err := Open(ctx, state, ws, opts...)
 	if err != nil {
@@ -602,7 +602,7 @@ func TestCaptureTrustsUnchangedDiskIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(ws, "b"), []byte("two"), 0o644)
+	must(t, os.WriteFile(filepath.Join(ws, "b"), []byte("two"), 0o644))
 	e, err := c.Finish(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -666,5 +666,13 @@ func TestCaptureCheckSameMoment(t *testing.T) {
 	}
 	if e := got.entries["a"]; e == nil || !e.racy || e.Size != 3 {
 		t.Fatalf("a: %+v, want a racy entry of size 3", e)
+	}
+}
+
+// must fails the test on a fixture step's error.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

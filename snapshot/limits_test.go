@@ -83,7 +83,7 @@ func TestAutoGC(t *testing.T) {
 				opts = append(opts, snapshot.WithAutoGC(snapshot.GCPolicy{MaxBytes: limit}))
 			}
 			ws, st := openWS(t, opts...)
-			os.WriteFile(filepath.Join(ws, "small.txt"), []byte("keep me"), 0o644)
+			must(t, os.WriteFile(filepath.Join(ws, "small.txt"), []byte("keep me"), 0o644))
 			var versions [][]byte
 			var peak int64
 			for i := 0; i < 12; i++ {
@@ -156,7 +156,7 @@ func TestAutoGCSharedUsage(t *testing.T) {
 		st := []*snapshot.Store{a, b}[i%2]
 		if i == 5 {
 			// Longer than the record, and not JSON: recounted.
-			os.WriteFile(filepath.Join(a.Dir(), "usage"), []byte(strings.Repeat("9", 100)), 0o600)
+			must(t, os.WriteFile(filepath.Join(a.Dir(), "usage"), []byte(strings.Repeat("9", 100)), 0o600))
 		}
 		if _, err := rewrite(t, st, ws, "big.bin", randomBytes(t, mib/2)); err != nil {
 			t.Fatal(err)
@@ -181,7 +181,7 @@ func TestCallCap(t *testing.T) {
 	ctx := context.Background()
 	const limit = 1 * mib
 	ws, st := openWS(t, snapshot.WithMaxCallBytes(limit))
-	os.WriteFile(filepath.Join(ws, "small.txt"), []byte("small"), 0o644)
+	must(t, os.WriteFile(filepath.Join(ws, "small.txt"), []byte("small"), 0o644))
 	if _, err := rewrite(t, st, ws, "small.txt", []byte("baseline")); err != nil {
 		t.Fatal(err)
 	}

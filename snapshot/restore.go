@@ -74,120 +74,162 @@ func (s *Store) apply(ctx context.Context, id string, items []planItem, force bo
 		return nil, fmt.Errorf("snapshot: workspace: %w", err)
 	}
 	r.owner = ownerOf(st.Uid, st.Gid)
-	after := map[string]*ientry{}
-	idx := map[string]int{}
+	a := &applyRun{s: s, r: r, id: id, after: map[string]*ientry{}, idx: map[string]int{}, absent: map[string]bool{}}
 	for i, it := range items {
-		idx[it.Path] = i
+		a.idx[it.Path] = i
 		r.unlinkQuiet(tmpName(it.Path, id, i)) // leftovers of an interrupted run
 	}
-	absent := map[string]bool{}
-	// 1. Remove what is in the way, deepest first.
 	desc := append([]planItem(nil), items...)
 	sort.Slice(desc, func(i, j int) bool { return desc[i].Path > desc[j].Path })
+	asc := append([]planItem(nil), items...)
+	sort.Slice(asc, func(i, j int) bool { return asc[i].Path < asc[j].Path })
+	if err := a.removeInTheWay(ctx, desc); err != nil {
+		return a.after, err
+	}
+	if err := a.create(ctx, asc); err != nil {
+		return a.after, err
+	}
+	if err := a.setDirMeta(desc); err != nil {
+		return a.after, err
+	}
+	return a.after, nil
+}
+
+// applyRun is the state of one apply: the state it left for the paths it
+// wrote (after), each item's index in the plan (for its temporary name)
+// and the paths found or made absent.
+type applyRun struct {
+	s      *Store
+	r      *restorer
+	id     string
+	after  map[string]*ientry
+	idx    map[string]int
+	absent map[string]bool
+}
+
+// removeInTheWay is step 1: it removes what is in the way of the plan,
+// deepest first (desc).
+func (a *applyRun) removeInTheWay(ctx context.Context, desc []planItem) error {
 	for _, it := range desc {
 		if err := ctx.Err(); err != nil {
-			return after, err
+			return err
 		}
-		cur, err := lstatBeneath(rootfd, it.Path)
+		cur, err := lstatBeneath(a.r.rootfd, it.Path)
 		if err != nil {
-			return after, fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
+			return fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
 		}
 		if cur == "" {
-			absent[it.Path] = true
+			a.absent[it.Path] = true
 			continue // absent, or under a symlink or non-directory that goes first
 		}
 		if it.Target != nil && cur == it.Target.Type && (cur == TypeDir || cur == TypeFile) {
 			continue // replaced in place (files by rename) below
 		}
-		if err := r.remove(it.Path, cur == TypeDir); err != nil {
+		if err := a.r.remove(it.Path, cur == TypeDir); err != nil {
 			if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
-				return after, fmt.Errorf("snapshot: restore %s: directory holds paths that were never recorded (excluded?); remove them first: %w", quotePath(it.Path), err)
+				return fmt.Errorf("snapshot: restore %s: directory holds paths that were never recorded (excluded?); remove them first: %w", quotePath(it.Path), err)
 			}
-			return after, fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
+			return fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
 		}
-		absent[it.Path] = true
+		a.absent[it.Path] = true
 		if it.Target == nil {
-			after[it.Path] = nil
+			a.after[it.Path] = nil
 		}
-		s.hook("apply-removed")
+		a.s.hook("apply-removed")
 	}
-	// 2. Create, shallowest first.
+	return nil
+}
+
+// create is step 2: it makes every target, shallowest first (asc).
+func (a *applyRun) create(ctx context.Context, asc []planItem) error {
 	buf := make([]byte, 1<<20)
-	asc := append([]planItem(nil), items...)
-	sort.Slice(asc, func(i, j int) bool { return asc[i].Path < asc[j].Path })
 	for _, it := range asc {
 		if it.Target == nil {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
-			return after, err
+			return err
 		}
-		dir, base := splitRel(it.Path)
-		dfd, err := r.dir(dir, true)
+		made, err := a.createOne(it, buf)
 		if err != nil {
-			return after, fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
-		}
-		_, tmp := splitRel(tmpName(it.Path, id, idx[it.Path]))
-		t := it.Target
-		var made *ientry
-		switch t.Type {
-		case TypeDir:
-			// Owner, mode and time are set in step 3.
-			if err := unix.Mkdirat(dfd, base, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
-				return after, fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
-			}
-		case TypeFile:
-			name := tmp
-			if absent[it.Path] {
-				name = base // nothing to replace: write in place
-			}
-			made, err = s.writeBlobAt(dfd, name, t, r.chownTo(t), buf)
-			if err != nil {
-				unix.Unlinkat(dfd, name, 0)
-				return after, fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
-			}
-			if name != base {
-				if err := unix.Renameat(dfd, tmp, dfd, base); err != nil {
-					unix.Unlinkat(dfd, tmp, 0)
-					return after, fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
-				}
-				made = nil // rename changes ctime: read it back later
-			}
-		case TypeSymlink, TypeFIFO:
-			var err error
-			if t.Type == TypeSymlink {
-				if err = unix.Symlinkat(t.Link, dfd, tmp); err == nil {
-					err = r.setMeta(dfd, tmp, -1, t, false)
-				}
-			} else {
-				err = r.mkfifoAt(dfd, tmp, t)
-			}
-			if err != nil {
-				unix.Unlinkat(dfd, tmp, 0)
-				return after, fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
-			}
-			if err := unix.Renameat(dfd, tmp, dfd, base); err != nil {
-				unix.Unlinkat(dfd, tmp, 0)
-				return after, fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
-			}
-		default:
-			return after, fmt.Errorf("snapshot: %s: a %s cannot be restored", quotePath(it.Path), t.Type)
+			return err
 		}
 		if made != nil {
-			after[it.Path] = made
+			a.after[it.Path] = made
 		}
-		s.hook("apply-created")
+		a.s.hook("apply-created")
 	}
-	// 3. Directory owners, modes and times last, deepest first, so a
-	// read-only directory does not stop its children being written and
-	// writing children does not move its mtime.
+	return nil
+}
+
+// createOne makes one target: a directory (its owner, mode and time are
+// set in step 3), a file written in place when nothing is there or else
+// beside it and renamed over, a symlink or FIFO made beside it and renamed
+// over. made is the file's state when it need not be read back.
+func (a *applyRun) createOne(it planItem, buf []byte) (made *ientry, err error) {
+	r, t := a.r, it.Target
+	dir, base := splitRel(it.Path)
+	dfd, err := r.dir(dir, true)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
+	}
+	_, tmp := splitRel(tmpName(it.Path, a.id, a.idx[it.Path]))
+	switch t.Type {
+	case TypeDir:
+		if err := unix.Mkdirat(dfd, base, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+			return nil, fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
+		}
+	case TypeFile:
+		name := tmp
+		if a.absent[it.Path] {
+			name = base // nothing to replace: write in place
+		}
+		made, err = a.s.writeBlobAt(dfd, name, t, r.chownTo(t), buf)
+		if err != nil {
+			unix.Unlinkat(dfd, name, 0)
+			return nil, fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
+		}
+		if name != base {
+			if err := unix.Renameat(dfd, tmp, dfd, base); err != nil {
+				unix.Unlinkat(dfd, tmp, 0)
+				return nil, fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
+			}
+			made = nil // rename changes ctime: read it back later
+		}
+	case TypeSymlink, TypeFIFO:
+		var err error
+		if t.Type == TypeSymlink {
+			if err = unix.Symlinkat(t.Link, dfd, tmp); err == nil {
+				err = r.setMeta(dfd, tmp, -1, t, false)
+			}
+		} else {
+			err = r.mkfifoAt(dfd, tmp, t)
+		}
+		if err != nil {
+			unix.Unlinkat(dfd, tmp, 0)
+			return nil, fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
+		}
+		if err := unix.Renameat(dfd, tmp, dfd, base); err != nil {
+			unix.Unlinkat(dfd, tmp, 0)
+			return nil, fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
+		}
+	default:
+		return nil, fmt.Errorf("snapshot: %s: a %s cannot be restored", quotePath(it.Path), t.Type)
+	}
+	return made, nil
+}
+
+// setDirMeta is step 3: directory owners, modes and times last, deepest
+// first (desc), so a read-only directory does not stop its children being
+// written and writing children does not move its mtime.
+func (a *applyRun) setDirMeta(desc []planItem) error {
 	for _, it := range desc {
 		if it.Target == nil || it.Target.Type != TypeDir {
 			continue
 		}
 		dir, base := splitRel(it.Path)
 		err := func() error {
-			pfd, err := r.dir(dir, false)
+			pfd, err := a.r.dir(dir, false)
 			if err != nil {
 				return err
 			}
@@ -196,13 +238,13 @@ func (s *Store) apply(ctx context.Context, id string, items []planItem, force bo
 				return err
 			}
 			defer unix.Close(fd)
-			return r.setMeta(pfd, base, fd, it.Target, true)
+			return a.r.setMeta(pfd, base, fd, it.Target, true)
 		}()
 		if err != nil {
-			return after, fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
+			return fmt.Errorf("snapshot: restore %s: %w", quotePath(it.Path), err)
 		}
 	}
-	return after, nil
+	return nil
 }
 
 // restorer makes the changes of one restore beneath the workspace without

@@ -224,7 +224,7 @@ func TestRestoreNeverWritesThroughLinks(t *testing.T) {
 			e := env{w: w, outside: t.TempDir()}
 			// The outside directory holds what a followed link would hit.
 			for _, p := range []string{"target.txt", "main.go", "b/c.txt", "pre-commit"} {
-				os.MkdirAll(filepath.Dir(filepath.Join(e.outside, p)), 0o755)
+				must(t, os.MkdirAll(filepath.Dir(filepath.Join(e.outside, p)), 0o755))
 				if err := os.WriteFile(filepath.Join(e.outside, p), []byte("OUTSIDE"), 0o644); err != nil {
 					t.Fatal(err)
 				}
@@ -297,7 +297,7 @@ func TestRestoreKeepsOwners(t *testing.T) {
 		w.Remove("d")
 		w.Remove("link")
 		w.Remove("fifo")
-		os.Chown(filepath.Join(w.Dir, "f.txt"), 0, 0)
+		must(t, os.Chown(filepath.Join(w.Dir, "f.txt"), 0, 0))
 		w.Remove("legacy.txt")
 	})
 	// Make the entry look like one written before owners were kept, for

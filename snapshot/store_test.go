@@ -42,15 +42,15 @@ func TestResolve(t *testing.T) {
 func TestExclude(t *testing.T) {
 	base := t.TempDir()
 	ws := filepath.Join(base, "ws")
-	os.MkdirAll(filepath.Join(ws, "src", "node_modules", "x"), 0o755)
-	os.MkdirAll(filepath.Join(ws, "build", "out"), 0o755)
+	must(t, os.MkdirAll(filepath.Join(ws, "src", "node_modules", "x"), 0o755))
+	must(t, os.MkdirAll(filepath.Join(ws, "build", "out"), 0o755))
 	st, err := snapshot.Open(context.Background(), filepath.Join(base, "state"), ws, snapshot.WithExclude("node_modules", "build/out"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := call(t, st, func() {
 		for _, p := range []string{"src/node_modules/x/a.js", "build/out/bin", "build/keep", "src/main.go"} {
-			os.WriteFile(filepath.Join(ws, p), []byte("x"), 0o644)
+			must(t, os.WriteFile(filepath.Join(ws, p), []byte("x"), 0o644))
 		}
 	})
 	got := map[string]bool{}
@@ -74,7 +74,7 @@ func TestFileScopeThroughSymlinkScansAll(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(w.Dir, "alias/target.txt"), []byte("after"), 0o644)
+	must(t, os.WriteFile(filepath.Join(w.Dir, "alias/target.txt"), []byte("after"), 0o644))
 	e, err := c.Finish(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -262,5 +262,13 @@ func TestSerialCalls(t *testing.T) {
 				t.Fatalf("ID() %s after Finish, entry %s", c.ID(), e.ID)
 			}
 		})
+	}
+}
+
+// must fails the test on a fixture step's error.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -3,7 +3,6 @@
 package snapshot
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -16,6 +15,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/internal/mountinfo"
 )
 
 // watcher reports which paths of the workspace changed, from fanotify
@@ -534,38 +535,16 @@ func mountsBeneath(ws string) (string, error) {
 		return "", fmt.Errorf("snapshot: change capture: %w", err)
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		fs := strings.Fields(sc.Text())
-		if len(fs) < 5 {
-			continue
-		}
-		mp := unescapeMount(fs[4])
-		if strings.HasPrefix(mp, ws+"/") {
-			return mp, nil
+	table, err := mountinfo.Parse(f)
+	if err != nil {
+		return "", fmt.Errorf("snapshot: change capture: %w", err)
+	}
+	for _, m := range table {
+		if strings.HasPrefix(m.Target, ws+"/") {
+			return m.Target, nil
 		}
 	}
-	return "", sc.Err()
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	return "", nil
 }
 
 // watcherStats are the watcher's counters.

@@ -12,9 +12,9 @@ import (
 	"github.com/agentbox/agentbox/tools/termtext"
 )
 
-// ReasonWait bounds how long a TTY approver waits for the optional reason
+// reasonWait bounds how long a TTY approver waits for the optional reason
 // after a refusal; the refusal stands without one.
-const ReasonWait = time.Minute
+const reasonWait = time.Minute
 
 // TTYApprover asks a person on a terminal. Questions are asked one at a
 // time; a pending question is abandoned (as a refusal) when ctx ends.
@@ -95,7 +95,7 @@ func (a *TTYApprover) Approve(ctx context.Context, req ApprovalRequest) (Approva
 	if _, err := io.WriteString(a.out, "denied. Reason for the agent (optional, Enter to skip): "); err != nil {
 		return Approval{Allow: false, By: "tty"}, nil
 	}
-	rctx, cancel := context.WithTimeout(ctx, ReasonWait)
+	rctx, cancel := context.WithTimeout(ctx, reasonWait)
 	defer cancel()
 	reason, err := a.readLine(rctx)
 	if err != nil {

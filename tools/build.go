@@ -43,7 +43,7 @@ func New[P any](name string, run RunFunc[P], opts ...BuildOption) Tool {
 	if typ.Kind() != reflect.Struct {
 		panic(fmt.Sprintf("tools.New(%s): params must be a struct, not %s", name, typ))
 	}
-	s, err := SchemaFor(typ)
+	s, err := schemaFor(typ)
 	if err != nil {
 		panic(fmt.Sprintf("tools.New(%s): %v", name, err))
 	}

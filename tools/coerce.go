@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// The model slips both Decode (Go structs) and CoerceBySchema (JSON
+// The model slips both Decode (Go structs) and coerceBySchema (JSON
 // Schema) fix, in one place. Each as* function returns v as the wanted
 // JSON type and true when v is one already or the model's intent is
 // clear; false leaves the error to the caller. Numbers come as

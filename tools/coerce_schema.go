@@ -4,13 +4,13 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
-// CoerceBySchema fixes the same model slips Decode fixes for Go structs
+// coerceBySchema fixes the same model slips Decode fixes for Go structs
 // (the as* rules in coerce.go: "10" → 10, "true" → true, a JSON array or
 // object sent as a string, a lone string for a list of strings) in a
 // schema-described value (tools from MCP servers and discovery), and
 // returns the value; objects are fixed in place. Anything it cannot fix
 // is left for validation.
-func CoerceBySchema(s *jsonschema.Schema, v any) any {
+func coerceBySchema(s *jsonschema.Schema, v any) any {
 	if s == nil {
 		return v
 	}
@@ -50,7 +50,7 @@ func coerceArrayBySchema(s *jsonschema.Schema, v any) any {
 	}
 	if s.Items != nil {
 		for i := range arr {
-			arr[i] = CoerceBySchema(s.Items, arr[i])
+			arr[i] = coerceBySchema(s.Items, arr[i])
 		}
 	}
 	return arr
@@ -63,9 +63,9 @@ func coerceObjectBySchema(s *jsonschema.Schema, v any) any {
 	}
 	for k, e := range obj {
 		if ps := s.Properties[k]; ps != nil {
-			obj[k] = CoerceBySchema(ps, e)
+			obj[k] = coerceBySchema(ps, e)
 		} else if s.AdditionalProperties != nil {
-			obj[k] = CoerceBySchema(s.AdditionalProperties, e)
+			obj[k] = coerceBySchema(s.AdditionalProperties, e)
 		}
 	}
 	return obj

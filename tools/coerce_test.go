@@ -9,7 +9,7 @@ import (
 )
 
 // TestCoercionAgrees runs the same slips through Decode (a Go struct)
-// and CoerceBySchema (the struct's JSON Schema): both must fix the same
+// and coerceBySchema (the struct's JSON Schema): both must fix the same
 // ones the same way, and leave the same ones alone.
 func TestCoercionAgrees(t *testing.T) {
 	type params struct {
@@ -64,7 +64,7 @@ func TestCoercionAgrees(t *testing.T) {
 			if err := json.Unmarshal([]byte(tt.in), &m); err != nil {
 				t.Fatal(err)
 			}
-			CoerceBySchema(schema, m)
+			coerceBySchema(schema, m)
 			resolved, err := schema.Resolve(nil)
 			if err != nil {
 				t.Fatal(err)
@@ -76,7 +76,7 @@ func TestCoercionAgrees(t *testing.T) {
 					t.Errorf("Decode fixed %s into %+v", tt.in, p)
 				}
 				if verr == nil {
-					t.Errorf("CoerceBySchema fixed %s into %v", tt.in, m)
+					t.Errorf("coerceBySchema fixed %s into %v", tt.in, m)
 				}
 				return
 			}
@@ -84,7 +84,7 @@ func TestCoercionAgrees(t *testing.T) {
 				t.Fatalf("Decode(%s): %v", tt.in, derr)
 			}
 			if verr != nil {
-				t.Fatalf("CoerceBySchema(%s) = %v: %v", tt.in, m, verr)
+				t.Fatalf("coerceBySchema(%s) = %v: %v", tt.in, m, verr)
 			}
 			var want params
 			if err := json.Unmarshal([]byte(tt.want), &want); err != nil {
@@ -96,7 +96,7 @@ func TestCoercionAgrees(t *testing.T) {
 			var fromSchema params
 			b, _ := json.Marshal(m)
 			if err := json.Unmarshal(b, &fromSchema); err != nil || !reflect.DeepEqual(fromSchema, want) {
-				t.Errorf("CoerceBySchema(%s) = %s, want %s (%v)", tt.in, b, tt.want, err)
+				t.Errorf("coerceBySchema(%s) = %s, want %s (%v)", tt.in, b, tt.want, err)
 			}
 		})
 	}

@@ -27,7 +27,7 @@ var Formats = []Format{FormatMCP, FormatOpenAI, FormatAnthropic, FormatGemini}
 //     Gemini's OpenAPI subset (upper-case types, nullable instead of type
 //     lists, no additionalProperties or $schema).
 func Declare(t Tool, f Format) (map[string]any, error) {
-	schema := SchemaJSON(t.Schema())
+	schema := schemaJSON(t.Schema())
 	desc := t.Description().Render()
 	switch f {
 	case FormatMCP:

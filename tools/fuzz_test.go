@@ -52,10 +52,10 @@ func FuzzDecodeBackfillValidate(f *testing.F) {
 		p := tool.NewParams().(*fuzzParams)
 		err := Decode(in, p)
 		if err == nil {
-			err = BackfillParams(pp, "/ws/sub", tool, p)
+			err = backfillParams(pp, "/ws/sub", tool, p)
 		}
 		if err == nil {
-			err = ValidateParams(&cache, tool, p)
+			err = validateParams(&cache, tool, p)
 		}
 		if err != nil {
 			var te *ToolError

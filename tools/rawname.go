@@ -17,7 +17,7 @@ import (
 // To keep the form unambiguous a backslash in an escaped name is written
 // \x5c, and a valid name is escaped too when it holds text that reads as
 // an escape (a literal `a\x41b` is shown as a\x5cx41b); every other name
-// is shown as it is. DecodeName(EncodeName(n)) == n for every n.
+// is shown as it is. decodeName(EncodeName(n)) == n for every n.
 
 // EncodeName returns name as the tools show it to a model.
 func EncodeName(name string) string {
@@ -46,9 +46,9 @@ func EncodeName(name string) string {
 	return b.String()
 }
 
-// DecodeName turns a name or path as a model wrote it back into bytes:
+// decodeName turns a name or path as a model wrote it back into bytes:
 // every \xHH (either case of hex) becomes that byte.
-func DecodeName(s string) string {
+func decodeName(s string) string {
 	if !hasEscape(s) {
 		return s
 	}

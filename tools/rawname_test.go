@@ -27,11 +27,11 @@ func TestEncodeName(t *testing.T) {
 		if !utf8.ValidString(got) {
 			t.Errorf("EncodeName(%q) = %q is not UTF-8", tc.raw, got)
 		}
-		if back := DecodeName(got); back != tc.raw {
-			t.Errorf("DecodeName(%q) = %q, want %q", got, back, tc.raw)
+		if back := decodeName(got); back != tc.raw {
+			t.Errorf("decodeName(%q) = %q, want %q", got, back, tc.raw)
 		}
 	}
-	if got := DecodeName(`caf\xC3\xA9`); got != "café" {
+	if got := decodeName(`caf\xC3\xA9`); got != "café" {
 		t.Errorf("upper-case hex: %q", got)
 	}
 }
@@ -45,8 +45,8 @@ func FuzzNameRoundTrip(f *testing.F) {
 		if !utf8.ValidString(e) {
 			t.Fatalf("EncodeName(%q) = %q is not UTF-8", s, e)
 		}
-		if d := DecodeName(e); d != s {
-			t.Fatalf("DecodeName(EncodeName(%q)) = %q (via %q)", s, d, e)
+		if d := decodeName(e); d != s {
+			t.Fatalf("decodeName(EncodeName(%q)) = %q (via %q)", s, d, e)
 		}
 	})
 }

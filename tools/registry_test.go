@@ -126,7 +126,7 @@ func TestGeminiSubset(t *testing.T) {
 }
 
 func TestSchemaGenerated(t *testing.T) {
-	s, err := SchemaFor(reflectTypeOf[echoParams]())
+	s, err := schemaFor(reflectTypeOf[echoParams]())
 	if err != nil {
 		t.Fatal(err)
 	}

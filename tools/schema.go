@@ -11,10 +11,10 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
-// SchemaFor generates the JSON Schema of a params struct type with
+// schemaFor generates the JSON Schema of a params struct type with
 // github.com/google/jsonschema-go and applies the constraint tags enum,
 // minimum and maximum (see New). Structs disallow additional properties.
-func SchemaFor(t reflect.Type) (*jsonschema.Schema, error) {
+func schemaFor(t reflect.Type) (*jsonschema.Schema, error) {
 	s, err := jsonschema.ForType(t, &jsonschema.ForOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("schema for %s: %w", t, err)
@@ -206,8 +206,8 @@ func CommandOf(p any) (string, bool) {
 	return "", false
 }
 
-// SchemaJSON is the schema as a JSON object (for declarations).
-func SchemaJSON(s *jsonschema.Schema) map[string]any {
+// schemaJSON is the schema as a JSON object (for declarations).
+func schemaJSON(s *jsonschema.Schema) map[string]any {
 	raw, err := json.Marshal(s)
 	if err != nil {
 		return map[string]any{"type": "object"}

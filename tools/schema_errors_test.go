@@ -18,7 +18,7 @@ type explainOp struct {
 }
 
 func TestExplainInvalid(t *testing.T) {
-	s, err := SchemaFor(reflect.TypeFor[explainParams]())
+	s, err := schemaFor(reflect.TypeFor[explainParams]())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ func AuditStage(log AuditLog, now func() time.Time, logger *slog.Logger) Stage {
 			if log == nil {
 				return res
 			}
-			rec := RecordFor(c, res, now())
+			rec := recordFor(c, res, now())
 			// The record is written even when ctx is done: use a context
 			// that keeps ctx's values but not its cancellation.
 			if err := log.Append(context.WithoutCancel(ctx), rec); err != nil {
@@ -33,8 +33,8 @@ func AuditStage(log AuditLog, now func() time.Time, logger *slog.Logger) Stage {
 	}
 }
 
-// RecordFor builds the audit record of a finished call.
-func RecordFor(c *Call, res Result, end time.Time) audit.Record {
+// recordFor builds the audit record of a finished call.
+func recordFor(c *Call, res Result, end time.Time) audit.Record {
 	r := audit.Record{
 		Time:       c.Started.UTC(),
 		CallID:     c.ID,

@@ -61,7 +61,7 @@ func (pp PathPolicy) Resolve(p, cwd string, readOnly bool) (string, error) {
 func Backfill(pp PathPolicy) Stage {
 	return func(next Handler) Handler {
 		return func(ctx context.Context, c *Call) Result {
-			if err := BackfillParams(pp, c.Session.Cwd(), c.Tool, c.Params); err != nil {
+			if err := backfillParams(pp, c.Session.Cwd(), c.Tool, c.Params); err != nil {
 				te := AsToolError(err)
 				return Result{Content: te.Message, Display: string(te.Kind), Err: te}
 			}
@@ -70,8 +70,8 @@ func Backfill(pp PathPolicy) Stage {
 	}
 }
 
-// BackfillParams applies the path policy to params in place.
-func BackfillParams(pp PathPolicy, cwd string, t Tool, params any) error {
+// backfillParams applies the path policy to params in place.
+func backfillParams(pp PathPolicy, cwd string, t Tool, params any) error {
 	v, ok := structValue(params)
 	if !ok {
 		return nil
@@ -93,7 +93,7 @@ func BackfillParams(pp PathPolicy, cwd string, t Tool, params any) error {
 			continue
 		}
 		// Names the tools showed escaped (see EncodeName) come back as bytes.
-		abs, err := pp.Resolve(DecodeName(s), cwd, readOnly)
+		abs, err := pp.Resolve(decodeName(s), cwd, readOnly)
 		if err != nil {
 			te := AsToolError(err)
 			return Errorf(te.Kind, "%s: %s", r.json, te.Message)

@@ -41,7 +41,7 @@ func DecodeStage(maxInput int) Stage {
 				return Result{Content: te.Message, Display: string(te.Kind), Err: te}
 			}
 			if m, ok := p.(*map[string]any); ok && *m != nil {
-				CoerceBySchema(c.Tool.Schema(), *m)
+				coerceBySchema(c.Tool.Schema(), *m)
 			}
 			c.Params = p
 			return next(ctx, c)

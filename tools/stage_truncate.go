@@ -12,7 +12,7 @@ func Truncate(max int) Stage {
 	return func(next Handler) Handler {
 		return func(ctx context.Context, c *Call) Result {
 			res := next(ctx, c)
-			if s, cut := TruncateText(res.Content, max); cut > 0 {
+			if s, cut := truncateText(res.Content, max); cut > 0 {
 				res.Content = s
 				res.SetMeta("truncated_bytes", cut)
 			}
@@ -21,9 +21,9 @@ func Truncate(max int) Stage {
 	}
 }
 
-// TruncateText keeps the first and last parts of s within max bytes
+// truncateText keeps the first and last parts of s within max bytes
 // (cutting at UTF-8 boundaries) and returns how many bytes it dropped.
-func TruncateText(s string, max int) (string, int) {
+func truncateText(s string, max int) (string, int) {
 	if max <= 0 || len(s) <= max {
 		return s, 0
 	}

@@ -23,7 +23,7 @@ func ValidateStage() Stage {
 	var cache sync.Map // Tool → *jsonschema.Resolved
 	return func(next Handler) Handler {
 		return func(ctx context.Context, c *Call) Result {
-			if err := ValidateParams(&cache, c.Tool, c.Params); err != nil {
+			if err := validateParams(&cache, c.Tool, c.Params); err != nil {
 				te := AsToolError(err)
 				return Result{Content: te.Message, Display: string(te.Kind), Err: te}
 			}
@@ -32,8 +32,8 @@ func ValidateStage() Stage {
 	}
 }
 
-// ValidateParams runs the checks of ValidateStage. cache may be nil.
-func ValidateParams(cache *sync.Map, t Tool, params any) error {
+// validateParams runs the checks of ValidateStage. cache may be nil.
+func validateParams(cache *sync.Map, t Tool, params any) error {
 	if v, ok := structValue(params); ok {
 		for _, r := range rolesOf(v.Type()) {
 			if (r.path || r.command) && v.FieldByIndex(r.index).String() == "" && !r.cwd {

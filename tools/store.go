@@ -39,8 +39,8 @@ type sessionFile struct {
 	Grants []Grant              `json:"grants,omitempty"`
 }
 
-// ValidSessionID checks a session id.
-func ValidSessionID(id string) error {
+// validSessionID checks a session id.
+func validSessionID(id string) error {
 	if id == "" || len(id) > 64 || id == "." || id == ".." {
 		return fmt.Errorf("%w: %q", ErrBadSessionID, id)
 	}
@@ -58,7 +58,7 @@ func (st *SessionStore) path(id string) string { return filepath.Join(st.dir, id
 // workspace. A saved cwd that is no longer a directory inside the
 // workspace is reset to the workspace.
 func (st *SessionStore) Load(id string) (*Session, error) {
-	if err := ValidSessionID(id); err != nil {
+	if err := validSessionID(id); err != nil {
 		return nil, err
 	}
 	st.mu.Lock()
@@ -90,7 +90,7 @@ func (st *SessionStore) Load(id string) (*Session, error) {
 
 // Save writes the session atomically.
 func (st *SessionStore) Save(s *Session) error {
-	if err := ValidSessionID(s.ID); err != nil {
+	if err := validSessionID(s.ID); err != nil {
 		return err
 	}
 	s.mu.Lock()

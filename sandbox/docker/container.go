@@ -121,7 +121,7 @@ func (r *Runner) start(ctx context.Context, ro bool) (w *warm, err error) {
 	var pinned *pins
 	if !r.noPins {
 		if pinned, err = pin(filepath.Join(r.pinBase, fmt.Sprintf("%d-%s-%d", os.Getpid(), r.pidStart, n)), srcs, r.log.Warn); err != nil {
-			return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+			return nil, fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
 		}
 	}
 	defer func() { pinned.release() }()

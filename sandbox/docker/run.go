@@ -22,20 +22,17 @@ const killGrace = 15 * time.Second
 
 // Run runs spec in a fresh container; see sandbox.Runner.
 func (r *Runner) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
-	if spec.Timeout == 0 {
-		spec.Timeout = r.cfg.DefaultTimeout
-	}
+	spec.Timeout = sandbox.ClampTimeout(spec.Timeout, r.cfg.DefaultTimeout, r.cfg.MaxTimeout)
 	spec, err := sandbox.Normalize(spec, r.workspace)
 	if err != nil {
 		return sandbox.Result{}, err
 	}
-	spec.Timeout = min(spec.Timeout, r.cfg.MaxTimeout)
 	limit := spec.OutputCap
 	if limit == 0 {
 		limit = r.cfg.OutputCap
 	}
 	if err := ctx.Err(); err != nil {
-		return sandbox.Result{}, fmt.Errorf("%w: %v", sandbox.ErrCanceled, context.Cause(ctx))
+		return sandbox.Result{}, fmt.Errorf("%w: %w", sandbox.ErrCanceled, context.Cause(ctx))
 	}
 	r.mu.Lock()
 	if r.closed {
@@ -261,7 +258,7 @@ func (r *Runner) runOnce(ctx context.Context, x exchange, frame []byte, stream b
 			res.TimedOut = true
 			return res, nil, false, fmt.Errorf("%w after %s", sandbox.ErrTimeout, x.timeout)
 		}
-		return res, nil, false, fmt.Errorf("%w: %v", sandbox.ErrCanceled, context.Cause(ctx))
+		return res, nil, false, fmt.Errorf("%w: %w", sandbox.ErrCanceled, context.Cause(ctx))
 	}
 	r.mu.Lock()
 	closed := r.closed
@@ -317,7 +314,7 @@ func (r *Runner) handOver(ctx context.Context, frame []byte, p *pool, write bool
 		if w == nil {
 			if w, err = r.start(ctx, p.ro); err != nil {
 				if ctx.Err() != nil {
-					return nil, fmt.Errorf("%w: %v", sandbox.ErrCanceled, context.Cause(ctx))
+					return nil, fmt.Errorf("%w: %w", sandbox.ErrCanceled, context.Cause(ctx))
 				}
 				return nil, err
 			}

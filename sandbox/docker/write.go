@@ -8,7 +8,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/sandbox"
 	"github.com/agentbox/agentbox/sandbox/initproc"
 )
@@ -48,7 +47,7 @@ func (r *Runner) WriteFile(ctx context.Context, w sandbox.FileWrite) error {
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%w: %v", sandbox.ErrCanceled, context.Cause(ctx))
+		return fmt.Errorf("%w: %w", sandbox.ErrCanceled, context.Cause(ctx))
 	}
 	r.mu.Lock()
 	if r.closed {
@@ -59,10 +58,7 @@ func (r *Runner) WriteFile(ctx context.Context, w sandbox.FileWrite) error {
 	r.mu.Unlock()
 	defer r.runs.Done()
 
-	timeout := min(r.cfg.DefaultTimeout, r.cfg.MaxTimeout)
-	if timeout <= 0 {
-		timeout = config.DefaultTimeout
-	}
+	timeout := sandbox.ClampTimeout(0, r.cfg.DefaultTimeout, r.cfg.MaxTimeout)
 	req := initproc.Req{
 		Workdir:   r.workspace,
 		TimeoutMS: timeout.Milliseconds(),

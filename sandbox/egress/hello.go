@@ -50,7 +50,7 @@ func ReadClientHello(r io.Reader, max int) (raw []byte, ch ClientHello, err erro
 			if len(raw) == 0 && errors.Is(err, io.EOF) {
 				return raw, ch, fmt.Errorf("%w: connection closed", ErrNotTLS)
 			}
-			return raw, ch, fmt.Errorf("%w: %v", ErrBadHello, err)
+			return raw, ch, fmt.Errorf("%w: %w", ErrBadHello, err)
 		}
 		raw = append(raw, hdr...)
 		if hdr[0] != 0x16 || hdr[1] != 3 {
@@ -66,7 +66,7 @@ func ReadClientHello(r io.Reader, max int) (raw []byte, ch ClientHello, err erro
 		start := len(raw)
 		raw = append(raw, make([]byte, n)...)
 		if k, err := io.ReadFull(r, raw[start:]); err != nil {
-			return raw[:start+k], ch, fmt.Errorf("%w: %v", ErrBadHello, err)
+			return raw[:start+k], ch, fmt.Errorf("%w: %w", ErrBadHello, err)
 		}
 		msg = append(msg, raw[start:]...)
 		if len(msg) < 4 {

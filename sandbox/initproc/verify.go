@@ -1,17 +1,17 @@
 package initproc
 
 import (
-	"bufio"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/internal/mountinfo"
 )
 
 // ExpectedMount is one bind mount the executor asked the engine for, as
@@ -55,57 +55,16 @@ func DecodeExpect(s string) ([]ExpectedMount, error) {
 }
 
 // MountEntry is one line of /proc/self/mountinfo.
-type MountEntry struct {
-	Target  string
-	Options []string // per-mount options (ro/rw, nosuid, …)
-	FSType  string
-	Source  string
-}
+type MountEntry = mountinfo.Entry
 
-// ParseMountinfo parses /proc/PID/mountinfo.
+// ParseMountinfo parses /proc/PID/mountinfo; a malformed table is
+// ErrMounts.
 func ParseMountinfo(r io.Reader) ([]MountEntry, error) {
-	var out []MountEntry
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		sep := -1
-		for i := 6; i < len(f); i++ {
-			if f[i] == "-" {
-				sep = i
-				break
-			}
-		}
-		if len(f) < 7 || sep < 0 || sep+2 >= len(f) {
-			return nil, fmt.Errorf("%w: malformed mountinfo line %q", ErrMounts, sc.Text())
-		}
-		out = append(out, MountEntry{
-			Target:  unescapeMount(f[4]),
-			Options: strings.Split(f[5], ","),
-			FSType:  f[sep+1],
-			Source:  unescapeMount(f[sep+2]),
-		})
+	table, err := mountinfo.Parse(r)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrMounts, err)
 	}
-	return out, sc.Err()
-}
-
-// unescapeMount undoes the octal escapes (\040 for space, …) of mountinfo.
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	return table, nil
 }
 
 // runtimeMount reports whether a mount the executor did not ask for is
@@ -211,7 +170,7 @@ func hasOption(opts []string, o string) bool {
 func verifySelf(want []ExpectedMount) error {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrMounts, err)
+		return fmt.Errorf("%w: %w", ErrMounts, err)
 	}
 	defer f.Close()
 	table, err := ParseMountinfo(f)

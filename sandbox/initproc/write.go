@@ -37,8 +37,8 @@ type WriteReq struct {
 	// Size is the content's length; content of any other length is
 	// refused and nothing is written.
 	Size int64 `json:"size"`
-	// Temp names the temporary file (a single name starting with
-	// TempPrefix; empty: init picks one). The executor picks it so that it
+	// Temp names the temporary file (a single name as TempName makes;
+	// empty: init picks one). The executor picks it so that it
 	// can remove the file itself when the container dies mid-write.
 	Temp string `json:"temp,omitempty"`
 	// Gated: a Commit frame follows the content, and the file (or any
@@ -98,19 +98,17 @@ func writeErr(op, rel string, err error) *WriteError {
 // a read-only mount on the way must be reached to refuse the write.
 const resolveBeneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
 
-// tempPrefix names the temporary files of writes in progress.
-const tempPrefix = TempPrefix
-
-// TempPrefix starts the name of every write's temporary file.
-const TempPrefix = ".agentbox-write-"
+// tempPrefix starts the name of every write's temporary file (of writes
+// in progress).
+const tempPrefix = ".agentbox-write-"
 
 // TempName returns a fresh, unpredictable temporary file name.
-func TempName() string { return TempPrefix + rand.Text()[:16] }
+func TempName() string { return tempPrefix + rand.Text()[:16] }
 
 // validTemp reports whether name is a temporary file name init accepts:
-// TempPrefix and up to 32 letters, digits, '-' or '_'.
+// tempPrefix and up to 32 letters, digits, '-' or '_'.
 func validTemp(name string) bool {
-	rest, ok := strings.CutPrefix(name, TempPrefix)
+	rest, ok := strings.CutPrefix(name, tempPrefix)
 	if !ok || rest == "" || len(rest) > 32 {
 		return false
 	}
@@ -377,7 +375,7 @@ func copyContent(f *os.File, r io.Reader) (int64, error) {
 			return n, nil
 		}
 		if err != nil {
-			return n, fmt.Errorf("%w: %v", errRead, err)
+			return n, fmt.Errorf("%w: %w", errRead, err)
 		}
 	}
 }

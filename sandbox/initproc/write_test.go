@@ -488,27 +488,27 @@ func TestWriteTempName(t *testing.T) {
 	}{
 		{"", true},
 		{TempName(), true},
-		{TempPrefix + "abc-DEF_123", true},
-		{TempPrefix, false},
+		{tempPrefix + "abc-DEF_123", true},
+		{tempPrefix, false},
 		{"x", false},
-		{"../" + TempPrefix + "x", false},
-		{TempPrefix + "a/b", false},
-		{TempPrefix + "..", false},
-		{TempPrefix + strings.Repeat("a", 33), false},
-		{TempPrefix + "exists", false},
+		{"../" + tempPrefix + "x", false},
+		{tempPrefix + "a/b", false},
+		{tempPrefix + "..", false},
+		{tempPrefix + strings.Repeat("a", 33), false},
+		{tempPrefix + "exists", false},
 	} {
 		tr := newWriteTree(t)
-		os.WriteFile(filepath.Join(tr.ws, "dir", TempPrefix+"exists"), []byte("keep"), 0o644)
+		os.WriteFile(filepath.Join(tr.ws, "dir", tempPrefix+"exists"), []byte("keep"), 0o644)
 		werr := Write(WriteReq{Root: tr.ws, Rel: "dir/f", Mode: 0o644, Size: 1, Temp: tc.temp}, bytes.NewReader([]byte("x")))
 		if (werr == nil) != tc.ok {
 			t.Errorf("temp %q: %v, want ok %v", tc.temp, werr, tc.ok)
 		}
-		if got, _ := os.ReadFile(filepath.Join(tr.ws, "dir", TempPrefix+"exists")); string(got) != "keep" {
+		if got, _ := os.ReadFile(filepath.Join(tr.ws, "dir", tempPrefix+"exists")); string(got) != "keep" {
 			t.Errorf("temp %q: an existing file of that name now holds %q", tc.temp, got)
 		}
 		ents, _ := os.ReadDir(filepath.Join(tr.ws, "dir"))
 		for _, e := range ents {
-			if strings.HasPrefix(e.Name(), TempPrefix) && e.Name() != TempPrefix+"exists" {
+			if strings.HasPrefix(e.Name(), tempPrefix) && e.Name() != tempPrefix+"exists" {
 				t.Errorf("temp %q: %s left behind", tc.temp, e.Name())
 			}
 		}

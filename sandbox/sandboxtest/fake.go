@@ -73,7 +73,7 @@ func (f *Fake) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, erro
 
 	home, err := os.MkdirTemp("", "sandboxtest-home-")
 	if err != nil {
-		return sandbox.Result{}, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+		return sandbox.Result{}, fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
 	}
 	defer os.RemoveAll(home)
 	res := sandbox.Result{Cwd: spec.Workdir}
@@ -95,7 +95,7 @@ func (f *Fake) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, erro
 	if err := cmd.Start(); err != nil {
 		closeCwdWriter(cmd)
 		out.finish()
-		return res, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+		return res, fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
 	}
 	closeCwdWriter(cmd)
 	f.track(cmd, true)
@@ -132,7 +132,7 @@ func command(spec sandbox.Spec, home string) (*exec.Cmd, *os.File, error) {
 		cmd = exec.Command("/bin/sh", "-c", "trap 'pwd -P 2>/dev/null >&3' EXIT\n"+spec.Shell)
 		r, w, err := os.Pipe()
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+			return nil, nil, fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
 		}
 		cwdR = r
 		cmd.ExtraFiles = []*os.File{w}
@@ -255,7 +255,7 @@ func exitStatus(cmd *exec.Cmd, werr error, res *sandbox.Result) error {
 	} else if cmd.ProcessState != nil {
 		res.ExitCode = cmd.ProcessState.ExitCode()
 	} else if werr != nil {
-		return fmt.Errorf("%w: %v", sandbox.ErrUnavailable, werr)
+		return fmt.Errorf("%w: %w", sandbox.ErrUnavailable, werr)
 	}
 	return nil
 }
@@ -387,7 +387,7 @@ func (f *Fake) WriteFile(ctx context.Context, w sandbox.FileWrite) error {
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%w: %v", sandbox.ErrCanceled, context.Cause(ctx))
+		return fmt.Errorf("%w: %w", sandbox.ErrCanceled, context.Cause(ctx))
 	}
 	f.mu.Lock()
 	closed := f.closed

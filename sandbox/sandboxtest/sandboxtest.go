@@ -4,7 +4,7 @@
 // of package sandbox (exit codes, streams, stdin, workdir and final cwd,
 // scrubbed environment, timeouts and cancellation, output capping, Close)
 // and, unless the backend is run WithoutIsolation, what only real
-// isolation gives (NeedsIsolation: one fresh environment per command, a
+// isolation gives (needsIsolation: one fresh environment per command, a
 // read-only workspace that refuses writes, a read-only root, no network,
 // never uid 0).
 //
@@ -40,7 +40,7 @@ type options struct {
 	skip        map[string]string
 }
 
-// WithoutIsolation skips the cases in NeedsIsolation, for runners that
+// WithoutIsolation skips the cases in needsIsolation, for runners that
 // run commands on the host (Fake).
 func WithoutIsolation() Option { return func(o *options) { o.noIsolation = true } }
 
@@ -55,11 +55,11 @@ func Skip(name, reason string) Option {
 	}
 }
 
-// NeedsIsolation is the per-backend list of the cases only a real sandbox
+// needsIsolation is the per-backend list of the cases only a real sandbox
 // can pass, each with the property it checks: a runner that runs commands
 // on the host (WithoutIsolation) skips them with that property as the
 // reason, so a skipped case says what the runner does not give.
-var NeedsIsolation = map[string]string{
+var needsIsolation = map[string]string{
 	"FreshEnvironment":  "a fresh environment per command (/tmp and HOME do not survive into the next command)",
 	"FixedHome":         "the fixed HOME " + sandbox.Home + " inside the sandbox",
 	"ReadOnlyWorkspace": "a read-only workspace mount for ReadOnly specs (the kernel refuses the write)",
@@ -84,16 +84,16 @@ func Run(t *testing.T, newRunner Factory, opts ...Option) {
 			t.Fatalf("sandboxtest.Skip(%q): no such case", name)
 		}
 	}
-	for name := range NeedsIsolation {
+	for name := range needsIsolation {
 		if !known[name] {
-			t.Fatalf("sandboxtest.NeedsIsolation names %q: no such case", name)
+			t.Fatalf("sandboxtest.needsIsolation names %q: no such case", name)
 		}
 	}
 	skip := func(t *testing.T, name string) {
 		if reason, ok := o.skip[name]; ok {
 			t.Skip(reason)
 		}
-		if property, ok := NeedsIsolation[name]; ok && o.noIsolation {
+		if property, ok := needsIsolation[name]; ok && o.noIsolation {
 			t.Skipf("needs real isolation: %s; the runner under test runs commands on the host", property)
 		}
 	}
@@ -136,6 +136,7 @@ var cases = []testCase{
 	{"Jobs", testJobs},
 	{"WriteFile", testWriteFile},
 	{"WriteGated", testWriteGated},
+	{"WriteCanceled", testWriteCanceled},
 	{"LargeStdin", testLargeStdin},
 	{"FixedHome", testFixedHome},
 	{"ReadOnlyWorkspace", testReadOnlyWorkspace},
@@ -354,8 +355,8 @@ func testCancel(t *testing.T, r sandbox.Runner, ws string) {
 	defer cancel()
 	// Cancel once the command is running (not while a container starts).
 	res, err := r.Run(c, sandbox.Spec{Shell: "echo up; sleep 60", OnOutput: func(sandbox.Stream, []byte) { cancel() }})
-	if !errors.Is(err, sandbox.ErrCanceled) {
-		t.Fatalf("err = %v, want ErrCanceled", err)
+	if !errors.Is(err, sandbox.ErrCanceled) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want ErrCanceled wrapping context.Canceled", err)
 	}
 	if !res.Killed || res.TimedOut {
 		t.Errorf("result %+v, want killed, not timed out", res)

@@ -2,6 +2,7 @@ package sandboxtest
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -11,9 +12,39 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/agentbox/agentbox/sandbox"
 )
+
+// testWriteCanceled: a write whose ctx has ended writes nothing and
+// returns an error that is ErrCanceled and also the ctx's own error, so
+// that callers can tell a cancelled call from a deadline with errors.Is.
+func testWriteCanceled(t *testing.T, r sandbox.Runner, ws string) {
+	canceled, cancel := context.WithCancel(ctx(t))
+	cancel()
+	expired, cancel2 := context.WithDeadline(ctx(t), time.Now().Add(-time.Second))
+	defer cancel2()
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		want error
+	}{
+		{"canceled", canceled, context.Canceled},
+		{"deadline", expired, context.DeadlineExceeded},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(ws, "wc-"+tc.name+".txt")
+			err := r.WriteFile(tc.ctx, sandbox.FileWrite{Path: path, Content: []byte("x"), Mode: 0o644})
+			if !errors.Is(err, sandbox.ErrCanceled) || !errors.Is(err, tc.want) {
+				t.Fatalf("err = %v, want ErrCanceled wrapping %v", err, tc.want)
+			}
+			if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("a cancelled write left %s (%v)", path, err)
+			}
+		})
+	}
+}
 
 // testWriteFile: Runner.WriteFile writes beneath the workspace only,
 // atomically, never through a symlink, keeping an existing file's mode,

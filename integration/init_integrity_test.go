@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,11 +23,11 @@ import (
 	"github.com/agentbox/agentbox/sandbox/initproc"
 )
 
-// Red team, third round: the gVisor backend (sandbox.runtime: runsc)
-// and the frame protocol's sealed exit status (protocol 4). The command
-// is untrusted code running as the workspace owner; each test is an
-// attack on init (PID 1 of the container) or on what the executor
-// believes about the run, and fails while the hole is open. All of them
+// Init integrity: init (PID 1 of the container) and the frame
+// protocol's sealed exit status (protocol 4), on runc and on the gVisor
+// backend (sandbox.runtime: runsc). The command is untrusted code running
+// as the workspace owner; each test is an attack on init or on what the
+// executor believes about the run, and fails while the hole is open. All of them
 // run under both runtimes (AGENTBOX_SANDBOX_RUNTIME=runsc, or the
 // default runc).
 
@@ -171,49 +170,6 @@ func TestRedteam3InitMemoryOutOfReach(t *testing.T) {
 	}
 }
 
-// TestRedteam3NoDeviceNodesOrSetid: gVisor's tmpfs creates device nodes
-// without CAP_MKNOD; the seccomp profile refuses mknod of anything but a
-// file, FIFO or socket, and every mode-setting call with S_ISUID or
-// S_ISGID, on every runtime (gVisor applies the profile itself).
-func TestRedteam3NoDeviceNodesOrSetid(t *testing.T) {
-	r, ws := rt3Runner(t)
-	res, err := rt3Script(t, r, `
-import os, stat
-def try_(what, f):
-    try: f(); print("MADE", what)
-    except OSError as e: print("refused", what, e.errno)
-for d in ("/tmp", os.getcwd()):
-    try_(d+" chr", lambda: os.mknod(d+"/chr", stat.S_IFCHR | 0o666, os.makedev(1, 3)))
-    try_(d+" blk", lambda: os.mknod(d+"/blk", stat.S_IFBLK | 0o666, os.makedev(7, 0)))
-    try_(d+" chr-with-reg-bits", lambda: os.mknod(d+"/chr2", stat.S_IFCHR | stat.S_IFREG | 0o666, os.makedev(1, 3)))
-    open(d+"/f", "w").close()
-    try_(d+" chmod u+s", lambda: os.chmod(d+"/f", 0o4755))
-    try_(d+" chmod g+s", lambda: os.chmod(d+"/f", 0o2755))
-    try_(d+" mkdir g+s", lambda: os.mkdir(d+"/sgid", 0o2755))
-    os.mknod(d+"/fifo", stat.S_IFIFO | 0o600)
-    print("fifo ok")
-for d in ("/tmp", os.getcwd()):
-    for n in ("chr", "blk", "chr2", "f", "sgid"):
-        try:
-            st = os.lstat(d+"/"+n)
-            if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode): print("MADE node", d, n, oct(st.st_mode))
-            if st.st_mode & 0o6000: print("MADE setid", d, n, oct(st.st_mode))
-        except FileNotFoundError: pass
-`)
-	t.Logf("%s", res.Stdout)
-	if err != nil || res.ExitCode != 0 || strings.Count(string(res.Stdout), "fifo ok") != 2 {
-		t.Fatalf("probe did not run: code %d err %v stdout %q stderr %q", res.ExitCode, err, res.Stdout, res.Stderr)
-	}
-	if strings.Contains(string(res.Stdout), "MADE") {
-		t.Fatalf("a device node or a setid file was created:\n%s", res.Stdout)
-	}
-	for _, n := range []string{"chr", "blk", "chr2"} {
-		if fi, err := os.Lstat(filepath.Join(ws, n)); err == nil {
-			t.Errorf("%s exists on the host with mode %v", n, fi.Mode())
-		}
-	}
-}
-
 // TestRedteam3StoppedInitDiesWithExecutor: the command stops init
 // (SIGSTOP; under runc the kernel never delivers it to a pid namespace's
 // init from inside, under gVisor it does), then keeps writing into the
@@ -236,13 +192,9 @@ func TestRedteam3StoppedInitDiesWithExecutor(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rt3RemoveContainers(t, ws) })
-	deadline := time.Now().Add(time.Minute)
-	for lines(tick) < 5 {
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatal("the command never started writing")
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !eventually(time.Minute, 100*time.Millisecond, func() bool { return lines(tick) >= 5 }) {
+		cmd.Process.Kill()
+		t.Fatal("the command never started writing")
 	}
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()
@@ -273,85 +225,6 @@ func rt3RemoveContainers(t *testing.T, ws string) {
 	}
 }
 
-// TestRedteam3WriteRacesSymlinkSwap: under gVisor the seccomp profile's
-// ENOSYS for openat2 arrives as EPERM, and init's Write resolves one name
-// at a time with openat(O_NOFOLLOW) instead. A command running at the
-// same time swaps a parent directory of the file being written for a
-// symlink (to the build cache, which is writable and outside the
-// workspace, to /tmp, to .git/hooks) and back, as fast as it can, while
-// the executor writes files beneath it. No write may land anywhere but
-// beneath the real directory.
-func TestRedteam3WriteRacesSymlinkSwap(t *testing.T) {
-	ws := newWorkspace(t)
-	for _, d := range []string{"d", ".git", ".git/hooks"} {
-		must(t, os.Mkdir(filepath.Join(ws, d), 0o755))
-		must(t, os.Chown(filepath.Join(ws, d), wsUID, wsGID))
-	}
-	must(t, os.WriteFile(filepath.Join(ws, ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644))
-	state := t.TempDir()
-	r, _ := newRunnerOpts(t, ws, func(c *config.Config) { c.Sandbox.Image = images.Host; c.StateDir = state })
-	const dur = 20
-	racer := `
-import os, time, sys
-end = time.time() + float(sys.argv[1]); n = 0
-targets = ["/.agentbox/cache", "/tmp", ".git/hooks", "/"]
-while time.time() < end:
-    for tgt in targets:
-        try:
-            os.rename("d", "d.real"); os.symlink(tgt, "d")
-            time.sleep(0.0005)
-            os.unlink("d"); os.rename("d.real", "d"); n += 1
-        except OSError as e:
-            pass
-print("swaps", n)
-`
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	done := make(chan sandbox.Result, 1)
-	go func() {
-		res, err := r.Run(ctx, sandbox.Spec{Argv: []string{"python3", "-c", racer, "20"}, Timeout: 2 * time.Minute})
-		if err != nil {
-			t.Errorf("racer: %v", err)
-		}
-		done <- res
-	}()
-	time.Sleep(3 * time.Second)
-	end := time.Now().Add(dur * time.Second)
-	written, refused := 0, 0
-	for i := 0; time.Now().Before(end); i++ {
-		err := r.WriteFile(ctx, sandbox.FileWrite{Path: filepath.Join(ws, "d", "sub", "rt3-"+strconv.Itoa(i)), Content: []byte("x"), Mode: 0o644})
-		if err != nil {
-			refused++
-		} else {
-			written++
-		}
-	}
-	res := <-done
-	t.Logf("racer %q; writes: %d done, %d refused", strings.TrimSpace(string(res.Stdout)), written, refused)
-	if written == 0 || refused == 0 {
-		t.Logf("the race was not close (every write %s)", map[bool]string{true: "refused", false: "succeeded"}[written == 0])
-	}
-	// Every rt3-* file must be beneath ws/d (or its renamed self).
-	var escaped []string
-	for _, root := range []string{state, ws} {
-		filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-			if err == nil && d.IsDir() && d.Name() == "pins" {
-				return filepath.SkipDir // the workspace itself, pinned for a container starting
-			}
-			if err == nil && strings.HasPrefix(d.Name(), "rt3-") {
-				rel, _ := filepath.Rel(ws, p)
-				if !strings.HasPrefix(rel, "d/sub/") && !strings.HasPrefix(rel, "d.real/sub/") {
-					escaped = append(escaped, p)
-				}
-			}
-			return nil
-		})
-	}
-	if len(escaped) > 0 {
-		t.Fatalf("writes landed outside the directory they named: %v", escaped)
-	}
-}
-
 // TestRedteam3StopOrKillInitNeverSucceeds: under gVisor the command can
 // send SIGSTOP and SIGKILL to init. Its call must then fail (no status,
 // or the timeout) and never come back as the "exit 0" it printed; under
@@ -370,26 +243,5 @@ func TestRedteam3StopOrKillInitNeverSucceeds(t *testing.T) {
 			t.Errorf("kill -%s 1: code %d", sig, res.ExitCode)
 		}
 		t.Logf("kill -%s 1: code %d err %v", sig, res.ExitCode, err)
-	}
-}
-
-// TestRedteam3MemoryLimitHolds: under gVisor init enforces the memory
-// limit from the Sentry's accounting (AnonPages). Memory that might be
-// counted elsewhere (shared anonymous mappings, private ones) must still
-// end the command, never let it finish past the limit.
-func TestRedteam3MemoryLimitHolds(t *testing.T) {
-	r, _ := newRunnerOpts(t, newWorkspace(t), func(c *config.Config) { c.Sandbox.Image = images.Host; c.Sandbox.MemoryMB = 128 })
-	for _, kind := range []string{"MAP_SHARED", "MAP_PRIVATE"} {
-		res, err := rt3Script(t, r, `
-import mmap, sys
-n = 400 << 20
-m = mmap.mmap(-1, n, flags=mmap.`+kind+`)
-for i in range(0, n, 4096): m[i] = 1
-print("survived")
-`)
-		if err == nil && res.ExitCode == 0 && strings.Contains(string(res.Stdout), "survived") {
-			t.Errorf("%s: 400 MiB touched under a 128 MiB limit and the command finished", kind)
-		}
-		t.Logf("%s: code %d oom %v err %v", kind, res.ExitCode, res.OOMKilled, err)
 	}
 }

@@ -15,8 +15,11 @@ import (
 	"github.com/agentbox/agentbox/tools"
 )
 
-// Red-team tests, second round. Each test drives the real tool system and
-// engine, and fails while the hole it describes is open.
+// Protected paths and background jobs: a job runs beside other calls
+// and outlives its own, so what it changes in a protected path must still
+// be judged, reverted and reported, and a job judged read-only must not
+// write. Each test drives the real tool system and engine, and fails
+// while the hole it describes is open.
 
 // newRT2Harness is the builtin harness with an operator who approves every
 // command (background jobs included) but never approves keeping a change
@@ -30,32 +33,6 @@ func newRT2Harness(t *testing.T) *builtinHarness {
 		return tools.Approval{Allow: true, By: "test"}, nil
 	}))
 }
-
-// waitFor polls cond every 100ms for up to a minute.
-func (h *builtinHarness) waitFor(what string, cond func() bool) {
-	h.t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			h.t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// waitJob polls BashOutput until job id has exited (which finishes its
-// detached snapshot) and returns that last response.
-func (h *builtinHarness) waitJob(id string) tools.Response {
-	h.t.Helper()
-	var o tools.Response
-	h.waitFor("job "+id+" to exit", func() bool {
-		o = h.ok(h.call("BashOutput", map[string]any{"bash_id": id}))
-		return strings.Contains(o.Content, "has exited")
-	})
-	return o
-}
-
-func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
 
 // TestRedteam2ProtectedSurvivesOverlappingJobs: two approved background
 // jobs make a protected file survive. Job A creates app/.cargo/config.toml
@@ -185,41 +162,6 @@ func TestRedteam2ReadOnlyBackgroundJob(t *testing.T) {
 	}
 	if strings.Contains(o.Content, "recorded as call") {
 		t.Errorf("a read-only job was snapshotted as a mutating one: %q", o.Content)
-	}
-}
-
-// TestRedteam2EnvUnsetGitOverrides: the sandbox sets GIT_CONFIG_COUNT/
-// KEY/VALUE (core.fsmonitor=false, core.hooksPath=/dev/null, core.pager=cat,
-// safe.bareRepository=explicit, …) and GIT_PAGER so that git, even in a
-// command judged read-only, runs no program named by configuration.
-// `unset GIT_CONFIG_COUNT; git log` and `GIT_CONFIG_COUNT=0 git status` are
-// dangerous, but `env -u GIT_CONFIG_COUNT -u GIT_PAGER git log -p` was
-// judged read_only: it runs git with none of the overrides (core.pager,
-// core.fsmonitor, diff.external, safe.bareRepository back to the
-// repository's say). Impact is limited by the read-only container (the
-// program runs with the workspace read-only), but it is the exact thing
-// gitconfig.go promises cannot happen.
-//
-// Fix (classifier): `env` with -u/--unset/-i/- of any variable the sandbox
-// sets for safety (GIT_*, and simplest: any -u at all) is dangerous, like
-// an assignment prefix; same for `env -C`/--chdir (already dangerous for
-// -C, not for --chdir=).
-func TestRedteam2EnvUnsetGitOverrides(t *testing.T) {
-	cmds := []string{
-		"env -u GIT_CONFIG_COUNT git status",
-		"env --unset=GIT_CONFIG_COUNT git log -p",
-		"env -u GIT_CONFIG_COUNT -u GIT_PAGER git log -p",
-		"env -uGIT_CONFIG_COUNT git status",
-	}
-	for _, c := range cmds {
-		out, err := exec.Command(agentbox, "classify", c).CombinedOutput()
-		got := strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0])
-		if err != nil && got == "" {
-			t.Fatalf("classify %q: %v: %s", c, err, out)
-		}
-		if got == "read_only" {
-			t.Errorf("%q is judged read_only: it drops the sandbox's git overrides", c)
-		}
 	}
 }
 

@@ -25,7 +25,7 @@ import (
 	"github.com/agentbox/agentbox/sandbox/initproc"
 )
 
-// Red team, fifth round: a write's container serves the next request
+// Write reuse: a write's container serves the next request
 // (protocol 5). Init answers a write with a sealed status saying
 // Reusable and waits for another request; the executor puts the
 // container back in the warm read-write pool. Each test is an attack on

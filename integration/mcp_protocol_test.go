@@ -10,10 +10,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// MCP protocol: what a client sees of `agentbox mcp` itself: replies
+// to piped requests, names that are not UTF-8, tool schemas a strict
+// client accepts, and a refusal that names its fix when the client
+// cannot be asked.
 
 // TestMCPStdioAnswersBeforeEOF pipes requests into the real binary with
 // its input closed right after them (`printf ... | agentbox mcp`): every
@@ -69,142 +77,6 @@ func TestMCPStdioAnswersBeforeEOF(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// TestBenchSandboxUsesFoundEngine runs `agentbox bench sandbox` where the
-// docker CLI's own choice of engine (DOCKER_HOST) answers nothing and
-// agentbox finds the engine through engine.host: every docker CLI row
-// must use the engine agentbox found.
-func TestBenchSandboxUsesFoundEngine(t *testing.T) {
-	if _, err := exec.LookPath("docker"); err != nil {
-		t.Fatalf("the docker CLI is needed for the docker-exec row: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, agentbox, "--state-dir", t.TempDir(), "bench", "sandbox", "--n", "2", "--sustained", "2", "--json")
-	cmd.Env = append(os.Environ(), "DOCKER_HOST=unix:///nonexistent/agentbox-test.sock", "AGENTBOX_ENGINE_HOST="+cli.DaemonHost(), "DOCKER_CONTEXT=")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("bench sandbox: %v\n%s", err, errb.String())
-	}
-	var rows []struct {
-		Name  string  `json:"name"`
-		P50MS float64 `json:"p50_ms"`
-		N     int     `json:"n"`
-	}
-	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
-		t.Fatalf("bench --json: %v in %q", err, out.String())
-	}
-	got := map[string]bool{}
-	for _, r := range rows {
-		if r.N != 2 || r.P50MS <= 0 {
-			t.Errorf("row %+v: want n=2 and a positive p50", r)
-		}
-		got[r.Name] = true
-	}
-	for _, want := range []string{"agentbox-pool", "docker-exec", "docker-run"} {
-		if !got[want] {
-			t.Errorf("no %s row in %s", want, out.String())
-		}
-	}
-}
-
-// TestExecAudited: `agentbox exec` leaves an audit record with the
-// command, its exit code, container and journal entry, and `agentbox
-// audit` shows the command.
-func TestExecAudited(t *testing.T) {
-	ws := newWorkspace(t)
-	state := t.TempDir()
-	run := func(args ...string) (string, int) {
-		t.Helper()
-		o, e, code := agentboxIn(t, ws, state, nil, args...)
-		return o + e, code
-	}
-	if out, code := run("exec", "--", "echo audited > audited.txt; exit 3"); code != 3 {
-		t.Fatalf("exec: code %d: %s", code, out)
-	}
-	out, code := run("--json", "audit")
-	if code != 0 {
-		t.Fatalf("audit: %d %s", code, out)
-	}
-	var recs []struct {
-		Tool        string
-		Input       struct{ Command string }
-		ExitCode    *int     `json:"exit_code"`
-		JournalID   string   `json:"journal_id"`
-		ContainerID string   `json:"container_id"`
-		Changed     []string `json:"changed"`
-	}
-	if err := json.Unmarshal([]byte(out), &recs); err != nil {
-		t.Fatalf("%v in %s", err, out)
-	}
-	if len(recs) != 1 {
-		t.Fatalf("audit records: %s", out)
-	}
-	r := recs[0]
-	if r.Tool != "exec" || r.Input.Command != "echo audited > audited.txt; exit 3" || r.ExitCode == nil || *r.ExitCode != 3 ||
-		r.JournalID != "000001" || r.ContainerID == "" || len(r.Changed) != 1 || r.Changed[0] != "audited.txt" {
-		t.Errorf("exec record: %s", out)
-	}
-	if table, _ := run("audit"); !strings.Contains(table, "echo audited > audited.txt; exit 3") {
-		t.Errorf("audit table does not show the command:\n%s", table)
-	}
-}
-
-// TestCLIToolFirstCalls drives `agentbox tool` the way a person tries it
-// first: reading a file twice shows it twice (one-shot calls have no
-// conversation), a bad value is explained once in words, and a background
-// shell is refused since it would die with the process.
-func TestCLIToolFirstCalls(t *testing.T) {
-	e := newMCPEnv(t, "")
-	f := e.writeFile(t, "notes.txt", []byte("first line\n"))
-	run := func(args ...string) (string, string, int) {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, agentbox, e.args(args...)...)
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		if ee, ok := err.(*exec.ExitError); ok {
-			return out.String(), errb.String(), ee.ExitCode()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out.String(), errb.String(), 0
-	}
-	read := `{"file_path":"` + f + `"}`
-	for i := 0; i < 2; i++ {
-		out, errOut, code := run("tool", "Read", read)
-		if code != 0 || !strings.Contains(out, "first line") || strings.Contains(out, "unchanged") {
-			t.Errorf("Read #%d: code %d, stdout %q, stderr %q", i+1, code, out, errOut)
-		}
-	}
-	cases := []struct {
-		input string
-		want  string
-	}{
-		{`{"file_path":"` + f + `","limit":-1}`, "limit must be at least 0; got -1"},
-		{`{"file_path":"` + f + `","offset":-5}`, "offset must be at least 0; got -5"},
-		{`{"file_path":"` + f + `","bogus":1}`, `unknown field "bogus"`},
-	}
-	for _, tc := range cases {
-		out, errOut, code := run("tool", "Read", tc.input)
-		if code != 1 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, tc.want) {
-			t.Errorf("Read %s: code %d, stdout %q, stderr %q; want exit 1, one line on stderr with %q", tc.input, code, out, errOut, tc.want)
-		}
-		for _, raw := range []string{"/properties/", "0.000000", "/1 "} {
-			if strings.Contains(errOut, raw) {
-				t.Errorf("Read %s: raw schema text %q in %q", tc.input, raw, errOut)
-			}
-		}
-	}
-	out, errOut, code := run("tool", "Bash", `{"command":"sleep 30","run_in_background":true}`)
-	if code != 1 || !strings.Contains(errOut, "one-shot") || !strings.Contains(errOut, "agentbox mcp") || strings.Contains(out+errOut, "BashOutput") {
-		t.Errorf("background Bash from the CLI: code %d, stdout %q, stderr %q; want a clear refusal", code, out, errOut)
 	}
 }
 
@@ -336,5 +208,87 @@ func TestInspectorStrictSchemas(t *testing.T) {
 	}
 	if s := errb.String(); strings.Contains(s, "Warning") || strings.Contains(s, "Error") || strings.Contains(s, "warning") {
 		t.Errorf("the Inspector's strict check is not clean:\n%s", s)
+	}
+}
+
+// TestMCPNoElicitationRefusalNamesFix is a Gemini-style client: it does
+// not declare elicitation, so nobody can be asked. The refusal must name
+// what would allow the call, the grant command it names must work
+// verbatim, and after it the same call runs.
+func TestMCPNoElicitationRefusalNamesFix(t *testing.T) {
+	e := newMCPEnv(t, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.Command(agentbox, e.args("mcp")...)
+	cmd.Env = append(os.Environ(), "DOCKER_HOST="+cli.DaemonHost())
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "no-elicitation", Version: "1"}, nil)
+	sess, err := client.Connect(ctx, &mcpsdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	call := func() (*mcpsdk.CallToolResult, string) {
+		res, err := sess.CallTool(ctx, &mcpsdk.CallToolParams{Name: "Bash", Arguments: map[string]any{"command": "touch made-by-grant.txt"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var text strings.Builder
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcpsdk.TextContent); ok {
+				text.WriteString(tc.Text)
+			}
+		}
+		return res, text.String()
+	}
+	res, text := call()
+	if !res.IsError {
+		t.Fatalf("a dangerous command ran with nobody to ask: %s", text)
+	}
+	for _, want := range []string{
+		"nobody could be asked",
+		"does not support elicitation",
+		"mcp.approval_tty",
+		"allow rule Bash(touch:*) to tools.allow",
+		"--mode bypassPermissions",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("refusal lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "They said") || strings.Contains(text, "wrote:") {
+		t.Errorf("refusal quotes a person where none spoke:\n%s", text)
+	}
+	if _, err := os.Stat(filepath.Join(e.ws, "made-by-grant.txt")); err == nil {
+		t.Fatal("the refused command ran")
+	}
+	m := grantCommand.FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("the refusal names no grant command:\n%s", text)
+	}
+	out := runNamed(t, m[1], []string{"AGENTBOX_STATE_DIR=" + e.state})
+	if !strings.Contains(out, "project Bash(touch:*)") {
+		t.Errorf("grants add printed %q", out)
+	}
+	// The project grant reaches the running server's next call.
+	res, text = call()
+	if res.IsError {
+		t.Fatalf("the granted call was refused: %s", text)
+	}
+	if _, err := os.Stat(filepath.Join(e.ws, "made-by-grant.txt")); err != nil {
+		t.Fatalf("the granted call did not run: %v", err)
+	}
+	// Revoked, it needs approval again.
+	listed, _ := e.agentboxCLI(t, "grants", "list", "--json")
+	id := regexp.MustCompile(`"id": "(g[0-9a-f]+)"`).FindStringSubmatch(listed)
+	if id == nil {
+		t.Fatalf("grants list --json: %s", listed)
+	}
+	if out, code := e.agentboxCLI(t, "grants", "revoke", id[1]); code != 0 {
+		t.Fatalf("revoke: %s", out)
+	}
+	if res, text = call(); !res.IsError || !strings.Contains(text, "nobody could be asked") {
+		t.Fatalf("after revoke the call was not refused: %s", text)
 	}
 }
