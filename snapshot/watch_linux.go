@@ -16,7 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/agentbox/agentbox/internal/mountinfo"
+	"github.com/agentbox/agentbox/config/mountinfo"
 )
 
 // watcher reports which paths of the workspace changed, from fanotify

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/agentbox/agentbox/internal/mountinfo"
+	"github.com/agentbox/agentbox/config/mountinfo"
 )
 
 // ExpectedMount is one bind mount the executor asked the engine for, as
