@@ -110,7 +110,7 @@ func Load(opts LoadOptions) (*Config, error) {
 			return nil, err
 		}
 		for _, k := range keys {
-			sources[k] = "user file " + file
+			sources[k] = userFileSource + file
 		}
 	}
 	// Environment: AGENTBOX_ plus the key upper-cased with dots as
@@ -150,6 +150,9 @@ func Load(opts LoadOptions) (*Config, error) {
 	}
 	return &c, nil
 }
+
+// userFileSource starts the Sources entry of a key set in a user file.
+const userFileSource = "user file "
 
 func mergeFile(v *viper.Viper, file string) ([]string, error) {
 	fv, err := readFile(file)

@@ -76,6 +76,9 @@ func openMCPDoor(cfg *config.Config, httpAddr, socket string, log *slog.Logger) 
 // a refused client is told, and where the token is (never the token).
 func mcpVerifier(cfg *config.Config) (v frontdoor.Verifier, hint, where string, err error) {
 	if cfg.MCP.BearerToken != "" {
+		if err := checkExplicitToken(cfg); err != nil {
+			return nil, "", "", err
+		}
 		return frontdoor.Fixed(cfg.MCP.BearerToken),
 			"The token is this server's mcp.bearer_token setting (or AGENTBOX_MCP_BEARER_TOKEN).",
 			"of mcp.bearer_token", nil
@@ -101,7 +104,7 @@ func mcpKey(cfg *config.Config) (*frontdoor.Key, error) {
 // missing one is fine (it is made on first use) and nothing is created.
 func mcpKeyHealth(cfg *config.Config) error {
 	if cfg.MCP.BearerToken != "" {
-		return nil
+		return checkExplicitToken(cfg)
 	}
 	_, err := frontdoor.Load(frontdoor.KeyPath(cfg.StateDir, mcpDoorName))
 	if errors.Is(err, frontdoor.ErrNoKey) {
@@ -110,9 +113,25 @@ func mcpKeyHealth(cfg *config.Config) error {
 	return err
 }
 
+// checkExplicitToken refuses an mcp.bearer_token read from a config
+// file that other users can read: they may know it.
+func checkExplicitToken(cfg *config.Config) error {
+	f := cfg.SourceFile("mcp.bearer_token")
+	if f == "" {
+		return nil
+	}
+	if err := frontdoor.CheckPrivate(f); err != nil {
+		return fmt.Errorf("mcp.bearer_token: %w; replace the token and make the file private (chmod 600), or set AGENTBOX_MCP_BEARER_TOKEN instead", err)
+	}
+	return nil
+}
+
 // mcpToken is the token clients of cfg's MCP server send.
 func mcpToken(cfg *config.Config) (string, error) {
 	if cfg.MCP.BearerToken != "" {
+		if err := checkExplicitToken(cfg); err != nil {
+			return "", err
+		}
 		return cfg.MCP.BearerToken, nil
 	}
 	k, err := mcpKey(cfg)

@@ -271,6 +271,19 @@ func readKey(path string) (string, stamp, error) {
 	return tok, s, nil
 }
 
+// CheckPrivate checks that the file at path (a symlink is followed: the
+// target is what is read), which holds a token set by hand (a config
+// file with mcp.bearer_token), belongs to this uid and is closed to group
+// and others. Otherwise it fails with ErrInsecure: every local user may
+// know a token such a file holds.
+func CheckPrivate(path string) error {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return fmt.Errorf("frontdoor: %s: %w", path, err)
+	}
+	return private(path, "file holding a token", st.Uid, st.Mode, 0o077)
+}
+
 // private checks that a file or directory belongs to this uid and has
 // none of the bits in forbidden.
 func private(path, what string, uid, mode, forbidden uint32) error {
