@@ -305,7 +305,9 @@ func (c *Config) WorkspaceStateDir() string {
 // Validate checks cross-field rules. It returns an error wrapping
 // ErrInvalid that names the offending key.
 func (c *Config) Validate() error {
-	if Within(c.StateDir, c.Workspace) {
+	// The workspace is symlink-free; the state dir may reach it through
+	// a link (and need not exist yet).
+	if Within(c.StateDir, c.Workspace) || Within(ResolveExisting(c.StateDir), c.Workspace) {
 		return fmt.Errorf("%w: state_dir %s is inside the workspace %s; state must live outside it", ErrInvalid, c.StateDir, c.Workspace)
 	}
 	for _, check := range []func() error{c.Engine.validate, c.Sandbox.validate, c.Snapshot.validate, c.Tools.validate, c.MCP.validate, c.Classifier.validate} {

@@ -51,6 +51,27 @@ func TestStateDirInsideWorkspaceRefused(t *testing.T) {
 	}
 }
 
+// TestStateDirLinkedIntoWorkspaceRefused: a state dir whose path reaches
+// the workspace through a symlink holds the token files and journals
+// where sandboxed commands (the workspace owner's uid) read and write
+// them; the lexical test alone misses it.
+func TestStateDirLinkedIntoWorkspaceRefused(t *testing.T) {
+	base := t.TempDir()
+	ws := filepath.Join(base, "ws")
+	os.Mkdir(ws, 0o755)
+	os.Symlink(ws, filepath.Join(base, "link"))
+	for _, sd := range []string{
+		filepath.Join(base, "link", ".state"),          // not there yet
+		filepath.Join(base, "link", "sub", "agentbox"), // deeper, not there yet
+		filepath.Join(base, "link"),                    // the workspace itself
+	} {
+		_, err := Load(LoadOptions{Getenv: env(map[string]string{"AGENTBOX_WORKSPACE": ws, "AGENTBOX_STATE_DIR": sd})})
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "inside the workspace") {
+			t.Errorf("state dir %s: err = %v, want ErrInvalid", sd, err)
+		}
+	}
+}
+
 func TestMissingWorkspace(t *testing.T) {
 	_, err := Load(LoadOptions{Getenv: env(map[string]string{"HOME": t.TempDir(), "AGENTBOX_WORKSPACE": "/nonexistent/ws"})})
 	if !errors.Is(err, ErrInvalid) {

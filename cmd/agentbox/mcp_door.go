@@ -46,7 +46,7 @@ func openMCPDoor(cfg *config.Config, httpAddr, socket string, log *slog.Logger) 
 		}
 		// Sandboxed commands run as the workspace owner and see the
 		// workspace: a socket there would let them in as "this uid".
-		if ws, err := filepath.EvalSymlinks(cfg.Workspace); err == nil && (config.Within(socket, cfg.Workspace) || config.Within(resolveExisting(socket), ws)) {
+		if ws, err := filepath.EvalSymlinks(cfg.Workspace); err == nil && (config.Within(socket, cfg.Workspace) || config.Within(config.ResolveExisting(socket), ws)) {
 			return nil, fmt.Errorf("--socket %s is inside the workspace, where sandboxed commands (which run as the workspace owner) could reach it: put it outside, e.g. %s", socket, filepath.Join(cfg.StateDir, "run", "mcp.sock"))
 		}
 		l, err := frontdoor.ListenUnix(socket, frontdoor.WithLogger(log))
@@ -230,23 +230,6 @@ func tokenConfig(a *app) (*config.Config, error) {
 		}
 		return os.Getenv(k)
 	}})
-}
-
-// resolveExisting resolves the symlinks of the longest part of p that
-// exists and appends the rest.
-func resolveExisting(p string) string {
-	rest := ""
-	for {
-		if r, err := filepath.EvalSymlinks(p); err == nil {
-			return filepath.Join(r, rest)
-		}
-		parent := filepath.Dir(p)
-		if parent == p {
-			return filepath.Join(p, rest)
-		}
-		rest = filepath.Join(filepath.Base(p), rest)
-		p = parent
-	}
 }
 
 // shellQuote quotes s for a POSIX shell.
