@@ -302,6 +302,9 @@ func checkDir(dir string, create bool) error { return checkDirMode(dir, create, 
 
 // checkDirMode is checkDir with the permission bits that must be clear.
 func checkDirMode(dir string, create bool, forbidden uint32) error {
+	if err := checkAncestors(filepath.Dir(dir)); err != nil {
+		return err
+	}
 	if create {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("frontdoor: %w", err)
@@ -319,6 +322,54 @@ func checkDirMode(dir string, create bool, forbidden uint32) error {
 		return fmt.Errorf("frontdoor: %s is not a directory (a symlink?): %w", dir, ErrInsecure)
 	}
 	return private(dir, "directory", st.Uid, st.Mode, forbidden)
+}
+
+// checkAncestors checks that no other user can rename what lies below
+// dir: every existing directory on its path, and on the path it resolves
+// to, belongs to this uid or root and, when everyone may write to it, is
+// sticky (like /tmp, where only a file's owner may rename it). Otherwise
+// another user could move a private directory aside and put their own
+// socket or token file at its path. (Group-writable directories are not
+// judged: the group is usually the owner's own.)
+func checkAncestors(dir string) error {
+	walk := func(p string) error {
+		for {
+			var st unix.Stat_t
+			err := unix.Lstat(p, &st)
+			switch {
+			case err == nil:
+				if me := uint32(os.Geteuid()); st.Uid != me && st.Uid != 0 {
+					return fmt.Errorf("frontdoor: %s is owned by uid %d, who could replace what lies below it: %w", p, st.Uid, ErrInsecure)
+				}
+				if st.Mode&unix.S_IFMT == unix.S_IFDIR && st.Mode&0o002 != 0 && st.Mode&unix.S_ISVTX == 0 {
+					return fmt.Errorf("frontdoor: every user may write to %s (mode %#o, not sticky) and so replace what lies below it: %w", p, st.Mode&0o7777, ErrInsecure)
+				}
+			case !errors.Is(err, unix.ENOENT):
+				return fmt.Errorf("frontdoor: %s: %w", p, err)
+			}
+			parent := filepath.Dir(p)
+			if parent == p {
+				return nil
+			}
+			p = parent
+		}
+	}
+	if err := walk(dir); err != nil {
+		return err
+	}
+	// Where a symlink on the path leads, from the nearest existing
+	// directory up.
+	for p := dir; ; p = filepath.Dir(p) {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			if real == p {
+				return nil
+			}
+			return walk(real)
+		}
+		if filepath.Dir(p) == p {
+			return nil
+		}
+	}
 }
 
 // lockDir makes sure dir exists and is private, and holds an exclusive
