@@ -14,14 +14,15 @@
 //     directory), so a running server refuses the old token from the
 //     next request on, and refuses everything once the file or its
 //     directory is opened to others;
-//   - either way, no directory above the token file's or the socket's
-//     may let another user swap it: each must belong to this uid or
-//     root and, if world-writable, be sticky (ErrInsecure otherwise);
 //   - a unix socket in a 0700 directory (ListenUnix) whose listener
 //     accepts only peers whose SO_PEERCRED uid (recorded by the kernel at
 //     connect time) is this process's uid or root — or one named with
 //     AllowUID, for which the directory is made 0711 and the socket 0666
 //     so that it can connect, and the peer check alone turns others away.
+//
+// Either way, no directory above the token file or the socket may let
+// another user swap it: each must belong to this uid or root and, when
+// world-writable, be sticky (ErrInsecure otherwise).
 //
 // What it does not protect against: root, and any process of the same
 // uid (it can read the token file and connect to the socket). Those are
