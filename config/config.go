@@ -139,6 +139,17 @@ func Load(opts LoadOptions) (*Config, error) {
 	if err := c.resolvePaths(getenv); err != nil {
 		return nil, err
 	}
+	if file != "" {
+		// A user file has every power (tokens, listen addresses, modes);
+		// in the workspace the agent could rewrite it for the next start.
+		abs, err := filepath.Abs(file)
+		if err != nil {
+			return nil, fmt.Errorf("%w: config file: %v", ErrInvalid, err)
+		}
+		if Within(abs, c.Workspace) || Within(ResolveExisting(abs), c.Workspace) {
+			return nil, fmt.Errorf("%w: config file %s is inside the workspace %s, where sandboxed commands can rewrite it; keep it outside (the workspace's own %s may only tighten)", ErrInvalid, file, c.Workspace, ProjectFile)
+		}
+	}
 	c.Sources = sources
 	// The workspace's own .agentbox/config.yaml comes last and may only
 	// tighten (see project.go).
