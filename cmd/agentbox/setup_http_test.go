@@ -226,3 +226,31 @@ func TestSetupHTTPUserFileLinkedIntoWorkspace(t *testing.T) {
 		})
 	}
 }
+
+// TestSetupHTTPHelperConfigIsAbsolute: the header helper runs in whatever
+// directory the client runs it from (the project); a relative --config in
+// it would name a different file there, maybe one in the workspace.
+func TestSetupHTTPHelperConfigIsAbsolute(t *testing.T) {
+	base := t.TempDir()
+	home, ws, state := filepath.Join(base, "home"), filepath.Join(base, "ws"), filepath.Join(base, "state")
+	os.MkdirAll(home, 0o755)
+	os.MkdirAll(ws, 0o755)
+	if err := os.WriteFile(filepath.Join(base, "my.yaml"), []byte("tools:\n  parallelism: 2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", home)
+	t.Setenv("AGENTBOX_STATE_DIR", state)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(base, "config"))
+	t.Chdir(base)
+	if _, stderr, err := runCLI(t, "--config", "my.yaml", "--workspace", ws, "setup", "--command", "agentbox", "claude-code", "--project", "--http", "http://127.0.0.1:8787"); err != nil {
+		t.Fatalf("%v %s", err, stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(ws, ".mcp.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := jsonEntry(t, b)["headersHelper"].(string)
+	if !strings.Contains(h, "--config "+filepath.Join(base, "my.yaml")+" ") {
+		t.Errorf("headersHelper %q does not name the config file by its absolute path", h)
+	}
+}
