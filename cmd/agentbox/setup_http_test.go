@@ -254,3 +254,26 @@ func TestSetupHTTPHelperConfigIsAbsolute(t *testing.T) {
 		t.Errorf("headersHelper %q does not name the config file by its absolute path", h)
 	}
 }
+
+// TestSetupHTTPExplicitTokenNeverPrinted: setup prints diffs with tokens
+// redacted; a mcp.bearer_token with characters a bearer token may not
+// have (RFC 6750 b64token) escaped the redaction in part. Such a token is
+// refused by the configuration, so no part of it is printed.
+func TestSetupHTTPExplicitTokenNeverPrinted(t *testing.T) {
+	base := t.TempDir()
+	home, ws, state := filepath.Join(base, "home"), filepath.Join(base, "ws"), filepath.Join(base, "state")
+	os.MkdirAll(home, 0o755)
+	os.MkdirAll(ws, 0o755)
+	t.Setenv("HOME", home)
+	t.Setenv("AGENTBOX_STATE_DIR", state)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(base, "config"))
+	const secret = "abc!SECRET-TAIL-0123456789-0123456789"
+	t.Setenv("AGENTBOX_MCP_BEARER_TOKEN", secret)
+	out, stderr, err := runCLI(t, "--workspace", ws, "setup", "--command", "agentbox", "gemini-cli", "--user", "--dry-run", "--http", "http://127.0.0.1:8787")
+	if strings.Contains(out+stderr, "SECRET-TAIL") || (err != nil && strings.Contains(err.Error(), "SECRET-TAIL")) {
+		t.Errorf("setup printed part of the token:\n%s\n%s", out, stderr)
+	}
+	if err == nil {
+		t.Error("a bearer token with characters outside RFC 6750's b64token was accepted")
+	}
+}

@@ -47,6 +47,12 @@ const maxKeyFile = 4096
 // tokenSyntax is RFC 6750's b64token: what may follow "Bearer ".
 var tokenSyntax = regexp.MustCompile(`^[A-Za-z0-9._~+/-]+=*$`)
 
+// WellFormed reports whether tok may follow "Bearer " in a header: RFC
+// 6750's b64token (what every token this package makes is). Tokens set by
+// hand are checked with it, so that none carries a character that could
+// break the header or a client's config, or escape redaction.
+func WellFormed(tok string) bool { return tokenSyntax.MatchString(tok) }
+
 // dirName is the directory under the state dir that holds the keys.
 const dirName = "frontdoor"
 
@@ -264,7 +270,7 @@ func readKey(path string) (string, stamp, error) {
 		return "", s, fmt.Errorf("frontdoor: reading %s: %w", path, err)
 	}
 	tok := strings.TrimRight(string(b), "\r\n")
-	if len(b) > maxKeyFile || len(tok) < minTokenLen || !tokenSyntax.MatchString(tok) {
+	if len(b) > maxKeyFile || len(tok) < minTokenLen || !WellFormed(tok) {
 		// Say what is wrong without saying what is there.
 		return "", s, fmt.Errorf("frontdoor: token file %s: %w (want one line of at least %d characters from A-Z a-z 0-9 - . _ ~ + /)", path, ErrBadToken, minTokenLen)
 	}
