@@ -12,8 +12,9 @@
 //     time; a Key follows rotation by noticing that its file changed
 //     (checked on each request with an lstat of the file and of its
 //     directory), so a running server refuses the old token from the
-//     next request on, and refuses everything once the file or its
-//     directory is opened to others;
+//     next request on (and ends, within a second, requests still open
+//     that were admitted with the old one), and refuses everything once
+//     the file or its directory is opened to others;
 //   - a unix socket in a 0700 directory (ListenUnix) whose listener
 //     accepts only peers whose SO_PEERCRED uid (recorded by the kernel at
 //     connect time) is this process's uid or root — or one named with
