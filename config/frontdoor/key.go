@@ -302,6 +302,12 @@ func private(path, what string, uid, mode, forbidden uint32) error {
 	return nil
 }
 
+// CheckPrivateDir checks that dir is a real directory (not a symlink) of
+// this uid that only it can enter, below directories no other user can
+// use to swap it (ErrInsecure; ErrNoKey when it does not exist). For
+// other private places of a door, such as the engine's socket directory.
+func CheckPrivateDir(dir string) error { return checkDir(dir, false) }
+
 // checkDir checks that dir is a real directory (not a symlink) of this
 // uid that only it can enter. With create, a missing dir is made 0700.
 func checkDir(dir string, create bool) error { return checkDirMode(dir, create, 0o077) }
