@@ -124,7 +124,7 @@ func Load(opts LoadOptions) (*Config, error) {
 			return nil, err
 		}
 		for _, k := range keys {
-			sources[k] = "user file " + file
+			sources[k] = userFileSource + file
 		}
 	}
 	// Environment: AGENTBOX_ plus the key upper-cased with dots as
@@ -153,6 +153,17 @@ func Load(opts LoadOptions) (*Config, error) {
 	if err := c.resolvePaths(getenv); err != nil {
 		return nil, err
 	}
+	if file != "" {
+		// A user file has every power (tokens, listen addresses, modes);
+		// in the workspace the agent could rewrite it for the next start.
+		abs, err := filepath.Abs(file)
+		if err != nil {
+			return nil, fmt.Errorf("%w: config file: %v", ErrInvalid, err)
+		}
+		if Within(abs, c.Workspace) || Within(ResolveExisting(abs), c.Workspace) {
+			return nil, fmt.Errorf("%w: config file %s is inside the workspace %s, where sandboxed commands can rewrite it; keep it outside (the workspace's own %s may only tighten)", ErrInvalid, file, c.Workspace, ProjectFile)
+		}
+	}
 	c.Sources = sources
 	c.File = file
 	// The workspace's own .agentbox/config.yaml comes last and may only
@@ -165,6 +176,9 @@ func Load(opts LoadOptions) (*Config, error) {
 	}
 	return &c, nil
 }
+
+// userFileSource starts the Sources entry of a key set in a user file.
+const userFileSource = "user file "
 
 func mergeFile(v *viper.Viper, file string) ([]string, error) {
 	fv, err := readFile(file)
@@ -333,7 +347,9 @@ func (c *Config) WorkspaceStateDir() string {
 // Validate checks cross-field rules. It returns an error wrapping
 // ErrInvalid that names the offending key.
 func (c *Config) Validate() error {
-	if Within(c.StateDir, c.Workspace) {
+	// The workspace is symlink-free; the state dir may reach it through
+	// a link (and need not exist yet).
+	if Within(c.StateDir, c.Workspace) || Within(ResolveExisting(c.StateDir), c.Workspace) {
 		return fmt.Errorf("%w: state_dir %s is inside the workspace %s; state must live outside it", ErrInvalid, c.StateDir, c.Workspace)
 	}
 	for _, check := range []func() error{c.Engine.validate, c.Sandbox.validate, c.Snapshot.validate, c.Tools.validate, c.MCP.validate, c.Classifier.validate, c.Network.validate} {

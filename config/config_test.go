@@ -51,6 +51,66 @@ func TestStateDirInsideWorkspaceRefused(t *testing.T) {
 	}
 }
 
+// TestStateDirLinkedIntoWorkspaceRefused: a state dir whose path reaches
+// the workspace through a symlink holds the token files and journals
+// where sandboxed commands (the workspace owner's uid) read and write
+// them; the lexical test alone misses it.
+func TestStateDirLinkedIntoWorkspaceRefused(t *testing.T) {
+	base := t.TempDir()
+	ws := filepath.Join(base, "ws")
+	os.Mkdir(ws, 0o755)
+	os.Symlink(ws, filepath.Join(base, "link"))
+	for _, sd := range []string{
+		filepath.Join(base, "link", ".state"),          // not there yet
+		filepath.Join(base, "link", "sub", "agentbox"), // deeper, not there yet
+		filepath.Join(base, "link"),                    // the workspace itself
+	} {
+		_, err := Load(LoadOptions{Getenv: env(map[string]string{"AGENTBOX_WORKSPACE": ws, "AGENTBOX_STATE_DIR": sd})})
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "inside the workspace") {
+			t.Errorf("state dir %s: err = %v, want ErrInvalid", sd, err)
+		}
+	}
+}
+
+// TestUserConfigInsideWorkspaceRefused: a user config file (--config, or
+// the default one through XDG_CONFIG_HOME) has every power, including
+// mcp.bearer_token and mcp.http_addr; inside the workspace the agent can
+// rewrite it (sandboxed commands run as the workspace owner), and the next
+// start would serve with a token the agent chose. Only .agentbox/config.yaml,
+// which may only tighten, belongs there.
+func TestUserConfigInsideWorkspaceRefused(t *testing.T) {
+	base := t.TempDir()
+	ws := filepath.Join(base, "ws")
+	os.MkdirAll(filepath.Join(ws, ".config", "agentbox"), 0o755)
+	inWS := filepath.Join(ws, "agentbox.yaml")
+	os.WriteFile(inWS, []byte("tools:\n  parallelism: 2\n"), 0o600)
+	os.WriteFile(filepath.Join(ws, ".config", "agentbox", "config.yaml"), []byte("tools:\n  parallelism: 2\n"), 0o600)
+	os.Symlink(inWS, filepath.Join(base, "linked.yaml"))
+	state := filepath.Join(base, "state")
+	cases := []struct {
+		name string
+		opts LoadOptions
+	}{
+		{"--config in the workspace", LoadOptions{File: inWS, Getenv: env(map[string]string{"AGENTBOX_WORKSPACE": ws, "AGENTBOX_STATE_DIR": state})}},
+		{"--config linked into the workspace", LoadOptions{File: filepath.Join(base, "linked.yaml"), Getenv: env(map[string]string{"AGENTBOX_WORKSPACE": ws, "AGENTBOX_STATE_DIR": state})}},
+		{"XDG_CONFIG_HOME in the workspace", LoadOptions{Getenv: env(map[string]string{"AGENTBOX_WORKSPACE": ws, "AGENTBOX_STATE_DIR": state, "XDG_CONFIG_HOME": filepath.Join(ws, ".config")})}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(tc.opts)
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "inside the workspace") {
+				t.Errorf("err = %v, want ErrInvalid saying it is inside the workspace", err)
+			}
+		})
+	}
+	// Outside the workspace it loads.
+	out := filepath.Join(base, "out.yaml")
+	os.WriteFile(out, []byte("tools:\n  parallelism: 2\n"), 0o600)
+	if _, err := Load(LoadOptions{File: out, Getenv: env(map[string]string{"AGENTBOX_WORKSPACE": ws, "AGENTBOX_STATE_DIR": state})}); err != nil {
+		t.Errorf("a config outside the workspace: %v", err)
+	}
+}
+
 func TestMissingWorkspace(t *testing.T) {
 	_, err := Load(LoadOptions{Getenv: env(map[string]string{"HOME": t.TempDir(), "AGENTBOX_WORKSPACE": "/nonexistent/ws"})})
 	if !errors.Is(err, ErrInvalid) {

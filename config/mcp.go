@@ -5,6 +5,8 @@ import (
 	"net"
 	"path/filepath"
 	"time"
+
+	"github.com/agentbox/agentbox/config/frontdoor"
 )
 
 // MCP is the "mcp" section: how `agentbox mcp` serves the tools to an MCP
@@ -91,6 +93,10 @@ func (c *MCP) validate() error {
 	}
 	if c.BearerToken != "" && len(c.BearerToken) < 16 {
 		return fmt.Errorf("mcp.bearer_token: too short (want at least 16 characters)")
+	}
+	if c.BearerToken != "" && !frontdoor.WellFormed(c.BearerToken) {
+		// Never quote it.
+		return fmt.Errorf("mcp.bearer_token: want only A-Z a-z 0-9 - . _ ~ + / (and = at the end), as a bearer token may have (e.g. the output of `openssl rand -base64 32`)")
 	}
 	return nil
 }

@@ -189,6 +189,18 @@ func (c *Config) source(k string) string {
 // Source says where key's value came from.
 func (c *Config) Source(key string) string { return c.source(key) }
 
+// SourceFile is the user config file (the default one or --config) that
+// key's value came from, or "" when it came from elsewhere (defaults,
+// environment, flags; a project file sets no secret). A caller that
+// keeps a secret from key checks who can read that file.
+func (c *Config) SourceFile(key string) string {
+	f, ok := strings.CutPrefix(c.source(key), userFileSource)
+	if !ok {
+		return ""
+	}
+	return f
+}
+
 func fieldByKey(v reflect.Value, key string) reflect.Value {
 	for _, part := range strings.Split(key, ".") {
 		if v.Kind() != reflect.Struct {

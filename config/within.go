@@ -25,3 +25,21 @@ func Within(p, dir string) bool {
 	}
 	return strings.HasPrefix(p, dir+"/")
 }
+
+// ResolveExisting returns p with the symlinks of its longest existing
+// prefix resolved and the rest appended: where p leads on disk now, even
+// before its last parts are created. Give it an absolute path.
+func ResolveExisting(p string) string {
+	rest := ""
+	for {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(r, rest)
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return filepath.Join(p, rest)
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+		p = parent
+	}
+}

@@ -46,7 +46,7 @@ func openMCPDoor(cfg *config.Config, httpAddr, socket string, log *slog.Logger) 
 		}
 		// Sandboxed commands run as the workspace owner and see the
 		// workspace: a socket there would let them in as "this uid".
-		if ws, err := filepath.EvalSymlinks(cfg.Workspace); err == nil && (config.Within(socket, cfg.Workspace) || config.Within(resolveExisting(socket), ws)) {
+		if ws, err := filepath.EvalSymlinks(cfg.Workspace); err == nil && (config.Within(socket, cfg.Workspace) || config.Within(config.ResolveExisting(socket), ws)) {
 			return nil, fmt.Errorf("--socket %s is inside the workspace, where sandboxed commands (which run as the workspace owner) could reach it: put it outside, e.g. %s", socket, filepath.Join(cfg.StateDir, "run", "mcp.sock"))
 		}
 		l, err := frontdoor.ListenUnix(socket, frontdoor.WithLogger(log))
@@ -76,6 +76,9 @@ func openMCPDoor(cfg *config.Config, httpAddr, socket string, log *slog.Logger) 
 // a refused client is told, and where the token is (never the token).
 func mcpVerifier(cfg *config.Config) (v frontdoor.Verifier, hint, where string, err error) {
 	if cfg.MCP.BearerToken != "" {
+		if err := checkExplicitToken(cfg); err != nil {
+			return nil, "", "", err
+		}
 		return frontdoor.Fixed(cfg.MCP.BearerToken),
 			"The token is this server's mcp.bearer_token setting (or AGENTBOX_MCP_BEARER_TOKEN).",
 			"of mcp.bearer_token", nil
@@ -101,7 +104,7 @@ func mcpKey(cfg *config.Config) (*frontdoor.Key, error) {
 // missing one is fine (it is made on first use) and nothing is created.
 func mcpKeyHealth(cfg *config.Config) error {
 	if cfg.MCP.BearerToken != "" {
-		return nil
+		return checkExplicitToken(cfg)
 	}
 	_, err := frontdoor.Load(frontdoor.KeyPath(cfg.StateDir, mcpDoorName))
 	if errors.Is(err, frontdoor.ErrNoKey) {
@@ -110,9 +113,25 @@ func mcpKeyHealth(cfg *config.Config) error {
 	return err
 }
 
+// checkExplicitToken refuses an mcp.bearer_token read from a config
+// file that other users can read: they may know it.
+func checkExplicitToken(cfg *config.Config) error {
+	f := cfg.SourceFile("mcp.bearer_token")
+	if f == "" {
+		return nil
+	}
+	if err := frontdoor.CheckPrivate(f); err != nil {
+		return fmt.Errorf("mcp.bearer_token: %w; replace the token and make the file private (chmod 600), or set AGENTBOX_MCP_BEARER_TOKEN instead", err)
+	}
+	return nil
+}
+
 // mcpToken is the token clients of cfg's MCP server send.
 func mcpToken(cfg *config.Config) (string, error) {
 	if cfg.MCP.BearerToken != "" {
+		if err := checkExplicitToken(cfg); err != nil {
+			return "", err
+		}
 		return cfg.MCP.BearerToken, nil
 	}
 	k, err := mcpKey(cfg)
@@ -211,23 +230,6 @@ func tokenConfig(a *app) (*config.Config, error) {
 		}
 		return os.Getenv(k)
 	}})
-}
-
-// resolveExisting resolves the symlinks of the longest part of p that
-// exists and appends the rest.
-func resolveExisting(p string) string {
-	rest := ""
-	for {
-		if r, err := filepath.EvalSymlinks(p); err == nil {
-			return filepath.Join(r, rest)
-		}
-		parent := filepath.Dir(p)
-		if parent == p {
-			return filepath.Join(p, rest)
-		}
-		rest = filepath.Join(filepath.Base(p), rest)
-		p = parent
-	}
 }
 
 // shellQuote quotes s for a POSIX shell.

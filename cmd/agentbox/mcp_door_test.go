@@ -110,3 +110,61 @@ func TestMCPKeyHealth(t *testing.T) {
 		t.Errorf("world-readable token file: %+v", c)
 	}
 }
+
+// TestMCPBearerTokenInOpenConfigFile: mcp.bearer_token read from a config
+// file other local users can read (a config.yaml made 0644 by an editor)
+// is a token they know; the door refuses to open with it (and `mcp token
+// --header` refuses to hand it out) until the file is private.
+func TestMCPBearerTokenInOpenConfigFile(t *testing.T) {
+	base := t.TempDir()
+	ws := filepath.Join(base, "ws")
+	os.Mkdir(ws, 0o755)
+	file := filepath.Join(base, "config", "agentbox", "config.yaml")
+	os.MkdirAll(filepath.Dir(file), 0o755)
+	const tok = "file-token-0123456789abcdef-0123456789"
+	if err := os.WriteFile(file, []byte("mcp:\n  bearer_token: "+tok+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(file, 0o644)
+	env := map[string]string{"AGENTBOX_WORKSPACE": ws, "AGENTBOX_STATE_DIR": filepath.Join(base, "state"), "XDG_CONFIG_HOME": filepath.Join(base, "config")}
+	load := func() *config.Config {
+		cfg, err := config.Load(config.LoadOptions{Getenv: func(k string) string { return env[k] }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.MCP.BearerToken != tok {
+			t.Fatalf("the config file's token was not read (source %s)", cfg.Source("mcp.bearer_token"))
+		}
+		return cfg
+	}
+	cfg := load()
+	door, err := openMCPDoor(cfg, "127.0.0.1:0", "", nil)
+	if err == nil {
+		door.listener.Close()
+		t.Fatal("the door opened with a token from a file every local user can read")
+	}
+	if !errors.Is(err, frontdoor.ErrInsecure) || strings.Contains(err.Error(), tok) || !strings.Contains(err.Error(), file) {
+		t.Errorf("err = %v; want ErrInsecure naming the file, not the token", err)
+	}
+	if _, err := mcpToken(cfg); !errors.Is(err, frontdoor.ErrInsecure) {
+		t.Errorf("mcpToken: %v, want ErrInsecure", err)
+	}
+	if err := mcpKeyHealth(cfg); !errors.Is(err, frontdoor.ErrInsecure) {
+		t.Errorf("doctor's check: %v, want ErrInsecure", err)
+	}
+	// Private again: the door opens.
+	os.Chmod(file, 0o600)
+	door, err = openMCPDoor(load(), "127.0.0.1:0", "", nil)
+	if err != nil {
+		t.Fatalf("a private config file: %v", err)
+	}
+	door.listener.Close()
+	// From the environment there is no file to check.
+	env["AGENTBOX_MCP_BEARER_TOKEN"] = tok
+	os.Chmod(file, 0o644)
+	door, err = openMCPDoor(load(), "127.0.0.1:0", "", nil)
+	if err != nil {
+		t.Fatalf("token from the environment: %v", err)
+	}
+	door.listener.Close()
+}

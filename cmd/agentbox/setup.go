@@ -16,6 +16,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 	"github.com/spf13/cobra"
 
+	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/config/atomicfile"
 	"github.com/agentbox/agentbox/tools/termtext"
 )
@@ -200,6 +201,11 @@ func runSetup(a *app, t setupTarget, dryRun bool) error {
 		path, old, mode, err := readConfig(e.path)
 		if err != nil {
 			return err
+		}
+		if e.private && config.Within(config.ResolveExisting(path), t.ws) {
+			// Sandboxed commands run as the workspace owner and read every
+			// file in it: a 0600 file there keeps the token from nobody.
+			return fmt.Errorf("%s leads to %s, inside the workspace %s, where sandboxed commands could read the token; nothing was written. Point it outside the workspace, or use --project (the file then names the token through %s)", e.path, config.ResolveExisting(path), t.ws, mcpTokenEnv)
 		}
 		next, err := e.edit(old)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -228,7 +229,12 @@ func runSetupHTTP(a *app, t setupTarget, cfg *config.Config, rawURL string, dryR
 	}
 	helper := shellQuote(t.command) + " --state-dir " + shellQuote(cfg.StateDir)
 	if a.configFile != "" {
-		helper += " --config " + shellQuote(a.configFile)
+		// The client runs the helper in its own directory (the project).
+		abs, err := filepath.Abs(a.configFile)
+		if err != nil {
+			return err
+		}
+		helper += " --config " + shellQuote(abs)
 	}
 	// The token file exists from here on, for the helper and the export
 	// line too; only a user file gets the token itself.

@@ -12,13 +12,18 @@
 //     time; a Key follows rotation by noticing that its file changed
 //     (checked on each request with an lstat of the file and of its
 //     directory), so a running server refuses the old token from the
-//     next request on, and refuses everything once the file or its
-//     directory is opened to others;
+//     next request on (and ends, within a second, requests still open
+//     that were admitted with the old one), and refuses everything once
+//     the file or its directory is opened to others;
 //   - a unix socket in a 0700 directory (ListenUnix) whose listener
 //     accepts only peers whose SO_PEERCRED uid (recorded by the kernel at
 //     connect time) is this process's uid or root — or one named with
 //     AllowUID, for which the directory is made 0711 and the socket 0666
 //     so that it can connect, and the peer check alone turns others away.
+//
+// Either way, no directory above the token file or the socket may let
+// another user swap it: each must belong to this uid or root and, when
+// world-writable, be sticky (ErrInsecure otherwise).
 //
 // What it does not protect against: root, and any process of the same
 // uid (it can read the token file and connect to the socket). Those are

@@ -47,6 +47,12 @@ const maxKeyFile = 4096
 // tokenSyntax is RFC 6750's b64token: what may follow "Bearer ".
 var tokenSyntax = regexp.MustCompile(`^[A-Za-z0-9._~+/-]+=*$`)
 
+// WellFormed reports whether tok may follow "Bearer " in a header: RFC
+// 6750's b64token (what every token this package makes is). Tokens set by
+// hand are checked with it, so that none carries a character that could
+// break the header or a client's config, or escape redaction.
+func WellFormed(tok string) bool { return tokenSyntax.MatchString(tok) }
+
 // dirName is the directory under the state dir that holds the keys.
 const dirName = "frontdoor"
 
@@ -264,11 +270,24 @@ func readKey(path string) (string, stamp, error) {
 		return "", s, fmt.Errorf("frontdoor: reading %s: %w", path, err)
 	}
 	tok := strings.TrimRight(string(b), "\r\n")
-	if len(b) > maxKeyFile || len(tok) < minTokenLen || !tokenSyntax.MatchString(tok) {
+	if len(b) > maxKeyFile || len(tok) < minTokenLen || !WellFormed(tok) {
 		// Say what is wrong without saying what is there.
 		return "", s, fmt.Errorf("frontdoor: token file %s: %w (want one line of at least %d characters from A-Z a-z 0-9 - . _ ~ + /)", path, ErrBadToken, minTokenLen)
 	}
 	return tok, s, nil
+}
+
+// CheckPrivate checks that the file at path (a symlink is followed: the
+// target is what is read), which holds a token set by hand (a config
+// file with mcp.bearer_token), belongs to this uid and is closed to group
+// and others. Otherwise it fails with ErrInsecure: every local user may
+// know a token such a file holds.
+func CheckPrivate(path string) error {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return fmt.Errorf("frontdoor: %s: %w", path, err)
+	}
+	return private(path, "file holding a token", st.Uid, st.Mode, 0o077)
 }
 
 // private checks that a file or directory belongs to this uid and has
@@ -283,12 +302,21 @@ func private(path, what string, uid, mode, forbidden uint32) error {
 	return nil
 }
 
+// CheckPrivateDir checks that dir is a real directory (not a symlink) of
+// this uid that only it can enter, below directories no other user can
+// use to swap it (ErrInsecure; ErrNoKey when it does not exist). For
+// other private places of a door, such as the engine's socket directory.
+func CheckPrivateDir(dir string) error { return checkDir(dir, false) }
+
 // checkDir checks that dir is a real directory (not a symlink) of this
 // uid that only it can enter. With create, a missing dir is made 0700.
 func checkDir(dir string, create bool) error { return checkDirMode(dir, create, 0o077) }
 
 // checkDirMode is checkDir with the permission bits that must be clear.
 func checkDirMode(dir string, create bool, forbidden uint32) error {
+	if err := checkAncestors(filepath.Dir(dir)); err != nil {
+		return err
+	}
 	if create {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("frontdoor: %w", err)
@@ -306,6 +334,54 @@ func checkDirMode(dir string, create bool, forbidden uint32) error {
 		return fmt.Errorf("frontdoor: %s is not a directory (a symlink?): %w", dir, ErrInsecure)
 	}
 	return private(dir, "directory", st.Uid, st.Mode, forbidden)
+}
+
+// checkAncestors checks that no other user can rename what lies below
+// dir: every existing directory on its path, and on the path it resolves
+// to, belongs to this uid or root and, when everyone may write to it, is
+// sticky (like /tmp, where only a file's owner may rename it). Otherwise
+// another user could move a private directory aside and put their own
+// socket or token file at its path. (Group-writable directories are not
+// judged: the group is usually the owner's own.)
+func checkAncestors(dir string) error {
+	walk := func(p string) error {
+		for {
+			var st unix.Stat_t
+			err := unix.Lstat(p, &st)
+			switch {
+			case err == nil:
+				if me := uint32(os.Geteuid()); st.Uid != me && st.Uid != 0 {
+					return fmt.Errorf("frontdoor: %s is owned by uid %d, who could replace what lies below it: %w", p, st.Uid, ErrInsecure)
+				}
+				if st.Mode&unix.S_IFMT == unix.S_IFDIR && st.Mode&0o002 != 0 && st.Mode&unix.S_ISVTX == 0 {
+					return fmt.Errorf("frontdoor: every user may write to %s (mode %#o, not sticky) and so replace what lies below it: %w", p, st.Mode&0o7777, ErrInsecure)
+				}
+			case !errors.Is(err, unix.ENOENT):
+				return fmt.Errorf("frontdoor: %s: %w", p, err)
+			}
+			parent := filepath.Dir(p)
+			if parent == p {
+				return nil
+			}
+			p = parent
+		}
+	}
+	if err := walk(dir); err != nil {
+		return err
+	}
+	// Where a symlink on the path leads, from the nearest existing
+	// directory up.
+	for p := dir; ; p = filepath.Dir(p) {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			if real == p {
+				return nil
+			}
+			return walk(real)
+		}
+		if filepath.Dir(p) == p {
+			return nil
+		}
+	}
 }
 
 // lockDir makes sure dir exists and is private, and holds an exclusive

@@ -1,11 +1,13 @@
 package frontdoor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // Option configures Require and ListenUnix.
@@ -52,7 +54,10 @@ func WithLogger(l *slog.Logger) Option {
 // saying why (never echoing what was sent) and, from WithHint, how to get
 // the token; when v cannot decide (its token file is unreadable) the
 // answer is 503 and the door stays shut. next sees the request without
-// its Authorization header.
+// its Authorization header. A request still being served is checked
+// again every second; once its token no longer opens the door (rotated,
+// or the file opened to others) its context is cancelled, which ends an
+// event stream or a long call admitted with a revoked token.
 func Require(v Verifier, next http.Handler, opts ...Option) http.Handler {
 	o := newOptions(opts)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -64,7 +69,12 @@ func Require(v Verifier, next http.Handler, opts ...Option) http.Handler {
 			}
 		}
 		if reason == "" {
-			r = r.Clone(r.Context())
+			ctx, cancel := context.WithCancel(r.Context())
+			defer cancel()
+			stop := make(chan struct{})
+			defer close(stop)
+			go recheck(ctx, cancel, stop, v, tok, r, o.log)
+			r = r.Clone(ctx)
 			r.Header.Del("Authorization")
 			next.ServeHTTP(w, r)
 			return
@@ -92,6 +102,33 @@ func Require(v Verifier, next http.Handler, opts ...Option) http.Handler {
 		}
 		fmt.Fprintln(w, msg)
 	})
+}
+
+// recheckEvery is how often a request still being served checks that
+// its token still opens the door.
+var recheckEvery = time.Second
+
+// recheck ends a request that stays open (an event stream, a long call's
+// streamed answer) once the token it was admitted with no longer opens
+// the door (rotated, or its file opened to others): cancel ends the
+// request's context. It returns when stop is closed.
+func recheck(ctx context.Context, cancel context.CancelFunc, stop <-chan struct{}, v Verifier, tok string, r *http.Request, log *slog.Logger) {
+	t := time.NewTicker(recheckEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := v.Verify(tok); err != nil {
+				log.Warn("ended an open request: its bearer token no longer opens the door", "remote", r.RemoteAddr, "method", r.Method, "path", r.URL.Path)
+				cancel()
+				return
+			}
+		}
+	}
 }
 
 // bearer extracts the token of a single "Authorization: Bearer <token>"

@@ -2,6 +2,7 @@ package frontdoor
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"log/slog"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // served records what the protected handler saw.
@@ -201,5 +203,54 @@ func BenchmarkRequire(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		h.ServeHTTP(w, req)
+	}
+}
+
+// TestRequireEndsOpenRequestsOnRotation: a request that stays open (the
+// MCP GET event stream, a long tool call's streamed answer) was admitted
+// with a token; once that token is rotated away, the request ends within
+// a recheck period instead of serving the revoked holder on.
+func TestRequireEndsOpenRequestsOnRotation(t *testing.T) {
+	path := KeyPath(t.TempDir(), "mcp")
+	k, err := Ensure(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, _ := k.Token()
+	started := make(chan struct{})
+	ended := make(chan struct{})
+	stream := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(200)
+		w.(http.Flusher).Flush()
+		close(started)
+		<-r.Context().Done()
+		close(ended)
+	})
+	srv := httptest.NewServer(Require(k, stream))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel() // before srv.Close, which waits for the handler
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/mcp", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	go func() {
+		if resp, err := srv.Client().Do(req); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}()
+	<-started
+	// Not ended while the token holds.
+	select {
+	case <-ended:
+		t.Fatal("the stream ended although its token is still valid")
+	case <-time.After(1500 * time.Millisecond):
+	}
+	if _, err := Rotate(path); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a stream admitted with the rotated token is still served 5 s after the rotation")
 	}
 }

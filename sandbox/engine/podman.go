@@ -90,10 +90,8 @@ func startPodman(ctx context.Context, cfg *config.Config, log *slog.Logger) (Inf
 		cli.Close()
 		return info, nil
 	}
-	for _, d := range []string{pp.Dir, p.Run} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return Info{}, fmt.Errorf("podman service: %w", err)
-		}
+	if err := makeEngineDirs(p, pp.Dir); err != nil {
+		return Info{}, fmt.Errorf("podman service: %w", err)
 	}
 	if err := os.WriteFile(pp.Conf, []byte(containersConf), 0o600); err != nil {
 		return Info{}, fmt.Errorf("podman service: %w", err)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/config/frontdoor"
 )
 
 // maxSocketPath is the longest path a unix socket address can hold
@@ -141,10 +142,8 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (Info, err
 // startPrivate launches dockerd (unless ours is already running) and waits
 // for it to answer. On failure it kills what it launched.
 func startPrivate(ctx context.Context, dockerd string, p paths, timeout time.Duration, log *slog.Logger) (Info, error) {
-	for _, d := range []string{p.Dir, p.DataRoot, p.Run} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return Info{}, fmt.Errorf("private engine: %w", err)
-		}
+	if err := makeEngineDirs(p, p.Dir, p.DataRoot); err != nil {
+		return Info{}, fmt.Errorf("private engine: %w", err)
 	}
 	var proc *process
 	if pid, ok := ourPID(p); ok {
@@ -170,6 +169,24 @@ func startPrivate(ctx context.Context, dockerd string, p paths, timeout time.Dur
 		proc.kill()
 	}
 	return info, err
+}
+
+// makeEngineDirs creates dirs and p.Run (0700). A run directory outside
+// the state dir sits in a shared base (/run, or the temporary directory)
+// under a name anyone can compute: a directory planted there first would
+// hold the engine's socket and pid file where its owner could replace
+// them, so it must be a private directory of this uid that nobody else
+// can swap. (Under the state dir it is as private as the state dir.)
+func makeEngineDirs(p paths, dirs ...string) error {
+	for _, d := range append(dirs, p.Run) {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return err
+		}
+	}
+	if config.Within(p.Run, p.Dir) {
+		return nil
+	}
+	return frontdoor.CheckPrivateDir(p.Run)
 }
 
 // lockStart serialises starts of the same private engine across
