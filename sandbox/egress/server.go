@@ -268,6 +268,8 @@ func (s *Server) connect(ctx context.Context, c Caller, conn net.Conn, br *bufio
 		return
 	}
 	defer up.Close()
+	stop := context.AfterFunc(ctx, func() { up.Close() })
+	defer stop()
 	if _, err := io.WriteString(conn, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		return
 	}
@@ -319,25 +321,48 @@ func checkHello(t Target, ch ClientHello, err error) *Refusal {
 	return nil
 }
 
-// lingerAfterClose is how long the other direction may go on after the
-// destination closed its side.
-const lingerAfterClose = 10 * time.Second
+// lingerAfterClose is how long the other direction may go on after one
+// side closed: after the destination closed, the client has that long in
+// all; after the client closed (or hung up), the destination may stay
+// silent that long at a time. (A variable for tests.)
+var lingerAfterClose = 10 * time.Second
+
+// lingerReader reads from c; once closed is set, each read waits at most
+// lingerAfterClose.
+type lingerReader struct {
+	c      net.Conn
+	closed *atomic.Bool
+}
+
+func (r lingerReader) Read(p []byte) (int, error) {
+	if r.closed.Load() {
+		_ = r.c.SetReadDeadline(time.Now().Add(lingerAfterClose))
+	}
+	return r.c.Read(p)
+}
 
 // relay copies both ways until both directions end and returns the bytes
-// each way (client → upstream, upstream → client).
+// each way (client → upstream, upstream → client). Neither side can hold
+// the tunnel (its sockets and goroutines) open forever once the other
+// has closed.
 func relay(client net.Conn, br *bufio.Reader, up net.Conn) (out, in int64) {
 	var wg sync.WaitGroup
 	var o, i atomic.Int64
+	var clientClosed atomic.Bool
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		n, _ := io.Copy(up, br)
 		o.Store(n)
 		closeWrite(up)
+		// The client is done (or gone): a destination that neither
+		// answers nor closes must not keep the tunnel forever.
+		clientClosed.Store(true)
+		_ = up.SetReadDeadline(time.Now().Add(lingerAfterClose))
 	}()
 	go func() {
 		defer wg.Done()
-		n, _ := io.Copy(client, up)
+		n, _ := io.Copy(client, lingerReader{c: up, closed: &clientClosed})
 		i.Store(n)
 		closeWrite(client)
 		// The destination is done; do not wait forever for a client
