@@ -9,7 +9,9 @@
 // host is returned to the model, never followed; at most MaxBytes are
 // read and the whole call is bounded by Timeout; HTML is reduced to its
 // main content and converted to Markdown, text and JSON are returned as
-// they are, anything else is refused; answers are cached for 15 minutes;
+// they are, anything else is refused; answers are cached for 15 minutes
+// and a cached page is given only to a caller the gate allows to reach
+// its host at that moment (an approval is asked again);
 // the page is wrapped in an untrusted-content block whose closing marker
 // cannot appear inside it. agentbox has no model: the prompt is returned
 // with the page for the agent to apply. A Fetcher is safe for concurrent
@@ -179,14 +181,20 @@ func (f *Fetcher) fetch(ctx context.Context, caller egress.Caller, raw string) (
 		return page{}, tools.Errorf(tools.ErrValidation, "%v", err)
 	}
 	key := u.String()
-	f.mu.Lock()
-	if c, ok := f.cache[key]; ok && f.now().Sub(c.at) < CacheTTL {
-		f.mu.Unlock()
-		return c.page, nil
-	}
-	f.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithValue(ctx, callerKey{}, caller), f.timeout)
 	defer cancel()
+	f.mu.Lock()
+	c, ok := f.cache[key]
+	f.mu.Unlock()
+	if ok && f.now().Sub(c.at) < CacheTTL {
+		// The page was fetched for some caller; this one gets it only
+		// when the policy (or the person, asked again) lets it reach the
+		// host now: an "allow once" is not an allow for the next call.
+		if err := f.decide(ctx, caller, u); err != nil {
+			return page{}, err
+		}
+		return c.page, nil
+	}
 	cl := f.client()
 	for hop := 0; ; hop++ {
 		p, next, err := f.get(ctx, cl, u)
@@ -210,6 +218,34 @@ func (f *Fetcher) fetch(ctx context.Context, caller egress.Caller, raw string) (
 		}
 		u = next
 	}
+}
+
+// decide runs the gate's policy and approval for caller and u's host,
+// without resolving or dialing; a refusal is audited like a refused
+// connection.
+func (f *Fetcher) decide(ctx context.Context, caller egress.Caller, u *url.URL) error {
+	port := uint16(443)
+	if ps := u.Port(); ps != "" {
+		n, err := strconv.ParseUint(ps, 10, 16)
+		if err != nil {
+			return tools.Errorf(tools.ErrValidation, "bad port in %s", u.Redacted())
+		}
+		port = uint16(n)
+	}
+	start := time.Now()
+	t, err := f.gate.Decide(ctx, caller, u.Hostname(), port)
+	if err == nil {
+		return nil
+	}
+	if f.audit != nil {
+		host := t.Host
+		if host == "" {
+			host = u.Hostname()
+		}
+		f.audit(egress.Event{Time: start, Call: caller.Call, Session: caller.Session, Kind: "fetch", Host: host, Port: port,
+			By: t.Decision.By, Decision: "deny", Reason: egress.AsRefusal(err).Reason, Duration: time.Since(start)})
+	}
+	return tools.Errorf(tools.ErrPermissionDenied, "%s", egress.AsRefusal(err).Error())
 }
 
 // get performs one request; next is the redirect target, if any.
