@@ -6,7 +6,8 @@
 // Promises: https only (an http URL is upgraded); every connection,
 // redirect hops included, is decided by the Gate (policy, approval,
 // address checks, the checked address dialed); a redirect to another
-// host is returned to the model, never followed; at most MaxBytes are
+// host is returned to the model (percent-encoded: it is the server's
+// text), never followed; at most MaxBytes are
 // read and the whole call is bounded by Timeout; HTML is reduced to its
 // main content and converted to Markdown, text and JSON are returned as
 // they are, anything else is refused; answers are cached for 15 minutes
@@ -168,6 +169,24 @@ func normalize(raw string) (*url.URL, error) {
 	return u, nil
 }
 
+// uriText percent-encodes every byte of s that RFC 3986 does not allow
+// in a URI. A redirect target is the web server's text shown in
+// agentbox's own words, and Go keeps a URL's query as sent (spaces,
+// "<", "|"): encoded, it stays a usable URL and reads as nothing else.
+func uriText(s string) string {
+	const allowed = "-._~:/?#[]@!$&'()*+,;=%"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte(allowed, c) >= 0 {
+			b.WriteByte(c)
+			continue
+		}
+		fmt.Fprintf(&b, "%%%02X", c)
+	}
+	return b.String()
+}
+
 func sameHost(a, b *url.URL) bool {
 	ha, _, _ := egress.NormalizeHost(a.Hostname())
 	hb, _, _ := egress.NormalizeHost(b.Hostname())
@@ -211,7 +230,12 @@ func (f *Fetcher) fetch(ctx context.Context, caller egress.Caller, raw string) (
 			next.Scheme = "https"
 		}
 		if next.Scheme != "https" || !sameHost(u, next) {
-			return page{url: u.String(), redirect: next.String(), status: p.status}, nil
+			shown := uriText(next.String())
+			if len(shown) > maxURLLen {
+				return page{}, tools.Errorf(tools.ErrExecution, "%s redirects (HTTP %d) to another host with a URL longer than %d characters; it was not followed",
+					u.Redacted(), p.status, maxURLLen)
+			}
+			return page{url: u.String(), redirect: shown, status: p.status}, nil
 		}
 		if hop >= maxRedirects {
 			return page{}, tools.Errorf(tools.ErrExecution, "more than %d redirects from %s", maxRedirects, raw)
