@@ -63,12 +63,17 @@ func (s *Server) forward(ctx context.Context, c Caller, conn net.Conn, br *bufio
 		return false
 	}
 	defer up.Close()
+	stop := context.AfterFunc(ctx, func() { up.Close() })
+	defer stop()
 	ev.Decision = "allow"
 	keep := !req.Close
 	stripHop(req.Header)
 	req.Host = u.Host
 	req.Close = true // one request per upstream connection
-	cu := &counter{Conn: up}
+	// A destination that accepts and then stays silent must not hold
+	// the connection forever: every read from it waits at most the idle
+	// timeout.
+	cu := &counter{Conn: up, idle: s.idle}
 	if err := req.Write(cu); err != nil {
 		ev.BytesOut = cu.out
 		s.refuse(conn, ev, refusef(ReasonDial, "", "sending the request failed"))
@@ -113,10 +118,12 @@ func headerHasToken(h textproto.MIMEHeader, key, token string) bool {
 	return false
 }
 
-// counter counts the bytes through an upstream connection.
+// counter counts the bytes through an upstream connection; with idle
+// set, each read waits at most that long.
 type counter struct {
 	net.Conn
 	out, in int64
+	idle    time.Duration
 }
 
 func (c *counter) Write(p []byte) (int, error) {
@@ -126,6 +133,9 @@ func (c *counter) Write(p []byte) (int, error) {
 }
 
 func (c *counter) Read(p []byte) (int, error) {
+	if c.idle > 0 {
+		_ = c.Conn.SetReadDeadline(time.Now().Add(c.idle))
+	}
 	n, err := c.Conn.Read(p)
 	c.in += int64(n)
 	return n, err

@@ -10,26 +10,27 @@ var ErrRefused = errors.New("egress refused")
 
 // Reasons a connection is refused; they are the X-Agentbox-Error values.
 const (
-	ReasonDenied          = "denied"           // an explicit network.deny rule
-	ReasonNotAllowed      = "not-allowed"      // no rule allows it and nobody approved it
-	ReasonLiteral         = "ip-literal"       // an IP address that is not listed
-	ReasonAddress         = "resolved-private" // the name resolves to a refused address
-	ReasonResolve         = "resolve-failed"   // the name does not resolve
-	ReasonDial            = "connect-failed"   // the checked address did not answer
-	ReasonApprovalDenied  = "approval-denied"  // a person said no
-	ReasonApprovalTimeout = "approval-timeout" // nobody answered in time
-	ReasonPending         = "too-many-pending" // too many connections of one call wait for approval
-	ReasonSNIMismatch     = "sni-mismatch"     // TLS server name differs from the CONNECT host
-	ReasonNoSNI           = "no-sni"           // TLS without a server name
-	ReasonECH             = "ech"              // encrypted ClientHello: the real name is hidden
-	ReasonNotTLS          = "not-tls"          // a CONNECT tunnel that does not carry TLS
-	ReasonBadRequest      = "bad-request"      // malformed or not a proxy request
-	ReasonSmuggling       = "smuggling"        // ambiguous framing (CL+TE, several lengths, ...)
-	ReasonHostMismatch    = "host-mismatch"    // Host header differs from the request target
-	ReasonUserinfo        = "userinfo"         // credentials in the URL
-	ReasonUnsupported     = "unsupported"      // a protocol or method the proxy does not carry
-	ReasonAuth            = "unauthenticated"  // the caller did not prove who it is
-	ReasonNoNetwork       = "network-none"     // network.mode is none
+	ReasonDenied          = "denied"               // an explicit network.deny rule
+	ReasonNotAllowed      = "not-allowed"          // no rule allows it and nobody approved it
+	ReasonLiteral         = "ip-literal"           // an IP address that is not listed
+	ReasonAddress         = "resolved-private"     // the name resolves to a refused address
+	ReasonResolve         = "resolve-failed"       // the name does not resolve
+	ReasonDial            = "connect-failed"       // the checked address did not answer
+	ReasonApprovalDenied  = "approval-denied"      // a person said no
+	ReasonApprovalTimeout = "approval-timeout"     // nobody answered in time
+	ReasonPending         = "too-many-pending"     // too many connections of one call wait for approval
+	ReasonTooMany         = "too-many-connections" // the proxy, or this call, has too many connections open
+	ReasonSNIMismatch     = "sni-mismatch"         // TLS server name differs from the CONNECT host
+	ReasonNoSNI           = "no-sni"               // TLS without a server name
+	ReasonECH             = "ech"                  // encrypted ClientHello: the real name is hidden
+	ReasonNotTLS          = "not-tls"              // a CONNECT tunnel that does not carry TLS
+	ReasonBadRequest      = "bad-request"          // malformed or not a proxy request
+	ReasonSmuggling       = "smuggling"            // ambiguous framing (CL+TE, several lengths, ...)
+	ReasonHostMismatch    = "host-mismatch"        // Host header differs from the request target
+	ReasonUserinfo        = "userinfo"             // credentials in the URL
+	ReasonUnsupported     = "unsupported"          // a protocol or method the proxy does not carry
+	ReasonAuth            = "unauthenticated"      // the caller did not prove who it is
+	ReasonNoNetwork       = "network-none"         // network.mode is none
 )
 
 // Refusal is a refused connection, written for the person or model that

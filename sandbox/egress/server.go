@@ -52,7 +52,26 @@ type Server struct {
 	idle        time.Duration
 	log         *slog.Logger
 	connections sync.WaitGroup
+
+	maxConns, maxPerCall int
+	mu                   sync.Mutex
+	open                 int            // connections being served
+	perCall              map[string]int // authenticated connections per call
 }
+
+// Connection limits: anything in a sandbox can open the socket, so the
+// proxy bounds what it holds (a goroutine, a socket and a 32 KiB buffer
+// per connection) and how long an unauthenticated one may stay.
+const (
+	// DefaultMaxConns bounds the connections one Server serves at once.
+	DefaultMaxConns = 512
+	// DefaultMaxConnsPerCall bounds one call's connections, so that one
+	// call cannot take them all.
+	DefaultMaxConnsPerCall = 128
+	// preambleWait is how long a new connection may take to send its
+	// preamble (the relay sends it at once).
+	preambleWait = 2 * time.Second
+)
 
 // ServerOption configures a Server.
 type ServerOption func(*Server)
@@ -70,6 +89,13 @@ func WithTimeouts(hello, idle time.Duration) ServerOption {
 	return func(s *Server) { s.helloWait, s.idle = hello, idle }
 }
 
+// WithConnLimits sets how many connections the Server serves at once and
+// how many of them one call may hold (defaults DefaultMaxConns and
+// DefaultMaxConnsPerCall); more are refused with ReasonTooMany.
+func WithConnLimits(total, perCall int) ServerOption {
+	return func(s *Server) { s.maxConns, s.maxPerCall = total, perCall }
+}
+
 // WithLogger sets a logger (default: none).
 func WithLogger(l *slog.Logger) ServerOption { return func(s *Server) { s.log = l } }
 
@@ -77,7 +103,8 @@ func WithLogger(l *slog.Logger) ServerOption { return func(s *Server) { s.log = 
 func NewServer(g *Gate, auth frontdoor.Verifier, opts ...ServerOption) *Server {
 	s := &Server{gate: g, auth: auth, audit: func(Event) {}, uids: []uint32{uint32(os.Getuid())},
 		helloWait: 10 * time.Second, idle: 2 * time.Minute,
-		log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+		maxConns: DefaultMaxConns, maxPerCall: DefaultMaxConnsPerCall, perCall: map[string]int{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -123,12 +150,55 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			}
 			return fmt.Errorf("egress accept: %w", err)
 		}
+		if !s.take("", false) {
+			s.tooMany(c, Event{Time: time.Now(), Kind: "refused"}, "the proxy")
+			continue
+		}
 		s.connections.Add(1)
 		go func() {
 			defer s.connections.Done()
+			defer s.release("", false)
 			s.ServeConn(ctx, c)
 		}()
 	}
+}
+
+// take counts a connection against the Server's cap (perCall false) or
+// against call's; it reports false when the cap is reached.
+func (s *Server) take(call string, perCall bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, limit := &s.open, s.maxConns
+	if perCall {
+		c := s.perCall[call]
+		n, limit = &c, s.maxPerCall
+		defer func() { s.perCall[call] = c }()
+	}
+	if *n >= limit {
+		return false
+	}
+	*n++
+	return true
+}
+
+func (s *Server) release(call string, perCall bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !perCall {
+		s.open--
+		return
+	}
+	if s.perCall[call]--; s.perCall[call] <= 0 {
+		delete(s.perCall, call)
+	}
+}
+
+// tooMany refuses c (whose owner has too many connections open) and
+// closes it; the write cannot block the caller.
+func (s *Server) tooMany(c net.Conn, ev Event, who string) {
+	_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+	s.refuse(c, ev, refusef(ReasonTooMany, "", "%s has too many connections open; close some first", who))
+	c.Close()
 }
 
 // ServeConn serves one relay connection and closes it.
@@ -144,7 +214,7 @@ func (s *Server) ServeConn(ctx context.Context, c net.Conn) {
 	br := bufio.NewReaderSize(c, MaxHeaderBytes)
 	var p Preamble
 	if err == nil {
-		_ = c.SetReadDeadline(time.Now().Add(s.helloWait))
+		_ = c.SetReadDeadline(time.Now().Add(min(s.helloWait, preambleWait)))
 		p, err = ReadPreamble(br)
 	}
 	if err == nil {
@@ -158,6 +228,11 @@ func (s *Server) ServeConn(ctx context.Context, c net.Conn) {
 		s.refuse(c, Event{Time: start, Kind: "refused"}, r)
 		return
 	}
+	if !s.take(p.Call, true) {
+		s.tooMany(c, s.event(p.Caller, "refused", start), "this call")
+		return
+	}
+	defer s.release(p.Call, true)
 	for {
 		_ = c.SetReadDeadline(time.Now().Add(s.idle))
 		head, err := peekHead(br)
@@ -272,6 +347,8 @@ func (s *Server) connect(ctx context.Context, c Caller, conn net.Conn, br *bufio
 		return
 	}
 	defer up.Close()
+	stop := context.AfterFunc(ctx, func() { up.Close() })
+	defer stop()
 	if _, err := io.WriteString(conn, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		return
 	}
@@ -323,25 +400,48 @@ func checkHello(t Target, ch ClientHello, err error) *Refusal {
 	return nil
 }
 
-// lingerAfterClose is how long the other direction may go on after the
-// destination closed its side.
-const lingerAfterClose = 10 * time.Second
+// lingerAfterClose is how long the other direction may go on after one
+// side closed: after the destination closed, the client has that long in
+// all; after the client closed (or hung up), the destination may stay
+// silent that long at a time. (A variable for tests.)
+var lingerAfterClose = 10 * time.Second
+
+// lingerReader reads from c; once closed is set, each read waits at most
+// lingerAfterClose.
+type lingerReader struct {
+	c      net.Conn
+	closed *atomic.Bool
+}
+
+func (r lingerReader) Read(p []byte) (int, error) {
+	if r.closed.Load() {
+		_ = r.c.SetReadDeadline(time.Now().Add(lingerAfterClose))
+	}
+	return r.c.Read(p)
+}
 
 // relay copies both ways until both directions end and returns the bytes
-// each way (client → upstream, upstream → client).
+// each way (client → upstream, upstream → client). Neither side can hold
+// the tunnel (its sockets and goroutines) open forever once the other
+// has closed.
 func relay(client net.Conn, br *bufio.Reader, up net.Conn) (out, in int64) {
 	var wg sync.WaitGroup
 	var o, i atomic.Int64
+	var clientClosed atomic.Bool
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		n, _ := io.Copy(up, br)
 		o.Store(n)
 		closeWrite(up)
+		// The client is done (or gone): a destination that neither
+		// answers nor closes must not keep the tunnel forever.
+		clientClosed.Store(true)
+		_ = up.SetReadDeadline(time.Now().Add(lingerAfterClose))
 	}()
 	go func() {
 		defer wg.Done()
-		n, _ := io.Copy(client, up)
+		n, _ := io.Copy(client, lingerReader{c: up, closed: &clientClosed})
 		i.Store(n)
 		closeWrite(client)
 		// The destination is done; do not wait forever for a client

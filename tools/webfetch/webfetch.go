@@ -6,10 +6,13 @@
 // Promises: https only (an http URL is upgraded); every connection,
 // redirect hops included, is decided by the Gate (policy, approval,
 // address checks, the checked address dialed); a redirect to another
-// host is returned to the model, never followed; at most MaxBytes are
+// host is returned to the model (percent-encoded: it is the server's
+// text), never followed; at most MaxBytes are
 // read and the whole call is bounded by Timeout; HTML is reduced to its
 // main content and converted to Markdown, text and JSON are returned as
-// they are, anything else is refused; answers are cached for 15 minutes;
+// they are, anything else is refused; answers are cached for 15 minutes
+// and a cached page is given only to a caller the gate allows to reach
+// its host at that moment (an approval is asked again);
 // the page is wrapped in an untrusted-content block whose closing marker
 // cannot appear inside it. agentbox has no model: the prompt is returned
 // with the page for the agent to apply. A Fetcher is safe for concurrent
@@ -166,6 +169,24 @@ func normalize(raw string) (*url.URL, error) {
 	return u, nil
 }
 
+// uriText percent-encodes every byte of s that RFC 3986 does not allow
+// in a URI. A redirect target is the web server's text shown in
+// agentbox's own words, and Go keeps a URL's query as sent (spaces,
+// "<", "|"): encoded, it stays a usable URL and reads as nothing else.
+func uriText(s string) string {
+	const allowed = "-._~:/?#[]@!$&'()*+,;=%"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte(allowed, c) >= 0 {
+			b.WriteByte(c)
+			continue
+		}
+		fmt.Fprintf(&b, "%%%02X", c)
+	}
+	return b.String()
+}
+
 func sameHost(a, b *url.URL) bool {
 	ha, _, _ := egress.NormalizeHost(a.Hostname())
 	hb, _, _ := egress.NormalizeHost(b.Hostname())
@@ -179,14 +200,20 @@ func (f *Fetcher) fetch(ctx context.Context, caller egress.Caller, raw string) (
 		return page{}, tools.Errorf(tools.ErrValidation, "%v", err)
 	}
 	key := u.String()
-	f.mu.Lock()
-	if c, ok := f.cache[key]; ok && f.now().Sub(c.at) < CacheTTL {
-		f.mu.Unlock()
-		return c.page, nil
-	}
-	f.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithValue(ctx, callerKey{}, caller), f.timeout)
 	defer cancel()
+	f.mu.Lock()
+	c, ok := f.cache[key]
+	f.mu.Unlock()
+	if ok && f.now().Sub(c.at) < CacheTTL {
+		// The page was fetched for some caller; this one gets it only
+		// when the policy (or the person, asked again) lets it reach the
+		// host now: an "allow once" is not an allow for the next call.
+		if err := f.decide(ctx, caller, u); err != nil {
+			return page{}, err
+		}
+		return c.page, nil
+	}
 	cl := f.client()
 	for hop := 0; ; hop++ {
 		p, next, err := f.get(ctx, cl, u)
@@ -203,13 +230,46 @@ func (f *Fetcher) fetch(ctx context.Context, caller egress.Caller, raw string) (
 			next.Scheme = "https"
 		}
 		if next.Scheme != "https" || !sameHost(u, next) {
-			return page{url: u.String(), redirect: next.String(), status: p.status}, nil
+			shown := uriText(next.String())
+			if len(shown) > maxURLLen {
+				return page{}, tools.Errorf(tools.ErrExecution, "%s redirects (HTTP %d) to another host with a URL longer than %d characters; it was not followed",
+					u.Redacted(), p.status, maxURLLen)
+			}
+			return page{url: u.String(), redirect: shown, status: p.status}, nil
 		}
 		if hop >= maxRedirects {
 			return page{}, tools.Errorf(tools.ErrExecution, "more than %d redirects from %s", maxRedirects, raw)
 		}
 		u = next
 	}
+}
+
+// decide runs the gate's policy and approval for caller and u's host,
+// without resolving or dialing; a refusal is audited like a refused
+// connection.
+func (f *Fetcher) decide(ctx context.Context, caller egress.Caller, u *url.URL) error {
+	port := uint16(443)
+	if ps := u.Port(); ps != "" {
+		n, err := strconv.ParseUint(ps, 10, 16)
+		if err != nil {
+			return tools.Errorf(tools.ErrValidation, "bad port in %s", u.Redacted())
+		}
+		port = uint16(n)
+	}
+	start := time.Now()
+	t, err := f.gate.Decide(ctx, caller, u.Hostname(), port)
+	if err == nil {
+		return nil
+	}
+	if f.audit != nil {
+		host := t.Host
+		if host == "" {
+			host = u.Hostname()
+		}
+		f.audit(egress.Event{Time: start, Call: caller.Call, Session: caller.Session, Kind: "fetch", Host: host, Port: port,
+			By: t.Decision.By, Decision: "deny", Reason: egress.AsRefusal(err).Reason, Duration: time.Since(start)})
+	}
+	return tools.Errorf(tools.ErrPermissionDenied, "%s", egress.AsRefusal(err).Error())
 }
 
 // get performs one request; next is the redirect target, if any.
