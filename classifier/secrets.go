@@ -225,6 +225,15 @@ func (a *analyzer) reads(c *call, name string) {
 	if s, ok := lookup(name); ok && s.kind == kCustom && isInterpreterSpec(s) || codeReaders[name] {
 		a.readCode(c)
 	}
+	if name == "xargs" {
+		// Literal stdin (xargs cat <<< .env, a here-document) holds the
+		// names xargs appends to its command.
+		if text, off, ok := a.stdinScript(c); ok {
+			for _, w := range codeWords(text) {
+				a.readWord(field{val: w, pat: pathspec.EscapeMeta(w), raw: w, off: off})
+			}
+		}
+	}
 }
 
 // readWord records one word that may name a file read and makes the
