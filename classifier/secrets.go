@@ -77,6 +77,61 @@ var noReads = map[string]bool{
 	"find": true, "tree": true, "fd": true, "fdfind": true,
 }
 
+// listFileOptions are the options by which a program of noReads does read
+// a file: the names (or patterns) listed in it, which it prints back in
+// its errors (du --files0-from=.env: "cannot access 'TOKEN=…'"). Long
+// names match by GNU's unique prefixes; a short one anywhere in a cluster.
+var listFileOptions = map[string]struct{ long, short []string }{
+	"du":     {long: []string{"files0-from", "exclude-from"}, short: []string{"X"}},
+	"find":   {long: []string{"files0-from"}},
+	"tree":   {long: []string{"fromfile"}},
+	"fd":     {long: []string{"ignore-file"}},
+	"fdfind": {long: []string{"ignore-file"}},
+}
+
+// readsListFile reports whether c, a program of noReads, reads a file
+// through one of its listFileOptions (or an argument only known at run
+// time could be one).
+func readsListFile(c *call, name string) bool {
+	opts, ok := listFileOptions[name]
+	if !ok {
+		return false
+	}
+	for _, f := range c.args[1:] {
+		if f.unknown() && f.mayBeOption() {
+			return true
+		}
+		v := f.val
+		if v == "--" {
+			return false
+		}
+		n, _, _ := strings.Cut(strings.TrimLeft(v, "-"), "=")
+		switch {
+		case strings.HasPrefix(v, "--") || (name == "find" && strings.HasPrefix(v, "-")):
+			for _, o := range opts.long {
+				if len(n) >= 2 && strings.HasPrefix(o, n) {
+					return true
+				}
+			}
+		case strings.HasPrefix(v, "-"):
+			for _, o := range opts.short {
+				if strings.Contains(v[1:], o) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// codeReaders are programs besides the interpreters whose arguments hold
+// code or a command line that names files to read: sed scripts (r, R),
+// awk programs (getline, ARGV), env -S strings. The names they mention
+// are judged like those of inline interpreter code.
+var codeReaders = map[string]bool{
+	"sed": true, "gsed": true, "awk": true, "gawk": true, "mawk": true, "nawk": true, "env": true,
+}
+
 // readPatterns are the patterns a word may name a file by: itself, the
 // value of an --option=value or name=value, the file of @file (curl -d @f,
 // curl -F name=@f), the path of rev:path or host:path (git show HEAD:.env),
@@ -117,6 +172,21 @@ func cutProcCwd(p string) (string, bool) {
 // perl -e) mentions as possible paths: the runs of characters paths are
 // made of. open(".env") mentions .env.
 func codeWords(v string) []string {
+	// A backslash escape ends a name: env -S reads \_ as a space
+	// (cat\_.env is cat .env), \t and \n as white space.
+	if strings.Contains(v, "\\") {
+		b := []byte(v)
+		for i := 0; i < len(b); i++ {
+			if b[i] == '\\' {
+				b[i] = ' '
+				if i+1 < len(b) {
+					b[i+1] = ' '
+				}
+				i++
+			}
+		}
+		v = string(b)
+	}
 	return strings.FieldsFunc(v, func(r rune) bool {
 		return !(r == '.' || r == '/' || r == '_' || r == '-' || r == '~' || r == '*' ||
 			r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r >= 0x80)
@@ -143,7 +213,7 @@ func (a *analyzer) readCode(c *call) {
 // reads records the words of c that may name files it reads and judges
 // them against the secret rules.
 func (a *analyzer) reads(c *call, name string) {
-	if noReads[name] {
+	if noReads[name] && !readsListFile(c, name) {
 		return
 	}
 	for i := 1; i < len(c.args); i++ {
@@ -152,8 +222,17 @@ func (a *analyzer) reads(c *call, name string) {
 		}
 		a.readWord(c.args[i])
 	}
-	if s, ok := lookup(name); ok && s.kind == kCustom && isInterpreterSpec(s) {
+	if s, ok := lookup(name); ok && s.kind == kCustom && isInterpreterSpec(s) || codeReaders[name] {
 		a.readCode(c)
+	}
+	if name == "xargs" {
+		// Literal stdin (xargs cat <<< .env, a here-document) holds the
+		// names xargs appends to its command.
+		if text, off, ok := a.stdinScript(c); ok {
+			for _, w := range codeWords(text) {
+				a.readWord(field{val: w, pat: pathspec.EscapeMeta(w), raw: w, off: off})
+			}
+		}
 	}
 }
 

@@ -32,6 +32,11 @@ import (
 //   - .claude .gemini .codex .cursor .continue .windsurf .mcp.json
 //     .aider.conf.yml .agentbox: agent and MCP configuration (hooks, MCP
 //     servers, commands an agent runs on start; agentbox's own policy).
+//   - .roo .kilocode .kiro .amazonq: the project MCP servers of Roo Code,
+//     Kilo Code, Kiro and Amazon Q (.roo/mcp.json is loaded on its own);
+//     .opencode opencode.json opencode.jsonc: opencode's project plugins
+//     (.opencode/plugins/*.js load at start) and MCP servers;
+//     .crush.json crush.json: Crush's MCP servers.
 //   - .husky .githooks .pre-commit-config.yaml: hooks directories that a
 //     repository's core.hooksPath or pre-commit runs on host git commands.
 //   - .cargo/config.toml .cargo/config (at any depth: cargo reads every
@@ -79,6 +84,7 @@ var DefaultProtectedPaths = []string{
 	".hg",
 	".claude", ".gemini", ".codex", ".cursor", ".continue", ".windsurf", ".mcp.json",
 	".aider.conf.yml", ".agentbox",
+	".roo", ".kilocode", ".kiro", ".amazonq", ".opencode", "opencode.json", "opencode.jsonc", ".crush.json", "crush.json",
 	".husky", ".githooks", ".pre-commit-config.yaml",
 	".cargo/config.toml", ".cargo/config", "**/.cargo/config.toml", "**/.cargo/config",
 	".ripgreprc",

@@ -10,6 +10,16 @@ func TestProtectionMatch(t *testing.T) {
 		want bool
 	}{
 		{".git/config", true},
+		{".roo/mcp.json", true},
+		{".kilocode/mcp.json", true},
+		{".kiro/settings/mcp.json", true},
+		{".amazonq/mcp.json", true},
+		{".opencode/plugins/x.js", true},
+		{"opencode.json", true},
+		{"opencode.jsonc", true},
+		{"crush.json", true},
+		{".crush.json", true},
+		{"src/roo.go", false},
 		{".git/hooks/pre-commit", true},
 		{".git/hooks", true},
 		{".git/info/attributes", true},

@@ -11,6 +11,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -423,4 +424,37 @@ func gitServer(t *testing.T, root string) (int, []byte) {
 	cert, caPEM := testCert(t, "pkg.test")
 	h := &cgi.Handler{Path: "/usr/lib/git-core/git-http-backend", Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"}}
 	return serveTLS(t, cert, h), caPEM
+}
+
+// TestEgressWorkspaceSocket (issue 19, section 4): an executor relaying to
+// the egress proxy needs host unix sockets reachable; under gVisor
+// (--host-uds=open) no mask can be mounted over a workspace socket, so a
+// host listener in the workspace received a sandboxed command's data. The
+// call is refused there (runc masks the socket); either way nothing
+// arrives, and the relay itself still works.
+func TestEgressWorkspaceSocket(t *testing.T) {
+	port, caPEM := egressServer(t)
+	r, ws, events := egressRunner(t, config.NetworkAllowlist, []string{"pkg.test", "127.0.0.1"}, nil)
+	ca := filepath.Join(ws, "ca.pem")
+	must(t, os.WriteFile(ca, caPEM, 0o644))
+	res, err := runIn(t, r, sandbox.Spec{Shell: fmt.Sprintf("curl -sS --cacert %s https://pkg.test:%d/x", ca, port), Timeout: time.Minute})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("the relay does not work: %v %+v", err, res)
+	}
+	nextEvent(t, events)
+	host := filepath.Join(ws, "host.sock")
+	got := hostListener(t, host)
+	res, err = runIn(t, r, sandbox.Spec{Shell: pyConnect + host, Timeout: time.Minute})
+	out := string(res.Stdout) + string(res.Stderr)
+	t.Logf("runtime %q: %v %s", runtimeName, err, strings.TrimSpace(out))
+	time.Sleep(200 * time.Millisecond)
+	if n := got.Load(); n != 0 {
+		t.Fatalf("the host listener received %d bytes from the sandbox", n)
+	}
+	if runtimeName == "runsc" && !errors.Is(err, sandbox.ErrUnsafeWorkspace) {
+		t.Errorf("under gVisor with host sockets open a workspace socket did not refuse the call: %v %q", err, out)
+	}
+	if runtimeName != "runsc" && !strings.Contains(out, "REFUSED") {
+		t.Errorf("the connect did not fail: %v %q", err, out)
+	}
 }

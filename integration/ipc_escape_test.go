@@ -210,7 +210,9 @@ func TestEscapeUnixSocketWatched(t *testing.T) {
 			t.Errorf("%s (read-only %v), bound just before the call: reached (%d bytes): %q", rel, ro, got.Load(), out)
 		}
 		mu.Lock()
-		if !fed[rel] && !fed[strings.Split(rel, "/")[0]] {
+		// gVisor keeps host sockets closed and mounts no masks: the
+		// feed is not read there.
+		if runtimeName != "runsc" && !fed[rel] && !fed[strings.Split(rel, "/")[0]] {
 			t.Errorf("%s: the watcher's feed never reported it (%v)", rel, fed)
 		}
 		mu.Unlock()

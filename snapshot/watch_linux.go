@@ -161,6 +161,9 @@ func (w *watcher) markLost(why string) {
 			f.lost = why
 		}
 	}
+	// The live guard cannot know what was lost (an overflow on purpose
+	// hides a plant's own event): the whole workspace is recent.
+	w.markRecent("", true)
 }
 
 // entryFeed collects, for one subscriber, the workspace paths whose
@@ -406,6 +409,12 @@ func (w *watcher) event(mask uint64, info []byte) {
 func (w *watcher) mark(rel string, whole bool) {
 	w.inside.Add(1)
 	w.dirty[rel] = w.dirty[rel] || whole
+	w.markRecent(rel, whole)
+}
+
+// markRecent records rel for the live guard while it follows recent paths
+// and wakes it ("" whole: everything may have changed).
+func (w *watcher) markRecent(rel string, whole bool) {
 	if w.follow.Load() {
 		w.recent[rel] = w.recent[rel] || whole
 		select {

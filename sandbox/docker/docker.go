@@ -50,6 +50,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/system"
 	"github.com/docker/docker/client"
 
 	"github.com/agentbox/agentbox/config"
@@ -92,6 +93,7 @@ type Runner struct {
 	noPins     bool         // WithoutPins
 	runtime    string       // OCI runtime (config sandbox.runtime; "" = engine default)
 	gvisor     bool         // runtime is runsc: mount identities are checked host-side (gofer.go)
+	hostUDS    bool         // gVisor lets containers connect to host unix sockets (sockets.go)
 	tc         *Toolchains  // caches and identity (caches.go)
 	reaper     *reaper      // under gVisor: removes the containers if this process dies (reaper.go)
 	toolEnv    []string     // tc.Env()
@@ -267,12 +269,14 @@ func New(ctx context.Context, cli *client.Client, cfg *config.Config, log *slog.
 		return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
 	}
 	gvisor := false
+	var runtimes map[string]system.RuntimeWithStatus
 	if rt := cfg.Sandbox.Runtime; rt != "" {
 		info, err := cli.Info(ctx)
 		if err != nil {
 			wsFD.Close()
 			return nil, fmt.Errorf("%w: engine info: %v", sandbox.ErrUnavailable, err)
 		}
+		runtimes = info.Runtimes
 		gvisor = gvisorRuntime(rt, info.Runtimes[rt].Path)
 	}
 	secOpt, err := seccompFor(ver, cfg.WorkspaceStateDir(), gvisor)
@@ -314,6 +318,7 @@ func New(ctx context.Context, cli *client.Client, cfg *config.Config, log *slog.
 		wsFD.Close()
 		return nil, err
 	}
+	r.gvisorRuntime(runtimes)
 	sweepPins(r.pinBase)
 	if err := r.Reap(ctx); err != nil {
 		log.Warn("removing containers of dead executors", "err", err)

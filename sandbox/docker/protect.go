@@ -115,10 +115,11 @@ func (r *Runner) workspaceSources(readOnly bool) (srcs []bindSource, err error) 
 	}
 	// Sockets, in both flavours: a read-only mount does not stop a
 	// connect (sockets.go). Not under gVisor: its sandbox cannot start
-	// with a file mounted over a socket, and it refuses host sockets
-	// altogether (no --host-uds among its runtime arguments).
+	// with a file mounted over a socket; its runtime refuses host sockets
+	// altogether, or, when the egress relay needs them, a workspace
+	// socket refuses the call (gvisorRuntime).
 	if r.gvisor {
-		return srcs, nil
+		return srcs, r.gvisorSockets(int(ws.Fd()))
 	}
 	masks, err := r.maskSources(int(ws.Fd()))
 	srcs = append(srcs, masks...)

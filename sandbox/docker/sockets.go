@@ -11,9 +11,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/docker/docker/api/types/system"
 	"golang.org/x/sys/unix"
 
 	"github.com/agentbox/agentbox/sandbox"
+	"github.com/agentbox/agentbox/sandbox/engine"
 )
 
 // Unix sockets in the workspace.
@@ -343,4 +345,41 @@ func inertFile(dir string) (string, error) {
 		return "", fmt.Errorf("socket mask %s is not an empty regular file", p)
 	}
 	return p, nil
+}
+
+// gvisorRuntime picks the gVisor runtime of the runner's containers and
+// whether they can connect to host unix sockets. gVisor cannot start with a
+// file mounted over a socket, so workspace sockets are never masked there:
+// the runtime must keep host sockets closed. An executor relaying to the
+// egress proxy needs them open and uses the runtime's egress variant
+// (runsc-egress) when the engine offers it; then, and whenever the runtime's
+// own arguments open them, hostUDS is set and a workspace socket refuses
+// the call (gvisorSockets).
+func (r *Runner) gvisorRuntime(runtimes map[string]system.RuntimeWithStatus) {
+	if !r.gvisor {
+		return
+	}
+	if r.egress != nil {
+		if v := engine.EgressRuntime(r.runtime); runtimes[v].Path != "" {
+			r.runtime = v
+		}
+	}
+	r.hostUDS = engine.HostUDSOpen(runtimes[r.runtime].Args)
+}
+
+// gvisorSockets refuses a container under gVisor with host sockets open
+// while the workspace holds a unix socket: it cannot be masked there and
+// the command could connect to it.
+func (r *Runner) gvisorSockets(ws int) error {
+	if !r.hostUDS {
+		return nil
+	}
+	socks, err := r.sockets.sockets(ws)
+	if err != nil {
+		return errUnsafe("%v", err)
+	}
+	if len(socks) > 0 {
+		return errUnsafe("the workspace holds a unix socket (%s); under gVisor with host sockets open for the egress proxy it cannot be masked, so the command could connect to it: remove the socket, or use runc or network mode none", socks[0])
+	}
+	return nil
 }

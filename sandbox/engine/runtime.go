@@ -47,12 +47,48 @@ type runtimeSpec struct {
 // (ptrace) platform is the one that works on these machines. Docker's
 // seccomp profile is only applied inside gVisor with --oci-seccomp; the
 // Sentry itself is the syscall boundary, the profile is defence in depth.
-// --host-uds=open lets a command connect to a host unix socket bind-mounted
-// into its container (the egress proxy's, sandbox/docker/egress.go), as
-// runc always does; init refuses a socket at any mount point, and no host
-// directory holding other sockets is mounted.
+//
+// runsc itself keeps host unix sockets closed: gVisor cannot mount a file
+// over a socket, so a socket a host process makes in the workspace could
+// not be masked (sandbox/docker/sockets.go) and --host-uds=open would let
+// every command connect to it. The egress proxy's relay needs a host socket
+// (sandbox/docker/egress.go), so runsc is registered a second time, as
+// runsc-egress (EgressRuntime) with --host-uds=open, used only by executors
+// whose network mode sends traffic to the proxy.
 var knownRuntimes = map[string]runtimeSpec{
-	"runsc": {bin: "runsc", pkg: "runsc", args: []string{"--network=none", "--oci-seccomp", "--host-uds=open"}},
+	"runsc":                 {bin: "runsc", pkg: "runsc", args: []string{"--network=none", "--oci-seccomp"}},
+	"runsc" + egressRuntime: {bin: "runsc", pkg: "runsc", args: []string{"--network=none", "--oci-seccomp", "--host-uds=open"}},
+}
+
+// egressRuntime is the suffix of the name a runtime is registered under
+// a second time with host unix sockets open, for the egress relay.
+const egressRuntime = "-egress"
+
+// EgressRuntime is the name of the variant of runtime whose containers may
+// connect to a host unix socket (the egress proxy's): runsc-egress for
+// runsc. The caller uses it only when the engine offers it.
+func EgressRuntime(runtime string) string { return runtime + egressRuntime }
+
+// HostUDSOpen reports whether a runtime registered with args lets a
+// container connect to host unix sockets (gVisor's --host-uds other than
+// none).
+func HostUDSOpen(args []string) bool {
+	for i, a := range args {
+		v, ok := strings.CutPrefix(a, "--host-uds")
+		if !ok {
+			v, ok = strings.CutPrefix(a, "-host-uds")
+		}
+		if !ok {
+			continue
+		}
+		if v == "" && i+1 < len(args) {
+			v = "=" + args[i+1]
+		}
+		if v != "=none" {
+			return true
+		}
+	}
+	return false
 }
 
 // daemonRuntime is one entry of daemon.json's "runtimes".
@@ -152,7 +188,8 @@ func CheckRuntime(ctx context.Context, cli client.APIClient, runtime string) err
 // runtimesCurrent reports whether the daemon.json at path registers the
 // runtimes of want with want's arguments (installedRuntimes: what
 // agentbox would write now) (an
-// engine registered by an older agentbox lacks runsc's --host-uds=open).
+// engine registered by an older agentbox lacks runsc-egress, or opens host
+// sockets to every runsc container).
 // A daemon.json agentbox did not write counts as current.
 func runtimesCurrent(path string, want map[string]daemonRuntime) bool {
 	b, err := os.ReadFile(path)
@@ -165,7 +202,7 @@ func runtimesCurrent(path string, want map[string]daemonRuntime) bool {
 	}
 	for name, w := range want {
 		h, ok := have.Runtimes[name]
-		if ok && !slices.Equal(h.RuntimeArgs, w.RuntimeArgs) {
+		if !ok || !slices.Equal(h.RuntimeArgs, w.RuntimeArgs) {
 			return false
 		}
 	}
