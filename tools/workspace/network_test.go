@@ -83,3 +83,45 @@ func TestWebFetchOfferedWithTheNetwork(t *testing.T) {
 		sys.Close(context.Background())
 	}
 }
+
+// The audit's "decided by" of an approved or refused connection names
+// the approver that answered (or the grant that spared the question),
+// not just "approver".
+func TestNetTrackerNamesTheApprover(t *testing.T) {
+	answers := map[string]tools.Approval{
+		"elicit.example": {Allow: true, Remember: tools.GrantSession, By: "mcp-elicitation"},
+		"tty.example":    {Allow: false, By: "tty"},
+	}
+	ap := tools.ApproverFunc(func(_ context.Context, req tools.ApprovalRequest) (tools.Approval, error) {
+		return answers[req.Prefixes[0][0]], nil
+	})
+	rc := tools.NewRunningCalls()
+	tr := newNetTracker(nil, rc)
+	p, err := egress.NewPolicy(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := egress.NewGate(p, egress.WithApprover(tr.approver(), 5*time.Second))
+	want := []struct{ host, by string }{
+		{"elicit.example", "approver (mcp-elicitation)"},
+		{"elicit.example", "approver (session grant)"},
+		{"tty.example", "approver (tty)"},
+	}
+	var got []string
+	h := rc.Stage(ap, nil)(func(ctx context.Context, c *tools.Call) tools.Result {
+		for _, w := range want {
+			tg, _ := gate.Decide(ctx, egress.Caller{Call: c.ID, Session: "s1"}, w.host, 443)
+			got = append(got, tg.Decision.By)
+		}
+		return tools.Result{}
+	})
+	h(context.Background(), &tools.Call{ID: "c1", Session: tools.NewSession("s1", t.TempDir())})
+	// After the call: the non-interactive answer.
+	tg, _ := gate.Decide(context.Background(), egress.Caller{Call: "c1"}, "late.example", 443)
+	got = append(got, tg.Decision.By)
+	for i, w := range append(want, struct{ host, by string }{"late.example", "approver (non-interactive)"}) {
+		if got[i] != w.by {
+			t.Errorf("%s: decided by %q; want %q", w.host, got[i], w.by)
+		}
+	}
+}
