@@ -73,6 +73,7 @@ bench: build
 	AGENTBOX_SANDBOX_RUNTIME=runsc $(BIN) engine start >/dev/null  # registers gVisor too: bench sandbox adds the agentbox-pool-runsc row
 	$(BIN) bench sandbox
 	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 ./classifier/  # classifier: cmds/cpu-s = classifications per second per core; x-parse-only = ratio to the mvdan/sh parser alone
+	$(GO) test -run '^$$' -bench '^BenchmarkEgress$$' -benchtime 3x ./sandbox/egress/  # egress: 32 MiB HTTPS downloads and small requests on new connections, directly vs through init's relay + the proxy, interleaved: x_proxy/direct (target >= 0.8) and added-p50-ms (target <= 2)
 	$(GO) test -run '^$$' -bench SocketSet -benchtime 20x -cpu 1 ./sandbox/docker/  # socket masks at a hand-over, 20k directories: walk-ms (remembering walk) vs feed-ms (snapshot watcher's entry changes), x_walk/feed their ratio
 	$(GO) test -run '^$$' -bench 'BatchReads|PipelineOverhead' -benchtime 50x ./tools/  # tools: x_serial/batch = speed-up of a parallel batch of 10 Reads; x_direct = pipeline cost over calling the tool directly
 	@command -v rg >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && { apt-get install -y -q ripgrep >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q ripgrep >/dev/null; }; } ; } || echo "bench: ripgrep not installed (apt-get install ripgrep): search rows have no rg peer"
