@@ -35,7 +35,8 @@ type Question struct {
 	Port uint16
 	// By, when set by the Gate, is where the Approver may name who
 	// decided ("mcp-elicitation", "tty", "non-interactive", "session
-	// grant", ...); the decision's By then says "approver (name)".
+	// grant", ...); the decision's By is then that name instead of
+	// "approver".
 	By *string
 }
 
@@ -150,9 +151,9 @@ func (g *Gate) ask(ctx context.Context, c Caller, h string, port uint16) Decisio
 	defer cancel()
 	var name string
 	v, err := g.approver(actx, Question{Caller: c, Host: h, Port: port, By: &name})
-	by := "approver"
-	if name != "" {
-		by = "approver (" + name + ")"
+	by := name
+	if by == "" {
+		by = "approver"
 	}
 	switch {
 	case err == nil && v == Allow:

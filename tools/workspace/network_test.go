@@ -103,9 +103,9 @@ func TestNetTrackerNamesTheApprover(t *testing.T) {
 	}
 	gate := egress.NewGate(p, egress.WithApprover(tr.approver(), 5*time.Second))
 	want := []struct{ host, by string }{
-		{"elicit.example", "approver (mcp-elicitation)"},
-		{"elicit.example", "approver (session grant)"},
-		{"tty.example", "approver (tty)"},
+		{"elicit.example", "mcp-elicitation"},
+		{"elicit.example", "session grant"},
+		{"tty.example", "tty"},
 	}
 	var got []string
 	h := rc.Stage(ap, nil)(func(ctx context.Context, c *tools.Call) tools.Result {
@@ -119,7 +119,7 @@ func TestNetTrackerNamesTheApprover(t *testing.T) {
 	// After the call: the non-interactive answer.
 	tg, _ := gate.Decide(context.Background(), egress.Caller{Call: "c1"}, "late.example", 443)
 	got = append(got, tg.Decision.By)
-	for i, w := range append(want, struct{ host, by string }{"late.example", "approver (non-interactive)"}) {
+	for i, w := range append(want, struct{ host, by string }{"late.example", "non-interactive"}) {
 		if got[i] != w.by {
 			t.Errorf("%s: decided by %q; want %q", w.host, got[i], w.by)
 		}
