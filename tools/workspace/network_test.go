@@ -3,12 +3,15 @@ package workspace
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/sandbox"
 	"github.com/agentbox/agentbox/sandbox/egress"
 	"github.com/agentbox/agentbox/sandbox/sandboxtest"
 	"github.com/agentbox/agentbox/tools"
@@ -123,5 +126,20 @@ func TestNetTrackerNamesTheApprover(t *testing.T) {
 		if got[i] != w.by {
 			t.Errorf("%s: decided by %q; want %q", w.host, got[i], w.by)
 		}
+	}
+}
+
+// A proxy that could not start is reported as such (with its cause),
+// not as an engine to start.
+func TestSandboxErrorNamesTheEgressProxy(t *testing.T) {
+	cause := errors.New("mkdir /tmp/x/agentbox-egress-1: not a directory")
+	err := sandboxError(fmt.Errorf("%w: %w: socket directory: %w", sandbox.ErrUnavailable, sandbox.ErrNoEgress, cause))
+	var te *tools.ToolError
+	if !errors.As(err, &te) || !strings.Contains(te.Message, "egress proxy, and it could not start (socket directory: mkdir /tmp/x/agentbox-egress-1: not a directory)") ||
+		strings.Contains(te.Message, "engine start") {
+		t.Fatalf("%v", err)
+	}
+	if err := sandboxError(sandbox.ErrUnavailable); !strings.Contains(err.Error(), "engine start") {
+		t.Fatalf("engine unavailable: %v", err)
 	}
 }

@@ -323,7 +323,10 @@ func (l *lazySandbox) get(ctx context.Context) (sandbox.Runner, error) {
 		if ctx.Err() != nil {
 			return nil, err // do not remember a cancelled open
 		}
-		l.err = fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+		l.err = err
+		if !errors.Is(err, sandbox.ErrUnavailable) {
+			l.err = fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
+		}
 		l.log.Error("sandbox unavailable", "err", err)
 		return nil, l.err
 	}
