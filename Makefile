@@ -73,10 +73,12 @@ bench: build
 	AGENTBOX_SANDBOX_RUNTIME=runsc $(BIN) engine start >/dev/null  # registers gVisor too: bench sandbox adds the agentbox-pool-runsc row
 	$(BIN) bench sandbox
 	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 ./classifier/  # classifier: cmds/cpu-s = classifications per second per core; x-parse-only = ratio to the mvdan/sh parser alone
+	$(GO) test -run '^$$' -bench '^BenchmarkEgress$$' -benchtime 3x ./sandbox/egress/  # egress: 32 MiB HTTPS downloads and small requests on new connections, directly vs through init's relay + the proxy, interleaved: x_proxy/direct (target >= 0.8) and added-p50-ms (target <= 2)
 	$(GO) test -run '^$$' -bench SocketSet -benchtime 20x -cpu 1 ./sandbox/docker/  # socket masks at a hand-over, 20k directories: walk-ms (remembering walk) vs feed-ms (snapshot watcher's entry changes), x_walk/feed their ratio
 	$(GO) test -run '^$$' -bench 'BatchReads|PipelineOverhead' -benchtime 50x ./tools/  # tools: x_serial/batch = speed-up of a parallel batch of 10 Reads; x_direct = pipeline cost over calling the tool directly
 	@command -v rg >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && { apt-get install -y -q ripgrep >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q ripgrep >/dev/null; }; } ; } || echo "bench: ripgrep not installed (apt-get install ripgrep): search rows have no rg peer"
 	$(BIN) bench tools  # built-in tools: Grep/Glob over the Go source tree vs rg (target <= 2x), 10 Reads parallel vs serial, Write/Edit through the pool (p50 target 10 ms)
+	$(BIN) bench egress --n 10  # the same curl on the host and in a sandbox through init's relay + the egress proxy: 32 MiB HTTPS downloads (target sandbox >= 0.8x host) and new-connection p50 (target <= 2 ms added)
 	$(BIN) bench toolchains  # agentbox's own go vet / go test ./classifier/ and two parallel busy loops through the Bash tool and the warm pool vs native, cold and warm (target warm <= 1.15x)
 	$(BIN) bench load  # 8 MCP sessions x 100 mixed calls on one `agentbox mcp --http`, a 3 s shell in some: Write/Edit p50 <= 50 ms and p95 <= 500 ms, calls/s, containers/s, 0 leaked, journal and audit complete; again with snapshot.serial_calls: true for the serial/concurrent ratios
 	$(BIN) bench snapshot  # snapshot store vs a shadow git repo on a copy of $$(go env GOROOT)/src: first <= 1/3 git, no-change and one-change <= 1/2, restore <= 1x, store <= 1.05x tree

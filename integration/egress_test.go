@@ -329,7 +329,7 @@ func TestEgressApprovalOverElicitation(t *testing.T) {
 		t.Errorf("explicit deny (%d questions):\n%s", elicits[2], texts[2])
 	}
 	out, _ := e.agentboxCLI(t, "audit", "--network")
-	if !strings.Contains(out, "allow (mcp-elicitation)") && !strings.Contains(out, "allow (approver)") {
+	if !strings.Contains(out, "allow (mcp-elicitation)") || !strings.Contains(out, "approval-denied") {
 		t.Errorf("audit --network does not show the approval:\n%s", out)
 	}
 }

@@ -46,6 +46,10 @@ var (
 	ErrCanceled = errors.New("command canceled")
 	// ErrUnavailable: the backend (engine, image) cannot run commands.
 	ErrUnavailable = errors.New("sandbox unavailable")
+	// ErrNoEgress: network.mode is allowlist and the egress proxy, the
+	// containers' only way out, could not start. Always wrapped together
+	// with ErrUnavailable: no command runs without the proxy.
+	ErrNoEgress = errors.New("the egress proxy could not start")
 	// ErrUnsafeWorkspace: the workspace is in a state the sandbox refuses
 	// to run in (for example a protected path that is a symlink).
 	ErrUnsafeWorkspace = errors.New("unsafe workspace")

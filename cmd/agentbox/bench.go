@@ -21,7 +21,7 @@ func newBenchCmd(a *app) *cobra.Command {
 		Use:   "bench",
 		Short: "Measure agentbox against its peers on this machine",
 	}
-	cmd.AddCommand(newBenchSandboxCmd(a), newBenchToolsCmd(a), newBenchToolchainsCmd(a), newBenchLoadCmd(a), newBenchSnapshotCmd(a))
+	cmd.AddCommand(newBenchSandboxCmd(a), newBenchToolsCmd(a), newBenchToolchainsCmd(a), newBenchLoadCmd(a), newBenchSnapshotCmd(a), newBenchEgressCmd(a))
 	return cmd
 }
 
@@ -157,6 +157,39 @@ Target: warm ratio <= 1.15x.`,
 	}
 	cmd.Flags().IntVar(&n, "n", 3, "warm runs per row and side")
 	cmd.Flags().StringVar(&src, "src", "", "Go module to copy (default: the module in the current directory)")
+	return cmd
+}
+
+func newBenchEgressCmd(a *app) *cobra.Command {
+	var n int
+	cmd := &cobra.Command{
+		Use:   "egress [--n N] [--json]",
+		Short: "Time HTTPS downloads through a sandbox's egress proxy against the same curl on the host",
+		Long: `egress serves a 32 MiB file and a small one over HTTPS (a self-signed
+certificate for 127.0.0.1) on host loopback and fetches them with curl, each
+fetch on a new connection, on the host and in a sandbox of the host image
+(network.mode: allowlist, network.allow: [127.0.0.1]: through agentbox init's
+relay and the egress proxy), alternating host and sandbox rounds in the same
+run. Rows: bulk throughput, median of 3N downloads per side (target: sandbox
+>= 0.8x host), and the p50 of 10N small requests per side (target: <= 2 ms
+added per new connection).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := a.Config()
+			if err != nil {
+				return err
+			}
+			rows, err := bench.Egress(cmd.Context(), a.stderr(), *cfg, n)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return writeJSON(a.stdout(), rows)
+			}
+			return bench.WriteEgressReport(a.stdout(), rows)
+		},
+	}
+	cmd.Flags().IntVar(&n, "n", 5, "rounds (each: 3 downloads and 10 small requests per side)")
 	return cmd
 }
 

@@ -60,14 +60,14 @@ func (r *Runner) startEgress(cfg *config.Config, o options) error {
 	}
 	p, err := egress.NewPolicy(cfg.Network.Allow, cfg.Network.Deny)
 	if err != nil {
-		return fmt.Errorf("%w: network: %v", sandbox.ErrUnavailable, err)
+		return fmt.Errorf("%w: %w: network: %v", sandbox.ErrUnavailable, sandbox.ErrNoEgress, err)
 	}
 	for _, w := range cfg.Network.Warnings() {
 		r.log.Warn(w)
 	}
 	if os.Geteuid() != 0 && os.Geteuid() != r.uid {
-		return fmt.Errorf("%w: network.mode allowlist: commands run as uid %d and agentbox as uid %d, so the proxy socket cannot be made reachable by that uid alone; "+
-			"run agentbox as root or as the workspace owner, or set network.mode: none", sandbox.ErrUnavailable, r.uid, os.Geteuid())
+		return fmt.Errorf("%w: %w: network.mode allowlist: commands run as uid %d and agentbox as uid %d, so the proxy socket cannot be made reachable by that uid alone; "+
+			"run agentbox as root or as the workspace owner, or set network.mode: none", sandbox.ErrUnavailable, sandbox.ErrNoEgress, r.uid, os.Geteuid())
 	}
 	gopts := append([]egress.GateOption(nil), o.egressGate...)
 	if o.egressApprover != nil {
@@ -79,7 +79,7 @@ func (r *Runner) startEgress(cfg *config.Config, o options) error {
 	}
 	auth, token, err := egress.NewToken()
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %w: %v", sandbox.ErrUnavailable, sandbox.ErrNoEgress, err)
 	}
 	audit := o.egressAudit
 	if audit == nil {
@@ -96,7 +96,7 @@ func (r *Runner) startEgress(cfg *config.Config, o options) error {
 	// Short and private: a unix socket path must fit in 108 bytes.
 	dir := filepath.Join(os.TempDir(), "agentbox-egress-"+r.id[:12])
 	if err := os.Mkdir(dir, 0o700); err != nil {
-		return fmt.Errorf("%w: egress socket directory: %v", sandbox.ErrUnavailable, err)
+		return fmt.Errorf("%w: %w: socket directory: %v", sandbox.ErrUnavailable, sandbox.ErrNoEgress, err)
 	}
 	ln, err := egress.Listen(dir)
 	if err == nil && os.Geteuid() == 0 {
@@ -113,7 +113,7 @@ func (r *Runner) startEgress(cfg *config.Config, o options) error {
 			ln.Close()
 		}
 		os.RemoveAll(dir)
-		return fmt.Errorf("%w: egress proxy: %v", sandbox.ErrUnavailable, err)
+		return fmt.Errorf("%w: %w: %v", sandbox.ErrUnavailable, sandbox.ErrNoEgress, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	st := &egressState{dir: dir, token: token, cancel: cancel, done: make(chan struct{})}

@@ -33,6 +33,11 @@ type Question struct {
 	Caller
 	Host string
 	Port uint16
+	// By, when set by the Gate, is where the Approver may name who
+	// decided ("mcp-elicitation", "tty", "non-interactive", "session
+	// grant", ...); the decision's By is then that name instead of
+	// "approver".
+	By *string
 }
 
 // Approver decides a destination no rule covers. It returns Allow or
@@ -144,15 +149,20 @@ func (g *Gate) ask(ctx context.Context, c Caller, h string, port uint16) Decisio
 	}()
 	actx, cancel := context.WithTimeoutCause(ctx, g.timeout, errApprovalTimeout)
 	defer cancel()
-	v, err := g.approver(actx, Question{Caller: c, Host: h, Port: port})
+	var name string
+	v, err := g.approver(actx, Question{Caller: c, Host: h, Port: port, By: &name})
+	by := name
+	if by == "" {
+		by = "approver"
+	}
 	switch {
 	case err == nil && v == Allow:
-		return Decision{Verdict: Allow, By: "approver"}
+		return Decision{Verdict: Allow, By: by}
 	case err != nil && errors.Is(context.Cause(actx), errApprovalTimeout):
-		return Decision{Verdict: Deny, By: "approver", Refusal: refusef(ReasonApprovalTimeout, setting,
+		return Decision{Verdict: Deny, By: by, Refusal: refusef(ReasonApprovalTimeout, setting,
 			"%s: nobody approved the connection within %s", dest, g.timeout)}
 	}
-	return Decision{Verdict: Deny, By: "approver", Refusal: refusef(ReasonApprovalDenied, fmt.Sprintf("add %q to network.allow", h),
+	return Decision{Verdict: Deny, By: by, Refusal: refusef(ReasonApprovalDenied, fmt.Sprintf("add %q to network.allow", h),
 		"%s: the connection was not approved", dest)}
 }
 

@@ -92,6 +92,10 @@ func sandboxError(err error) error {
 	switch {
 	case errors.Is(err, sandbox.ErrInvalidSpec):
 		return tools.Errorf(tools.ErrValidation, "the command cannot be run: %v", err)
+	case errors.Is(err, sandbox.ErrNoEgress):
+		return fmt.Errorf("%w", &tools.ToolError{Kind: tools.ErrInternal, Message: "nothing was run: with network.mode: allowlist a sandboxed command's only way out is " +
+			"agentbox's egress proxy, and it could not start (" + egressCause(err) + "); commands never run without it. " +
+			"The operator can fix that (see agentbox's log) or set network.mode: none"})
 	case errors.Is(err, sandbox.ErrUnsafeWorkspace):
 		// Before ErrUnavailable: starting an engine would not help.
 		return tools.Errorf(tools.ErrPermissionDenied, "the sandbox refused to run in this workspace, so nothing was run: %s. Only a person can fix this: retrying before they have will not help", unsafeReason(err))
@@ -357,4 +361,13 @@ func (s snapCall) Gate() func(context.Context) error {
 		return nil
 	}
 	return s.c.Durable
+}
+
+// egressCause is what an ErrNoEgress error says after the sentinel.
+func egressCause(err error) string {
+	msg := err.Error()
+	if _, after, ok := strings.Cut(msg, sandbox.ErrNoEgress.Error()+": "); ok {
+		return after
+	}
+	return msg
 }

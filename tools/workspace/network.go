@@ -93,7 +93,10 @@ func (t *netTracker) approver() egress.Approver {
 		return nil
 	}
 	return func(ctx context.Context, q egress.Question) (egress.Verdict, error) {
-		ok, _, err := t.running.ApproveNetwork(ctx, q.Call, q.Host, q.Port)
+		ok, by, err := t.running.ApproveNetwork(ctx, q.Call, q.Host, q.Port)
+		if q.By != nil {
+			*q.By = by
+		}
 		if err != nil || !ok {
 			return egress.Deny, err
 		}

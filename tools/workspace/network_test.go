@@ -3,12 +3,15 @@ package workspace
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/sandbox"
 	"github.com/agentbox/agentbox/sandbox/egress"
 	"github.com/agentbox/agentbox/sandbox/sandboxtest"
 	"github.com/agentbox/agentbox/tools"
@@ -81,5 +84,62 @@ func TestWebFetchOfferedWithTheNetwork(t *testing.T) {
 			}
 		}
 		sys.Close(context.Background())
+	}
+}
+
+// The audit's "decided by" of an approved or refused connection names
+// the approver that answered (or the grant that spared the question),
+// not just "approver".
+func TestNetTrackerNamesTheApprover(t *testing.T) {
+	answers := map[string]tools.Approval{
+		"elicit.example": {Allow: true, Remember: tools.GrantSession, By: "mcp-elicitation"},
+		"tty.example":    {Allow: false, By: "tty"},
+	}
+	ap := tools.ApproverFunc(func(_ context.Context, req tools.ApprovalRequest) (tools.Approval, error) {
+		return answers[req.Prefixes[0][0]], nil
+	})
+	rc := tools.NewRunningCalls()
+	tr := newNetTracker(nil, rc)
+	p, err := egress.NewPolicy(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := egress.NewGate(p, egress.WithApprover(tr.approver(), 5*time.Second))
+	want := []struct{ host, by string }{
+		{"elicit.example", "mcp-elicitation"},
+		{"elicit.example", "session grant"},
+		{"tty.example", "tty"},
+	}
+	var got []string
+	h := rc.Stage(ap, nil)(func(ctx context.Context, c *tools.Call) tools.Result {
+		for _, w := range want {
+			tg, _ := gate.Decide(ctx, egress.Caller{Call: c.ID, Session: "s1"}, w.host, 443)
+			got = append(got, tg.Decision.By)
+		}
+		return tools.Result{}
+	})
+	h(context.Background(), &tools.Call{ID: "c1", Session: tools.NewSession("s1", t.TempDir())})
+	// After the call: the non-interactive answer.
+	tg, _ := gate.Decide(context.Background(), egress.Caller{Call: "c1"}, "late.example", 443)
+	got = append(got, tg.Decision.By)
+	for i, w := range append(want, struct{ host, by string }{"late.example", "non-interactive"}) {
+		if got[i] != w.by {
+			t.Errorf("%s: decided by %q; want %q", w.host, got[i], w.by)
+		}
+	}
+}
+
+// A proxy that could not start is reported as such (with its cause),
+// not as an engine to start.
+func TestSandboxErrorNamesTheEgressProxy(t *testing.T) {
+	cause := errors.New("mkdir /tmp/x/agentbox-egress-1: not a directory")
+	err := sandboxError(fmt.Errorf("%w: %w: socket directory: %w", sandbox.ErrUnavailable, sandbox.ErrNoEgress, cause))
+	var te *tools.ToolError
+	if !errors.As(err, &te) || !strings.Contains(te.Message, "egress proxy, and it could not start (socket directory: mkdir /tmp/x/agentbox-egress-1: not a directory)") ||
+		strings.Contains(te.Message, "engine start") {
+		t.Fatalf("%v", err)
+	}
+	if err := sandboxError(sandbox.ErrUnavailable); !strings.Contains(err.Error(), "engine start") {
+		t.Fatalf("engine unavailable: %v", err)
 	}
 }
