@@ -60,14 +60,15 @@ func TestBoundaryReadOnlyWorkspace(t *testing.T) {
 
 // TestBoundaryReadOnlyThroughTools: a program an operator wrongly lists
 // in classifier.read_only runs without approval and without a snapshot —
-// and every write it tries fails with EROFS.
+// and every write it tries fails with EROFS. (Contained commands are not
+// auto-allowed here, so a command that is not read-only is refused.)
 func TestBoundaryReadOnlyThroughTools(t *testing.T) {
 	ws := newWorkspace(t)
 	must(t, os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("keep me\n"), 0o644))
 	must(t, os.Chown(filepath.Join(ws, "notes.txt"), wsUID, wsGID))
 	state := t.TempDir()
 	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
-	must(t, os.WriteFile(cfgFile, []byte("classifier:\n  read_only: [touch, rm, cp, tee]\nsandbox:\n  image: agentbox/host\n  pool_size: 0\n"), 0o644))
+	must(t, os.WriteFile(cfgFile, []byte("classifier:\n  read_only: [touch, rm, cp, tee]\ntools:\n  auto_allow_sandboxed: false\nsandbox:\n  image: agentbox/host\n  pool_size: 0\n"), 0o644))
 	before := tree(t, ws)
 	for _, cmd := range []string{"touch created.txt", "rm -f notes.txt", "cp notes.txt copy.txt", "jobs -x rm -f notes.txt"} {
 		out, err := runAgentbox(t, ws, state, cfgFile, "tool", "Bash", fmt.Sprintf(`{"command":%q}`, cmd), "--json")

@@ -281,12 +281,14 @@ func (s *Server) event(c Caller, kind string, start time.Time) Event {
 // refuse writes the refusal as an HTTP 403 (400 for malformed requests,
 // 502 when the destination did not answer) and audits it.
 func (s *Server) refuse(w io.Writer, ev Event, r *Refusal) {
-	WriteRefusal(w, r)
 	ev.Decision, ev.Reason = "deny", r.Reason
 	if ev.By == "" {
 		ev.By = "proxy"
 	}
+	// Recorded before the client hears of it: a command that exits on the
+	// refusal must find it in its call's network summary.
 	s.finish(ev)
+	WriteRefusal(w, r)
 }
 
 // WriteRefusal writes r as a complete HTTP response that closes the
