@@ -200,10 +200,10 @@ func (d *demo) dangerous(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if u.isError {
-		return "", fmt.Errorf("Undo %s: %s", id, u.text)
+		return "", fmt.Errorf("the Undo tool on %s: %s", id, u.text)
 	}
 	if _, err := os.Stat(d.path("calc.sh")); err != nil {
-		return "", fmt.Errorf("Undo did not bring calc.sh back: %v", err)
+		return "", fmt.Errorf("the Undo tool did not bring calc.sh back: %v", err)
 	}
 	return fmt.Sprintf("`%s` ran without asking (contained, journaled as %s); Undo brought calc.sh back", command, id), nil
 }

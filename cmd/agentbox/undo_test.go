@@ -32,11 +32,11 @@ func journalWrite(t *testing.T, st *snapshot.Store, ws, session, tool, summary, 
 func TestHistoryMarksUndone(t *testing.T) {
 	ws, st := snapshotFixture(t)
 	e1 := journalWrite(t, st, ws, "s1", "Bash", "Bash: echo hi > a.txt", "a.txt", "hi\n")
-	out, _, err := runCLI(t, "--workspace", ws, "undo", e1.ID)
+	_, _, err := runCLI(t, "--workspace", ws, "undo", e1.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, _, err = runCLI(t, "--workspace", ws, "history")
+	out, _, err := runCLI(t, "--workspace", ws, "history")
 	if err != nil {
 		t.Fatal(err)
 	}
