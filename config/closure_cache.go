@@ -136,3 +136,11 @@ func (c *Closure) walkAffected(root *os.Root, paths map[string]bool) bool {
 	}
 	return false
 }
+
+// Reuses reports how many Gets returned the kept closure (for tests and
+// logs).
+func (k *ClosureCache) Reuses() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.reuses
+}
