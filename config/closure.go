@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // The host-run closure.
@@ -49,6 +50,15 @@ type Closure struct {
 	notes []string
 	// targets maps a symlink with a protected name to where it resolves.
 	targets map[string]string
+
+	// What it was computed from (closure_deps.go): the recorded
+	// observations, the walk's findings, and whether they can vouch for
+	// it later (racy: a file read changed too recently; blind: an
+	// observation failed in a way that may change without a trace).
+	obs         []observation
+	walk        walkState
+	racy, blind bool
+	ws          string
 }
 
 // ClosureOptions select what Protection.Closure computes.
@@ -75,11 +85,17 @@ const maxWalk = 2_000_000
 // Closure computes the host-run closure of the workspace root opens. It
 // never fails: what it cannot read it protects conservatively and notes.
 func (p Protection) Closure(root *os.Root, opts ClosureOptions) *Closure {
-	c := &Closure{prot: p, isGitDir: opts.IsGitDir, paths: map[string]string{}, present: map[string]bool{}, targets: map[string]string{}}
+	c := &Closure{prot: p, isGitDir: opts.IsGitDir, paths: map[string]string{}, present: map[string]bool{}, targets: map[string]string{}, ws: opts.Workspace}
 	if root == nil {
+		c.blind = true
 		return c
 	}
-	b := closureBuilder{c: c, root: root, ws: opts.Workspace}
+	b := closureBuilder{c: c, root: &obsRoot{r: root, start: time.Now()}, ws: opts.Workspace}
+	if opts.IsGitDir != nil {
+		// The build's own git-directory test records what it looked at;
+		// the answer is the caller's test's.
+		c.isGitDir = b.gitDirObserved(opts.IsGitDir)
+	}
 	b.git()
 	b.npmHooks()
 	b.hookConfigs()
@@ -90,7 +106,24 @@ func (p Protection) Closure(root *os.Root, opts ClosureOptions) *Closure {
 		b.rootLinks()
 	}
 	b.resolveLinks()
+	c.obs, c.racy, c.blind = b.root.obs, b.root.racy, b.root.blind
+	c.isGitDir = opts.IsGitDir
 	return c
+}
+
+// gitDirObserved wraps the git-directory test real so that the entries it
+// looks for (see GitDirTest) are recorded as observations of the build.
+func (b *closureBuilder) gitDirObserved(real func(string) bool) func(string) bool {
+	seen := map[string]bool{}
+	return func(dir string) bool {
+		if !seen[dir] {
+			seen[dir] = true
+			for _, name := range gitDirNames {
+				b.root.Lstat(dir + "/" + name)
+			}
+		}
+		return real(dir)
+	}
 }
 
 // Match reports whether the workspace-relative path rel is protected — by
@@ -166,7 +199,7 @@ func (c *Closure) HookRunner() string { return c.hooks }
 // closureBuilder computes one Closure.
 type closureBuilder struct {
 	c    *Closure
-	root *os.Root
+	root *obsRoot
 	ws   string
 	// links are the symlinks with a protected name the walk found.
 	links []string
@@ -199,15 +232,11 @@ func (b *closureBuilder) failClosed(format string, args ...any) {
 func (b *closureBuilder) read(rel string) ([]byte, error) {
 	// Non-blocking: a FIFO planted at a trigger's name must not hang
 	// the decision (it is then refused as not a regular file).
-	f, err := b.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, st, err := b.root.open(rel, false)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a regular file", rel)
 	}
@@ -270,34 +299,59 @@ func (b *closureBuilder) rootLinks() {
 
 // walk visits the whole tree once (names and types only, symlinks not
 // followed, .git and node_modules directories not entered): every symlink with a protected
-// name is recorded for resolveLinks and every .envrc is read.
+// name is recorded for resolveLinks and every .envrc is read. Its
+// listings are not recorded as observations (ClosureCache checks them
+// with an entry-change feed); the entries it acts on are (walkState).
 func (b *closureBuilder) walk() {
+	w := &b.c.walk
+	w.done, w.marks = true, map[string]bool{}
 	n := 0
+	err := walkTree(b.root.r, ".", &n, func(p string, d fs.DirEntry) {
+		if !walkActs(p, d.Type(), b.linkName) {
+			return
+		}
+		w.marks[p] = true
+		if d.Type()&fs.ModeSymlink != 0 {
+			b.link(p)
+		}
+		if d.Name() == ".envrc" {
+			b.direnvAt(p)
+		}
+		if d.Name() == ".git" {
+			b.gitAt(path.Dir(p)) // a nested repository: its hooks run too
+		}
+	})
+	if err != nil {
+		w.partial = true
+	}
+	if errors.Is(err, errWalkLimit) {
+		b.failClosed("the workspace has more than %d entries: symlinked protected names and .envrc files past that were not looked at", maxWalk)
+	}
+}
+
+// walkTree calls act for every entry beneath dir (names and types only,
+// symlinks not followed, .git and node_modules directories not entered:
+// .git has its own rules; node_modules holds installed packages, the
+// agent's work product like the source (see the docs), and no host
+// program opens a project or enters a directory there). n counts the
+// entries against maxWalk. A directory that cannot be listed is skipped
+// and reported (errWalkBlind) after the rest is visited.
+func walkTree(root *os.Root, dir string, n *int, act func(p string, d fs.DirEntry)) error {
+	var blind error
 	var visit func(dir string) error
 	visit = func(dir string) error {
-		ents, err := b.readDir(dir)
+		ents, err := listDir(root, dir)
 		if err != nil {
-			return nil // unreadable directory: nothing of it is known
+			blind = errWalkBlind // unreadable directory: nothing of it is known
+			return nil
 		}
 		for _, d := range ents {
-			if n++; n > maxWalk {
+			if *n++; *n > maxWalk {
 				return errWalkLimit
 			}
 			p := path.Join(dir, d.Name())
-			if d.Type()&fs.ModeSymlink != 0 {
-				b.link(p)
-			}
-			if d.Name() == ".envrc" && p != ".envrc" {
-				b.direnvAt(p)
-			}
-			if d.Name() == ".git" && dir != "." {
-				b.gitAt(dir) // a nested repository: its hooks run too
-			}
+			act(p, d)
 			if d.IsDir() && d.Name() != ".git" && d.Name() != "node_modules" {
-				// .git: its own rules. node_modules: installed packages,
-				// the agent's work product like the source (see the
-				// docs); no host program opens a project or enters a
-				// directory there.
 				if err := visit(p); err != nil {
 					return err
 				}
@@ -305,18 +359,31 @@ func (b *closureBuilder) walk() {
 		}
 		return nil
 	}
-	err := visit(".")
-	if errors.Is(err, errWalkLimit) {
-		b.failClosed("the workspace has more than %d entries: symlinked protected names and .envrc files past that were not looked at", maxWalk)
+	if err := visit(dir); err != nil {
+		return err
 	}
+	return blind
 }
+
+var errWalkBlind = errors.New("a directory could not be listed")
 
 var errWalkLimit = errors.New("walk limit")
 
 // readDir lists a directory beneath the root, opened non-blocking as a
 // directory (a FIFO swapped in never hangs the walk).
 func (b *closureBuilder) readDir(rel string) ([]fs.DirEntry, error) {
-	f, err := b.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_DIRECTORY, 0)
+	f, _, err := b.root.open(rel, true)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.ReadDir(-1)
+}
+
+// listDir lists a directory beneath root like closureBuilder.readDir,
+// without recording it.
+func listDir(root *os.Root, rel string) ([]fs.DirEntry, error) {
+	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_DIRECTORY, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -327,6 +394,15 @@ func (b *closureBuilder) readDir(rel string) ([]fs.DirEntry, error) {
 // link records the symlink rel when its name is protected or is a
 // directory a protected pattern reaches into (.cargo of .cargo/config.toml).
 func (b *closureBuilder) link(rel string) {
+	if b.linkName(rel) {
+		b.links = append(b.links, rel)
+	}
+}
+
+// linkName reports whether a symlink at rel is one resolveLinks follows:
+// its name is protected or is a directory a protected pattern reaches
+// into.
+func (b *closureBuilder) linkName(rel string) bool {
 	if b.prefixes == nil {
 		b.prefixes = map[string]bool{}
 		for _, pat := range b.c.prot.patterns {
@@ -336,9 +412,8 @@ func (b *closureBuilder) link(rel string) {
 			}
 		}
 	}
-	if _, ok := b.c.prot.Match(rel, b.c.isGitDir); ok || b.prefixes[path.Base(rel)] {
-		b.links = append(b.links, rel)
-	}
+	_, ok := b.c.prot.Match(rel, b.c.isGitDir)
+	return ok || b.prefixes[path.Base(rel)]
 }
 
 // resolveLinks protects the target of every symlink with a protected name
@@ -441,6 +516,9 @@ func (c *Config) Closure(shallow bool) *Closure {
 	return prot.Closure(root, ClosureOptions{Workspace: c.Workspace, IsGitDir: GitDirTest(c.Workspace), Shallow: shallow})
 }
 
+// gitDirNames are the entries that make a directory git-like (GitDirTest).
+var gitDirNames = []string{"HEAD", "objects", "refs"}
+
 // GitDirTest returns the git-directory test of Protection.Match for the
 // workspace ws: a directory with a HEAD, objects or refs entry, looked up
 // beneath ws (os.Root), memoized. Safe for concurrent use.
@@ -455,7 +533,7 @@ func GitDirTest(ws string) func(dir string) bool {
 		}
 		v := false
 		if root, err := os.OpenRoot(ws); err == nil {
-			for _, name := range []string{"HEAD", "objects", "refs"} {
+			for _, name := range gitDirNames {
 				if _, err := root.Lstat(dir + "/" + name); err == nil {
 					v = true
 					break

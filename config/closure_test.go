@@ -373,7 +373,7 @@ func FuzzDirenv(f *testing.F) {
 	f.Fuzz(func(t *testing.T, envrc []byte) {
 		_, root := plant(t, map[string]string{"a/.envrc": string(envrc), "a/.env.x": "1"})
 		c := defaultProtection().Closure(root, ClosureOptions{Shallow: true})
-		b := closureBuilder{c: c, root: root}
+		b := closureBuilder{c: c, root: &obsRoot{r: root}}
 		b.direnvAt("a/.envrc")
 		if _, ok := c.Match("a/.envrc"); !ok {
 			t.Fatal(".envrc itself must stay protected")

@@ -31,13 +31,16 @@ func Policy(cfg *config.Config) GCPolicy {
 // (config.Closure) computed from the workspace when the returned
 // function's first path is judged: once per call, at the moment of use.
 func ProtectConfig(cfg *config.Config) func() ProtectFunc {
+	return ProtectClosure(func() *config.Closure { return cfg.Closure(false) })
+}
+
+// ProtectClosure is ProtectConfig with the closure from get (a
+// config.ClosureCache's Get), asked once per call when its first path is
+// judged.
+func ProtectClosure(get func() *config.Closure) func() ProtectFunc {
 	return func() ProtectFunc {
-		var once sync.Once
-		var c *config.Closure
-		return func(rel string) (string, bool) {
-			once.Do(func() { c = cfg.Closure(false) })
-			return c.Match(rel)
-		}
+		c := onceClosure(get)
+		return func(rel string) (string, bool) { return c().Match(rel) }
 	}
 }
 
@@ -45,13 +48,25 @@ func ProtectConfig(cfg *config.Config) func() ProtectFunc {
 // (config.Closure.Judge): package.json while a hook runner is present,
 // the todo lists of a half-done rebase or cherry-pick.
 func ContentConfig(cfg *config.Config) func() ContentFunc {
+	return ContentClosure(func() *config.Closure { return cfg.Closure(true) })
+}
+
+// ContentClosure is ContentConfig with the closure from get, asked once
+// per call when its first path is judged.
+func ContentClosure(get func() *config.Closure) func() ContentFunc {
 	return func() ContentFunc {
-		var once sync.Once
-		var c *config.Closure
-		return func(rel string) func(old, new []byte) (string, bool) {
-			once.Do(func() { c = cfg.Closure(true) })
-			return c.Judge(rel)
-		}
+		c := onceClosure(get)
+		return func(rel string) func(old, new []byte) (string, bool) { return c().Judge(rel) }
+	}
+}
+
+// onceClosure calls get on its first use and keeps the result.
+func onceClosure(get func() *config.Closure) func() *config.Closure {
+	var once sync.Once
+	var c *config.Closure
+	return func() *config.Closure {
+		once.Do(func() { c = get() })
+		return c
 	}
 }
 

@@ -37,8 +37,9 @@ type ContentPreview interface {
 // every mode — bypassPermissions included — unless an explicit allow rule
 // matched the call; in dontAsk mode it is refused. A protected path is
 // one a host program may run or load (config.Protection) or one that a
-// present trigger runs or loads (config.Closure, computed once per call
-// from the workspace); a content-judged path (package.json while a hook
+// present trigger runs or loads (config.Closure of the workspace at the
+// call; the composition root keeps it while nothing it depends on
+// changed, config.ClosureCache); a content-judged path (package.json while a hook
 // runner is present) asks only when the call's new content changes a
 // protected part (ContentPreview; unknown content asks). The question
 // says why. The path is checked as written and as it resolves beneath the

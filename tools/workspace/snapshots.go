@@ -25,9 +25,16 @@ type Snapshots struct {
 	store *snapshot.Store
 
 	// opened is store once open, read without mu (which an opening holds).
-	opened atomic.Pointer[snapshot.Store]
-	fmu    sync.Mutex
-	feed   *snapshot.EntryChanges // the sandbox's entry changes (entryChanges)
+	opened  atomic.Pointer[snapshot.Store]
+	feed    subscription // the sandbox's entry changes (entryChanges)
+	cfeed   subscription // the closure cache's (closureChanges)
+	closure *config.ClosureCache
+}
+
+// subscription is one subscriber's entry-change feed of the store.
+type subscription struct {
+	mu sync.Mutex
+	f  *snapshot.EntryChanges
 }
 
 // NewSnapshots returns the (not yet opened) store of cfg's workspace;
@@ -36,8 +43,15 @@ func NewSnapshots(cfg *config.Config, log *slog.Logger) *Snapshots {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Snapshots{cfg: cfg, log: log}
+	l := &Snapshots{cfg: cfg, log: log}
+	l.closure = cfg.ClosureCache(l.closureChanges)
+	return l
 }
+
+// Closure is the host-run closure of the workspace now
+// (config.ClosureCache over the store's entry changes): what the Write and
+// Edit question and the store's guard judge against.
+func (l *Snapshots) Closure() *config.Closure { return l.closure.Get() }
 
 // Snapshots is the workspace's snapshot store, the one every call of
 // this Tools is journaled in.
@@ -128,7 +142,9 @@ func (l *Snapshots) get(ctx context.Context) (*snapshot.Store, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.store == nil {
-		st, err := snapshot.OpenConfig(ctx, l.cfg, snapshot.WithLogger(l.log))
+		st, err := snapshot.OpenConfig(ctx, l.cfg, snapshot.WithLogger(l.log),
+			snapshot.WithProtection(snapshot.ProtectClosure(l.closure.Get)),
+			snapshot.WithContentProtection(snapshot.ContentClosure(l.closure.Get)))
 		if err != nil {
 			return nil, err
 		}
@@ -144,10 +160,18 @@ func (l *Snapshots) get(ctx context.Context) (*snapshot.Store, error) {
 // the first call after that subscribes and still says no (the sandbox
 // walks once, after the subscription began); later calls return what the
 // watcher saw since the previous one, or no when it lost events.
-func (l *Snapshots) entryChanges() (map[string]bool, bool) {
-	l.fmu.Lock()
-	defer l.fmu.Unlock()
-	if l.feed == nil {
+func (l *Snapshots) entryChanges() (map[string]bool, bool) { return l.take(&l.feed) }
+
+// closureChanges is the closure cache's entry-change feed
+// (config.ChangeFeed), with the rules of entryChanges.
+func (l *Snapshots) closureChanges() (map[string]bool, bool) { return l.take(&l.cfeed) }
+
+// take subscribes sub once the store is open with a watcher (and says no
+// then), and later returns what the watcher saw since the previous take.
+func (l *Snapshots) take(sub *subscription) (map[string]bool, bool) {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	if sub.f == nil {
 		st := l.opened.Load()
 		if st == nil {
 			return nil, false
@@ -156,21 +180,23 @@ func (l *Snapshots) entryChanges() (map[string]bool, bool) {
 		if err != nil {
 			return nil, false
 		}
-		l.feed = f
+		sub.f = f
 		return nil, false
 	}
-	paths, lost := l.feed.Take()
+	paths, lost := sub.f.Take()
 	return paths, lost == ""
 }
 
 // Close closes the store if it was opened.
 func (l *Snapshots) Close() error {
-	l.fmu.Lock()
-	if l.feed != nil {
-		l.feed.Close()
-		l.feed = nil
+	for _, sub := range []*subscription{&l.feed, &l.cfeed} {
+		sub.mu.Lock()
+		if sub.f != nil {
+			sub.f.Close()
+			sub.f = nil
+		}
+		sub.mu.Unlock()
 	}
-	l.fmu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.store != nil {

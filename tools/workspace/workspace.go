@@ -231,7 +231,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Tools, error)
 			DefaultTimeout: cfg.Sandbox.DefaultTimeout,
 			MaxTimeout:     cfg.Sandbox.MaxTimeout,
 		},
-		Protection:    func() tools.Protection { return cfg.Closure(false) },
+		Protection:    func() tools.Protection { return s.snaps.Closure() },
 		MaxInputBytes: cfg.Tools.MaxInputBytes,
 		Parallelism:   cfg.Tools.Parallelism,
 		Logger:        log,
