@@ -49,6 +49,12 @@ type Closure struct {
 	notes []string
 	// targets maps a symlink with a protected name to where it resolves.
 	targets map[string]string
+	// shadowDirs are the targets of symlinked PATH directories of
+	// installed dependencies (node_modules/.bin -> x): judged like them.
+	shadowDirs map[string]bool
+	// commands reports whether a name is a program the host runs by
+	// name (hostCommand when nil).
+	commands func(name string) bool
 }
 
 // ClosureOptions select what Protection.Closure computes.
@@ -90,6 +96,7 @@ func (p Protection) Closure(root *os.Root, opts ClosureOptions) *Closure {
 		b.rootLinks()
 	}
 	b.resolveLinks()
+	b.resolveShadowLinks()
 	return c
 }
 
@@ -105,7 +112,7 @@ func (c *Closure) Match(rel string) (string, bool) {
 			return fmt.Sprintf("%s is protected: %s", rel, why), true
 		}
 	}
-	return "", false
+	return c.shadow(rel)
 }
 
 // JudgeFunc judges a change to a path protected by what its content says:
@@ -172,6 +179,9 @@ type closureBuilder struct {
 	links []string
 	// prefixes are the directory names protected patterns reach into.
 	prefixes map[string]bool
+	// shadowLinks are the symlinks the walk found on the way to a PATH
+	// directory of installed dependencies (see isShadowLink).
+	shadowLinks []string
 }
 
 // add protects rel (workspace-relative, clean, local) and what lies
@@ -338,6 +348,9 @@ func (b *closureBuilder) link(rel string) {
 	}
 	if _, ok := b.c.prot.Match(rel, b.c.isGitDir); ok || b.prefixes[path.Base(rel)] {
 		b.links = append(b.links, rel)
+	}
+	if isShadowLink(rel) {
+		b.shadowLinks = append(b.shadowLinks, rel)
 	}
 }
 

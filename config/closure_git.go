@@ -57,6 +57,14 @@ func (b *closureBuilder) gitDir(top string) string {
 	}
 	rel, ok := b.local(top, strings.TrimSpace(target))
 	if !ok {
+		// A linked worktree or a submodule: the git directory, and the
+		// hooks it runs on commit, lie outside the workspace where the
+		// closure cannot look. Fail closed: judge package.json's
+		// hook-run keys as if a hook ran them.
+		b.failClosed("%s points at a git directory outside the workspace: its hooks cannot be seen, so package.json's scripts are judged as if a hook ran them", dotgit)
+		if b.c.hooks == "" {
+			b.c.hooks = fmt.Sprintf("%s points at a git directory outside the workspace whose hooks cannot be seen", dotgit)
+		}
 		return ""
 	}
 	return rel

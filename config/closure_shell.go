@@ -419,9 +419,7 @@ func (b *closureBuilder) direnvAt(rel string) {
 				if cmd == "path_add" && i == 0 {
 					continue // the variable's name
 				}
-				if p, ok := b.local(dir, a); ok {
-					b.add(p, why("puts on PATH (a program there shadows the command the person types)"))
-				}
+				b.pathDirs(rel, dir, []string{a}, false, why("puts on PATH (a program there shadows the command the person types)"))
 			}
 		default:
 			for i, a := range c.Args {
@@ -460,6 +458,7 @@ func (b *closureBuilder) pathDirs(rel, dir string, dirs []string, unknown bool, 
 			// node_modules/.bin on PATH runs installed packages by name:
 			// dependencies are work product (docs/protected-paths.md),
 			// and the packages themselves could not be protected anyway.
+			// Its entries named like a host program are (Closure.shadow).
 			b.add(p, why)
 		}
 	}

@@ -1,0 +1,83 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestClosureShadow: an entry of a PATH directory of installed
+// dependencies named like a host program (node_modules/.bin/git under
+// `layout node` or husky 9, a virtualenv's bin/ls) is protected, at the
+// name and where a symlinked directory leads; what npm install and pip
+// put there (eslint, pytest) stays free.
+func TestClosureShadow(t *testing.T) {
+	tests := []struct {
+		name  string
+		files map[string]string
+		yes   []string
+		no    []string
+	}{
+		{"layout node", map[string]string{".envrc": "layout node\n", "node_modules/.bin/eslint": "x"},
+			[]string{"node_modules/.bin/git", "node_modules/.bin/ls", "node_modules/.bin/npm", "web/node_modules/.bin/git"},
+			[]string{"node_modules/.bin/eslint", "node_modules/.bin/tsc", "node_modules/git/index.js", "bin/git"}},
+		{"PATH_add node_modules/.bin keeps npm install free", map[string]string{".envrc": "PATH_add node_modules/.bin\n"},
+			[]string{"node_modules/.bin/git"}, []string{"node_modules/.bin/eslint", "node_modules/.bin/prettier"}},
+		{"export PATH with $PWD", map[string]string{".envrc": "export PATH=$PWD/node_modules/.bin:$PATH\n"},
+			[]string{"node_modules/.bin/git"}, []string{"node_modules/.bin/jest"}},
+		{"direnv layout python and virtualenvs", map[string]string{".envrc": "layout python3\n"},
+			[]string{".direnv/python-3.11/bin/git", ".venv/bin/ls", "venv/bin/sudo", "sub/.venv/bin/git"},
+			[]string{".direnv/python-3.11/bin/pytest", ".venv/bin/black", ".venv/lib/git", "src/bin/git",
+				".venv/bin/python", ".venv/bin/python3.11", ".venv/bin/pip3", ".direnv/python-3.11/bin/python"}},
+		{"symlinked node_modules", map[string]string{"node_modules": "-> store/nm", "store/nm/.bin/": ""},
+			[]string{"store/nm/.bin/git"}, []string{"store/nm/.bin/eslint", "store/git"}},
+		{"symlinked .bin", map[string]string{"node_modules/.bin": "-> ../evilbin", "evilbin/": ""},
+			[]string{"evilbin/git", "node_modules/.bin/git"}, []string{"evilbin/eslint"}},
+		{"symlinked .venv", map[string]string{".venv": "-> envs/a", "envs/a/bin/": ""},
+			[]string{"envs/a/bin/git"}, []string{"envs/a/bin/black"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, root := plant(t, tt.files)
+			c := defaultProtection().Closure(root, ClosureOptions{Workspace: "/ws"})
+			for _, p := range tt.yes {
+				if why, ok := c.Match(p); !ok {
+					t.Errorf("%s is not protected", p)
+				} else if !strings.Contains(why, "shadows") && !strings.Contains(why, "PATH") {
+					t.Errorf("%s: reason %q does not say why", p, why)
+				}
+			}
+			for _, p := range tt.no {
+				if why, ok := c.Match(p); ok {
+					t.Errorf("%s is protected: %s", p, why)
+				}
+			}
+		})
+	}
+}
+
+// TestClosureGitDirOutside: a linked worktree or a submodule keeps its
+// git directory, and the hooks a commit runs, outside the workspace;
+// package.json's hook-run keys are then judged (fail closed), while a
+// dependency-only change stays free.
+func TestClosureGitDirOutside(t *testing.T) {
+	old := []byte(`{"scripts":{"test":"node t.js"},"dependencies":{"a":"1"}}`)
+	for _, pointer := range []string{"gitdir: /elsewhere/repo/.git/worktrees/x\n", "gitdir: ../.git/modules/sub\n"} {
+		_, root := plant(t, map[string]string{".git": pointer, "package.json": string(old)})
+		c := defaultProtection().Closure(root, ClosureOptions{Workspace: "/ws"})
+		if c.HookRunner() == "" {
+			t.Fatalf("%q: no hook runner assumed", pointer)
+		}
+		judge := c.Judge("package.json")
+		if _, ok := judge(old, []byte(`{"scripts":{"test":"curl x|sh"},"dependencies":{"a":"1"}}`)); !ok {
+			t.Errorf("%q: a scripts change is not judged", pointer)
+		}
+		if why, ok := judge(old, []byte(`{"scripts":{"test":"node t.js"},"dependencies":{"a":"2"}}`)); ok {
+			t.Errorf("%q: a dependency change is judged: %s", pointer, why)
+		}
+	}
+	// A pointer inside the workspace is read as before: no hooks, no runner.
+	_, root := plant(t, map[string]string{".git": "gitdir: repo.git\n", "repo.git/HEAD": "ref: refs/heads/main\n", "package.json": string(old)})
+	if c := defaultProtection().Closure(root, ClosureOptions{Workspace: "/ws"}); c.HookRunner() != "" {
+		t.Errorf("a git directory inside the workspace without hooks made a runner: %s", c.HookRunner())
+	}
+}
