@@ -208,9 +208,19 @@ func (b *closureBuilder) shellNames(file string, src []byte, dir, why string) {
 	}
 	for _, c := range calls {
 		for i, a := range c.Args {
-			if c.Literal[i] {
-				b.addFile(dir, a, why)
+			if !c.Literal[i] {
+				continue
 			}
+			if c.runsFile(i) {
+				// Run or sourced: protected before it exists, as an
+				// optional local hook (`[ -x scripts/local ] &&
+				// ./scripts/local`) is planted, not changed.
+				if rel, ok := b.local(dir, a); ok {
+					b.add(rel, why)
+				}
+				continue
+			}
+			b.addFile(dir, a, why)
 		}
 		for _, v := range c.Values {
 			b.addFile(dir, v, why)
@@ -218,6 +228,29 @@ func (b *closureBuilder) shellNames(file string, src []byte, dir, why string) {
 		b.taskFiles(dir, c, why)
 		b.packageRunner(file, c)
 	}
+}
+
+// fileRunners run or source the file their first argument names.
+var fileRunners = []string{".", "source", "sh", "bash", "dash", "zsh", "exec", "node", "python", "python3", "perl", "ruby"}
+
+// runsFile reports whether the call's argument i names a file the call
+// runs or sources, or one a test checks before running it: a command
+// given as a path (./scripts/x), the first argument of `.`, `source` or an
+// interpreter, or the operand of test/[ -f, -x, -e, -r, -s.
+func (c ShellCall) runsFile(i int) bool {
+	a := c.Args[i]
+	if strings.HasPrefix(a, "-") || a == "]" || a == "]]" {
+		return false
+	}
+	switch {
+	case i == 0:
+		return strings.Contains(a, "/")
+	case i == 1 && c.Literal[0] && slices.Contains(fileRunners, path.Base(c.Args[0])):
+		return true
+	case c.Literal[0] && (c.Args[0] == "[" || c.Args[0] == "test" || c.Args[0] == "[["):
+		return slices.Contains([]string{"-f", "-x", "-e", "-r", "-s"}, c.Args[i-1])
+	}
+	return false
 }
 
 // packageRunners read package.json's scripts when they run (npm test,

@@ -113,3 +113,39 @@ func TestHostRunClosureWorktreeScripts(t *testing.T) {
 		t.Errorf("a dependency-only change in a worktree was held: %+v", r)
 	}
 }
+
+// TestHostRunClosureOptionalHook: the owner's pre-commit hook runs a local
+// hook only when it exists (`[ -x tools/local-hook ] && ./tools/local-hook`).
+// Planting that file, which did not exist, ran it on the owner's commit.
+func TestHostRunClosureOptionalHook(t *testing.T) {
+	h := newHREnv(t)
+	h.put(t, ".git/hooks/pre-commit", "#!/bin/sh\n[ -x tools/local-hook ] && ./tools/local-hook\nexit 0\n", 0o755)
+	h.put(t, "README", "x\n", 0o644)
+	h.commitAll(t, "init")
+	commit := func(name string) {
+		h.put(t, name, "x\n", 0o644)
+		h.git(t, "add", name)
+		h.git(t, "commit", "-q", "-m", name)
+	}
+	control := h.marker("control")
+	h.put(t, "tools/local-hook", "#!/bin/sh\ntouch "+control+"\n", 0o755)
+	commit("a")
+	if !exists(control) {
+		t.Fatal("control: the hook did not run tools/local-hook; the test proves nothing")
+	}
+	must(t, os.RemoveAll(filepath.Join(h.ws, "tools")))
+
+	evil := h.marker("pwned")
+	script := "#!/bin/sh\ntouch " + evil + "\n"
+	h.plantByWrite(t, "tools/local-hook", script)
+	if r := h.tool(t, "Bash", map[string]any{"command": "mkdir -p tools && printf '%s' " + shellQuote(script) + " > tools/local-hook && chmod +x tools/local-hook"}); r.OK && !r.Reverted {
+		t.Errorf("shell plant of tools/local-hook was neither refused nor reverted: %+v", r)
+	}
+	if exists(filepath.Join(h.ws, "tools/local-hook")) {
+		t.Error("the planted tools/local-hook stayed")
+	}
+	commit("b")
+	if exists(evil) {
+		t.Fatal("the owner's commit ran the hook the agent planted")
+	}
+}

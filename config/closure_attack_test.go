@@ -81,3 +81,24 @@ func TestClosureGitDirOutside(t *testing.T) {
 		t.Errorf("a git directory inside the workspace without hooks made a runner: %s", c.HookRunner())
 	}
 }
+
+// TestClosureOptionalHook: a hook that runs or sources a file only when it
+// exists (`[ -x tools/local ] && ./tools/local`) protects the file before
+// it exists; a directory or word the hook merely mentions stays free.
+func TestClosureOptionalHook(t *testing.T) {
+	_, root := plant(t, map[string]string{
+		".git/HEAD":             "ref: refs/heads/main\n",
+		".git/hooks/pre-commit": "#!/bin/sh\n[ -x tools/local-hook ] && ./tools/local-hook\ntest -f ci/extra.sh && . ci/extra.sh\nif [ -e more.sh ]; then sh more.sh; fi\nnode hooks/check.js\neslint src\n",
+	})
+	c := defaultProtection().Closure(root, ClosureOptions{Workspace: "/ws"})
+	for _, p := range []string{"tools/local-hook", "ci/extra.sh", "more.sh", "hooks/check.js"} {
+		if _, ok := c.Match(p); !ok {
+			t.Errorf("%s (run by the hook once it exists) is not protected", p)
+		}
+	}
+	for _, p := range []string{"src", "src/a.js", "tools/other", "eslint"} {
+		if why, ok := c.Match(p); ok {
+			t.Errorf("%s is protected: %s", p, why)
+		}
+	}
+}
