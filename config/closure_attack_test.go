@@ -102,3 +102,66 @@ func TestClosureOptionalHook(t *testing.T) {
 		}
 	}
 }
+
+// TestClosureRunGlobs: a trigger that runs or sources every file a glob
+// matches (`for f in env.d/*.sh; do . "$f"; done` in .envrc, a hook
+// dispatching to hooks.d/*) protects the directory and the matches; a
+// glob a tool only works on (`eslint src/*.js`) protects nothing.
+func TestClosureRunGlobs(t *testing.T) {
+	tests := []struct {
+		name  string
+		files map[string]string
+		yes   []string
+		no    []string
+	}{
+		{"envrc sources a directory", map[string]string{".envrc": "for f in env.d/*.sh; do . \"$f\"; done\n", "env.d/a.sh": "x"},
+			[]string{"env.d/a.sh", "env.d/evil.sh"}, []string{"src/a.sh"}},
+		{"envrc source_env loop", map[string]string{".envrc": "for f in conf/*.env; do\n  [ -f \"$f\" ] && dotenv \"$f\"\ndone\n"},
+			[]string{"conf/x.env"}, nil},
+		{"hook dispatches to a directory", map[string]string{".husky/pre-commit": "for h in scripts/hooks.d/*; do \"$h\" || exit 1; done\n", "scripts/hooks.d/a": "x"},
+			[]string{"scripts/hooks.d/a", "scripts/hooks.d/b"}, []string{"scripts/other.sh"}},
+		{"root glob protects its matches", map[string]string{".envrc": "for f in ./*.envsh; do source \"$f\"; done\n", "a.envsh": "x"},
+			[]string{"a.envsh"}, []string{"b.txt"}},
+		{"a tool's glob is not run", map[string]string{".husky/pre-commit": "eslint src/*.js\nfor f in src/*.js; do echo \"$f\"; done\nprettier --check 'lib/**/*.ts'\n", "src/a.js": "x"},
+			nil, []string{"src/a.js", "src", "lib/x.ts"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, root := plant(t, tt.files)
+			c := defaultProtection().Closure(root, ClosureOptions{Workspace: "/ws"})
+			for _, p := range tt.yes {
+				if _, ok := c.Match(p); !ok {
+					t.Errorf("%s is not protected (notes %v)", p, c.Notes())
+				}
+			}
+			for _, p := range tt.no {
+				if why, ok := c.Match(p); ok {
+					t.Errorf("%s is protected: %s", p, why)
+				}
+			}
+		})
+	}
+}
+
+// FuzzRunGlobs: any script parses or is refused without a panic, every
+// glob listed is a glob, and the closure built over it never protects
+// the workspace root.
+func FuzzRunGlobs(f *testing.F) {
+	for _, s := range []string{"for f in env.d/*.sh; do . \"$f\"; done\n", "source lib/*.sh\n", "for f in *; do \"$f\"; done", "eslint src/*.js", "for x in a b; do echo $x; done"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		for _, g := range RunGlobs(src) {
+			if !strings.ContainsAny(g, "*?[") {
+				t.Fatalf("%q listed as a glob", g)
+			}
+		}
+		_, root := plant(t, map[string]string{".envrc": string(src)})
+		c := defaultProtection().Closure(root, ClosureOptions{Workspace: "/ws"})
+		for _, p := range c.Paths() {
+			if p == "" || p == "." {
+				t.Fatalf("the closure protects the root: %v", c.Paths())
+			}
+		}
+	})
+}

@@ -228,6 +228,7 @@ func (b *closureBuilder) shellNames(file string, src []byte, dir, why string) {
 		b.taskFiles(dir, c, why)
 		b.packageRunner(file, c)
 	}
+	b.globs(dir, RunGlobs(src), why)
 }
 
 // fileRunners run or source the file their first argument names.
@@ -364,6 +365,7 @@ func (b *closureBuilder) direnvAt(rel string) {
 		b.direnvConservative(dir)
 		return
 	}
+	b.globs(dir, RunGlobs(data), why("runs or sources what this glob matches in"))
 	for _, c := range calls {
 		for _, v := range c.Values {
 			b.addFile(dir, v, why("names"))

@@ -149,3 +149,37 @@ func TestHostRunClosureOptionalHook(t *testing.T) {
 		t.Fatal("the owner's commit ran the hook the agent planted")
 	}
 }
+
+// TestHostRunClosureDirenvGlob: an allowed .envrc that sources every file
+// of a directory (`for f in env.d/*.sh; do . "$f"; done`) ran a changed or
+// newly planted env.d file on the owner's next cd.
+func TestHostRunClosureDirenvGlob(t *testing.T) {
+	ensureApt(t, "direnv", "direnv")
+	h := newHREnv(t)
+	h.put(t, ".envrc", "for f in env.d/*.sh; do . \"$f\"; done\n", 0o644)
+	h.put(t, "env.d/a.sh", "export A=1\n", 0o644)
+	h.commitAll(t, "init")
+	if out, err := h.owner(h.ws, "direnv", "allow", "."); err != nil {
+		t.Fatalf("direnv allow: %v\n%s", err, out)
+	}
+	enter := func() { h.owner(h.ws, "direnv", "exec", h.ws, "true") }
+	control := h.marker("control")
+	h.put(t, "env.d/b.sh", "touch "+control+"\n", 0o644)
+	enter()
+	if !exists(control) {
+		t.Fatal("control: direnv did not source env.d/b.sh; the test proves nothing")
+	}
+	must(t, os.Remove(filepath.Join(h.ws, "env.d/b.sh")))
+
+	evil := h.marker("pwned")
+	for _, rel := range []string{"env.d/a.sh", "env.d/evil.sh"} {
+		h.plantByWrite(t, rel, "touch "+evil+"\n")
+		if r := h.plantByShell(t, rel, "touch "+evil+"\n"); r.OK && !r.Reverted {
+			t.Errorf("shell plant of %s was neither refused nor reverted: %+v", rel, r)
+		}
+	}
+	enter()
+	if exists(evil) {
+		t.Fatal("direnv sourced what the agent planted in env.d")
+	}
+}
