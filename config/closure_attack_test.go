@@ -165,3 +165,33 @@ func FuzzRunGlobs(f *testing.F) {
 		}
 	})
 }
+
+// TestClosureYarnAndWorktreeConfig: yarn runs .yarnrc.yml's yarnPath and
+// plugins (and loads .env.yarn) on every command a hook runs; a
+// core.hooksPath in .git/config.worktree names hooks like one in config.
+func TestClosureYarnAndWorktreeConfig(t *testing.T) {
+	_, root := plant(t, map[string]string{
+		".yarnrc.yml":                   "yarnPath: .yarn/releases/yarn-4.1.0.cjs\ncacheFolder: .yarn/cache\nplugins:\n  - path: .yarn/plugins/@yarnpkg/plugin-x.cjs\n    spec: x\n",
+		".yarn/releases/yarn-4.1.0.cjs": "x",
+		".yarn/cache/a.zip":             "x",
+		".git/HEAD":                     "ref: refs/heads/main\n",
+		".git/config":                   "[extensions]\n\tworktreeConfig = true\n",
+		".git/config.worktree":          "[core]\n\thooksPath = tools/hooks\n",
+		"tools/hooks/pre-commit":        "./ci/check.sh\n",
+		"ci/check.sh":                   "x",
+	})
+	c := defaultProtection().Closure(root, ClosureOptions{Workspace: "/ws"})
+	for _, p := range []string{".yarn/releases/yarn-4.1.0.cjs", ".yarn/plugins/@yarnpkg/plugin-x.cjs", ".env.yarn", "tools/hooks/pre-commit", "ci/check.sh"} {
+		if _, ok := c.Match(p); !ok {
+			t.Errorf("%s is not protected", p)
+		}
+	}
+	for _, p := range []string{".yarn/cache/a.zip", ".yarn/cache/b.zip", "ci/other.sh"} {
+		if why, ok := c.Match(p); ok {
+			t.Errorf("%s is protected: %s", p, why)
+		}
+	}
+	if c.HookRunner() == "" {
+		t.Error("a hook in the config.worktree hooksPath is no runner")
+	}
+}

@@ -25,7 +25,12 @@ func (b *closureBuilder) gitAt(top string) {
 	var hookDirs []string
 	if gitDir != "" {
 		hookDirs = append(hookDirs, path.Join(gitDir, "hooks"))
-		hookDirs = append(hookDirs, b.gitConfig(path.Join(gitDir, "config"), top, map[string]bool{})...)
+		seen := map[string]bool{}
+		hookDirs = append(hookDirs, b.gitConfig(path.Join(gitDir, "config"), top, seen)...)
+		// extensions.worktreeConfig: the worktree's own config may set
+		// core.hooksPath too (read whether or not the extension is on:
+		// reading more fails closed).
+		hookDirs = append(hookDirs, b.gitConfig(path.Join(gitDir, "config.worktree"), top, seen)...)
 	}
 	// Hook directories a hook manager installs and a core.hooksPath set
 	// elsewhere (the owner's global config) may name.
