@@ -64,6 +64,10 @@ type ClosureOptions struct {
 	Workspace string
 	// IsGitDir is passed to Protection.Match; may be nil.
 	IsGitDir func(dir string) bool
+	// GlobalGitConfig are the owner's git config files outside the
+	// workspace (system, global, XDG) whose core.hooksPath applies to
+	// every repository; Config.Closure fills them in.
+	GlobalGitConfig []string
 	// Shallow skips the walk of the whole tree (symlinked protected names
 	// and .envrc files below the root): for callers that run at every
 	// container hand-over and leave deeper paths to the changeset check.
@@ -85,7 +89,7 @@ func (p Protection) Closure(root *os.Root, opts ClosureOptions) *Closure {
 	if root == nil {
 		return c
 	}
-	b := closureBuilder{c: c, root: root, ws: opts.Workspace}
+	b := closureBuilder{c: c, root: root, ws: opts.Workspace, global: globalHooksPaths(opts.GlobalGitConfig)}
 	b.git()
 	b.npmHooks()
 	b.hookConfigs()
@@ -179,6 +183,9 @@ type closureBuilder struct {
 	links []string
 	// prefixes are the directory names protected patterns reach into.
 	prefixes map[string]bool
+	// global are the core.hooksPath values of the owner's git config
+	// outside the workspace.
+	global []string
 	// shadowLinks are the symlinks the walk found on the way to a PATH
 	// directory of installed dependencies (see isShadowLink).
 	shadowLinks []string
@@ -451,7 +458,8 @@ func (c *Config) Closure(shallow bool) *Closure {
 		return prot.Closure(nil, ClosureOptions{Workspace: c.Workspace})
 	}
 	defer root.Close()
-	return prot.Closure(root, ClosureOptions{Workspace: c.Workspace, IsGitDir: GitDirTest(c.Workspace), Shallow: shallow})
+	return prot.Closure(root, ClosureOptions{Workspace: c.Workspace, IsGitDir: GitDirTest(c.Workspace), Shallow: shallow,
+		GlobalGitConfig: OwnerGitConfigs()})
 }
 
 // GitDirTest returns the git-directory test of Protection.Match for the

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -193,5 +195,42 @@ func TestClosureYarnAndWorktreeConfig(t *testing.T) {
 	}
 	if c.HookRunner() == "" {
 		t.Error("a hook in the config.worktree hooksPath is no runner")
+	}
+}
+
+// TestClosureGlobalHooksPath: the owner's global core.hooksPath applies
+// to the workspace's repository: a relative one names a directory in the
+// workspace (its hooks are planted, not changed), one outside makes its
+// hooks a runner that may run package scripts.
+func TestClosureGlobalHooksPath(t *testing.T) {
+	global := filepath.Join(t.TempDir(), "gitconfig")
+	files := map[string]string{".git/HEAD": "ref: refs/heads/main\n", ".git/config": "[core]\n\tbare = false\n", "package.json": `{"scripts":{}}`}
+	for _, tt := range []struct {
+		cfg    string
+		yes    []string
+		runner bool
+	}{
+		{"[core]\n\thooksPath = .hooks\n", []string{".hooks/pre-commit", ".hooks"}, false},
+		{"[core]\n\thooksPath = ~/.git-hooks\n", nil, true},
+		{"[core]\n\thooksPath = /opt/hooks\n", nil, true},
+	} {
+		if err := os.WriteFile(global, []byte(tt.cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ws, root := plant(t, files)
+		c := defaultProtection().Closure(root, ClosureOptions{Workspace: ws, GlobalGitConfig: []string{global, "/nonexistent/x"}})
+		for _, p := range tt.yes {
+			if _, ok := c.Match(p); !ok {
+				t.Errorf("%q: %s is not protected", tt.cfg, p)
+			}
+		}
+		if got := c.HookRunner() != ""; got != tt.runner {
+			t.Errorf("%q: runner %q, want %v", tt.cfg, c.HookRunner(), tt.runner)
+		}
+	}
+	// Without a global hooksPath, .hooks is an ordinary directory.
+	ws, root := plant(t, files)
+	if why, ok := defaultProtection().Closure(root, ClosureOptions{Workspace: ws}).Match(".hooks/pre-commit"); ok {
+		t.Errorf(".hooks/pre-commit protected without a hooksPath: %s", why)
 	}
 }
