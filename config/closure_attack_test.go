@@ -234,3 +234,28 @@ func TestClosureGlobalHooksPath(t *testing.T) {
 		t.Errorf(".hooks/pre-commit protected without a hooksPath: %s", why)
 	}
 }
+
+// TestClosureNixImports: `use flake`/`use nix` evaluate what flake.nix or
+// shell.nix import (a split-out devshell with a shellHook), recursively;
+// the project's other files stay free.
+func TestClosureNixImports(t *testing.T) {
+	_, root := plant(t, map[string]string{
+		".envrc":            "use flake\n",
+		"flake.nix":         "{ outputs = { self, nixpkgs }: { devShells.x86_64-linux.default = import ./nix/devshell.nix { }; }; }\n",
+		"nix/devshell.nix":  "{ pkgs ? import <nixpkgs> {} }: pkgs.mkShell { shellHook = builtins.readFile ./hook.sh; inputsFrom = [ (import ../tools) ]; }\n",
+		"nix/hook.sh":       "echo hi\n",
+		"tools/default.nix": "{ }\n",
+		"src/main.c":        "x",
+	})
+	c := defaultProtection().Closure(root, ClosureOptions{Workspace: "/ws"})
+	for _, p := range []string{"flake.nix", "nix/devshell.nix", "nix/hook.sh", "tools/default.nix"} {
+		if _, ok := c.Match(p); !ok {
+			t.Errorf("%s is not protected", p)
+		}
+	}
+	for _, p := range []string{"src/main.c", "tools/other.c"} {
+		if why, ok := c.Match(p); ok {
+			t.Errorf("%s is protected: %s", p, why)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -435,6 +436,7 @@ func (b *closureBuilder) direnvAt(rel string) {
 			}
 			for _, f := range files {
 				b.add(path.Join(base, f), why("evaluates (use "+args[0]+")"))
+				b.nixImports(path.Join(base, f), why("evaluates (use "+args[0]+"), through nix imports,"), map[string]bool{})
 			}
 			for i, a := range args[1:] {
 				if lit[i+1] {
@@ -507,4 +509,46 @@ func (b *closureBuilder) pathDirs(rel, dir string, dirs []string, unknown bool, 
 
 func isNotExist(err error) bool {
 	return errors.Is(err, os.ErrNotExist) || errors.Is(err, fs.ErrNotExist)
+}
+
+// nixPath matches a nix path literal relative to the file (./x.nix,
+// ../nix/shell, ./.); nix evaluates what it imports.
+var nixPath = regexp.MustCompile(`(?:^|[\s(\[{=:;])(\.{1,2}/[A-Za-z0-9._/+-]*)`)
+
+// nixImports protects the files and directories a nix file names with
+// path literals (import ./nix/devshell.nix, a flake input path:./x),
+// recursively: `use flake`/`use nix` evaluate them and run their
+// shellHook on cd. A directory means its default.nix.
+func (b *closureBuilder) nixImports(rel, why string, seen map[string]bool) {
+	if seen[rel] || len(seen) > 200 {
+		return
+	}
+	seen[rel] = true
+	data, err := b.read(rel)
+	if err != nil {
+		return
+	}
+	for _, m := range nixPath.FindAllSubmatch(data, -1) {
+		p, ok := b.local(path.Dir(rel), strings.TrimRight(string(m[1]), "/"))
+		if !ok || p == "." || p == "" {
+			continue
+		}
+		fi, err := b.root.Stat(p)
+		if err != nil {
+			continue
+		}
+		if fi.IsDir() {
+			// import ./dir evaluates dir/default.nix; a directory as a
+			// derivation's src (src = ./src) is source, not protected.
+			if d := path.Join(p, "default.nix"); b.exists(d) {
+				b.add(d, why)
+				b.nixImports(d, why, seen)
+			}
+			continue
+		}
+		b.add(p, why)
+		if strings.HasSuffix(p, ".nix") {
+			b.nixImports(p, why, seen)
+		}
+	}
 }
