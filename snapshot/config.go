@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"path"
 	"sync"
 
 	"github.com/agentbox/agentbox/config"
@@ -43,14 +44,21 @@ func ProtectConfig(cfg *config.Config) func() ProtectFunc {
 
 // ContentConfig is the content judgement of cfg's protection
 // (config.Closure.Judge): package.json while a hook runner is present,
-// the todo lists of a half-done rebase or cherry-pick.
+// the todo lists of a half-done rebase or cherry-pick. A package.json is
+// judged against the whole-tree closure (a nested repository's hook, an
+// .envrc below the root that runs npm are runners too); other paths,
+// whose judgement does not depend on what is present, use the shallow one.
 func ContentConfig(cfg *config.Config) func() ContentFunc {
 	return func() ContentFunc {
-		var once sync.Once
-		var c *config.Closure
+		var shallowOnce, fullOnce sync.Once
+		var shallow, full *config.Closure
 		return func(rel string) func(old, new []byte) (string, bool) {
-			once.Do(func() { c = cfg.Closure(true) })
-			return c.Judge(rel)
+			if path.Base(rel) == "package.json" {
+				fullOnce.Do(func() { full = cfg.Closure(false) })
+				return full.Judge(rel)
+			}
+			shallowOnce.Do(func() { shallow = cfg.Closure(true) })
+			return shallow.Judge(rel)
 		}
 	}
 }
