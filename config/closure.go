@@ -59,6 +59,12 @@ type Closure struct {
 	walk        walkState
 	racy, blind bool
 	ws          string
+	// shadowDirs are the targets of symlinked PATH directories of
+	// installed dependencies (node_modules/.bin -> x): judged like them.
+	shadowDirs map[string]bool
+	// commands reports whether a name is a program the host runs by
+	// name (hostCommand when nil).
+	commands func(name string) bool
 }
 
 // ClosureOptions select what Protection.Closure computes.
@@ -68,6 +74,10 @@ type ClosureOptions struct {
 	Workspace string
 	// IsGitDir is passed to Protection.Match; may be nil.
 	IsGitDir func(dir string) bool
+	// GlobalGitConfig are the owner's git config files outside the
+	// workspace (system, global, XDG) whose core.hooksPath applies to
+	// every repository; Config.Closure fills them in.
+	GlobalGitConfig []string
 	// Shallow skips the walk of the whole tree (symlinked protected names
 	// and .envrc files below the root): for callers that run at every
 	// container hand-over and leave deeper paths to the changeset check.
@@ -90,7 +100,7 @@ func (p Protection) Closure(root *os.Root, opts ClosureOptions) *Closure {
 		c.blind = true
 		return c
 	}
-	b := closureBuilder{c: c, root: &obsRoot{r: root, start: time.Now()}, ws: opts.Workspace}
+	b := closureBuilder{c: c, root: &obsRoot{r: root, start: time.Now()}, ws: opts.Workspace, global: globalHooksPaths(opts.GlobalGitConfig)}
 	if opts.IsGitDir != nil {
 		// The build's own git-directory test records what it looked at;
 		// the answer is the caller's test's.
@@ -106,6 +116,7 @@ func (p Protection) Closure(root *os.Root, opts ClosureOptions) *Closure {
 		b.rootLinks()
 	}
 	b.resolveLinks()
+	b.resolveShadowLinks()
 	c.obs, c.racy, c.blind = b.root.obs, b.root.racy, b.root.blind
 	c.isGitDir = opts.IsGitDir
 	return c
@@ -138,7 +149,7 @@ func (c *Closure) Match(rel string) (string, bool) {
 			return fmt.Sprintf("%s is protected: %s", rel, why), true
 		}
 	}
-	return "", false
+	return c.shadow(rel)
 }
 
 // JudgeFunc judges a change to a path protected by what its content says:
@@ -205,6 +216,12 @@ type closureBuilder struct {
 	links []string
 	// prefixes are the directory names protected patterns reach into.
 	prefixes map[string]bool
+	// global are the core.hooksPath values of the owner's git config
+	// outside the workspace.
+	global []string
+	// shadowLinks are the symlinks the walk found on the way to a PATH
+	// directory of installed dependencies (see isShadowLink).
+	shadowLinks []string
 }
 
 // add protects rel (workspace-relative, clean, local) and what lies
@@ -397,6 +414,9 @@ func (b *closureBuilder) link(rel string) {
 	if b.linkName(rel) {
 		b.links = append(b.links, rel)
 	}
+	if isShadowLink(rel) {
+		b.shadowLinks = append(b.shadowLinks, rel)
+	}
 }
 
 // linkName reports whether a symlink at rel is one resolveLinks follows:
@@ -513,7 +533,8 @@ func (c *Config) Closure(shallow bool) *Closure {
 		return prot.Closure(nil, ClosureOptions{Workspace: c.Workspace})
 	}
 	defer root.Close()
-	return prot.Closure(root, ClosureOptions{Workspace: c.Workspace, IsGitDir: GitDirTest(c.Workspace), Shallow: shallow})
+	return prot.Closure(root, ClosureOptions{Workspace: c.Workspace, IsGitDir: GitDirTest(c.Workspace), Shallow: shallow,
+		GlobalGitConfig: OwnerGitConfigs()})
 }
 
 // gitDirNames are the entries that make a directory git-like (GitDirTest).

@@ -59,6 +59,7 @@ func TestClosureCacheInvalidation(t *testing.T) {
 		"shared/settings":   "{}",
 		"src/main.go":       "package main\n",
 		"pkg/x/readme":      "",
+		"deps/.bin/eslint":  "",
 	}
 	tests := []struct {
 		name string
@@ -94,6 +95,14 @@ func TestClosureCacheInvalidation(t *testing.T) {
 			write(t, ws, "sub/dir/.envrc", "source_env ../../scripts/b.sh\n")
 			f.changed("sub")
 		}, protected: []string{"scripts/b.sh", "sub/dir/.envrc"}},
+		{name: "new symlinked node_modules (a PATH directory of dependencies)", change: func(t *testing.T, ws string, f *scriptedFeed) {
+			if err := os.Symlink("deps", filepath.Join(ws, "pkg/node_modules")); err != nil {
+				t.Fatal(err)
+			}
+			write(t, ws, "pkg/deps/.bin/git", "")
+			f.changed("pkg/node_modules")
+			f.changed("pkg/deps")
+		}, protected: []string{"pkg/deps/.bin/git"}, free: []string{"deps/.bin/eslint"}},
 		{name: "feed lost", change: func(t *testing.T, ws string, f *scriptedFeed) {
 			if err := os.Symlink("../../shared", filepath.Join(ws, "pkg/x/.claude")); err != nil {
 				t.Fatal(err)
@@ -202,4 +211,26 @@ func BenchmarkClosureCache(b *testing.B) {
 	run("trigger-edited", func(i int) {
 		write(b, ws, ".husky/pre-commit", fmt.Sprintf("npm test\nsh scripts/lint.sh # %d\n", i))
 	})
+}
+
+// TestClosureCacheRunGlob: a new match of a glob a trigger runs
+// (`for f in env.d/*.sh; do . "$f"; done`) makes the kept closure stale:
+// the glob's directory listing is one of the build's observations.
+func TestClosureCacheRunGlob(t *testing.T) {
+	ws, k, feed := newTestCache(t, map[string]string{
+		".envrc":     "for f in env.d/*.sh; do . \"$f\"; done\n",
+		"env.d/a.sh": "",
+	})
+	k.Get()
+	write(t, ws, "env.d/b.sh", "")
+	feed.changed("env.d/b.sh")
+	c := k.Get()
+	if k.reuses != 0 {
+		t.Fatalf("the closure was reused after a new match of a run glob")
+	}
+	for _, p := range []string{"env.d/a.sh", "env.d/b.sh"} {
+		if _, ok := c.Match(p); !ok {
+			t.Errorf("%s is not protected", p)
+		}
+	}
 }

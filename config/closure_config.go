@@ -39,6 +39,13 @@ var hookConfigs = []hookConfig{
 		tool: "an editor or agent", when: "when the folder is opened or the agent starts (hooks, MCP servers, folder-open tasks)",
 		runKeys: []string{"command", "postCreateCommand", "postStartCommand", "postAttachCommand", "onCreateCommand",
 			"updateContentCommand", "initializeCommand"}},
+	// Yarn (berry) runs yarnPath instead of itself and loads every
+	// plugin on every command, a hook's `yarn lint-staged` included, and
+	// exports injectEnvironmentFiles (default .env.yarn) into every
+	// script's environment.
+	{names: []string{".yarnrc.yml", ".yarnrc.yaml"},
+		tool: "yarn", when: "on every yarn command, a git hook's included",
+		pathKeys: []string{"yarnPath", "path", "injectEnvironmentFiles"}},
 	{names: []string{"mise.toml", ".mise.toml", "mise.local.toml", ".mise.local.toml", ".mise/config.toml", "mise/config.toml",
 		".config/mise.toml", ".config/mise/config.toml"},
 		tool: "mise", when: "when a shell enters the directory",
@@ -68,7 +75,11 @@ func (b *closureBuilder) hookConfigs() {
 				}
 				continue
 			}
-			b.configTree(name, v, hc, fmt.Sprintf("%s names it and %s runs it %s", name, hc.tool, hc.when), "")
+			why := fmt.Sprintf("%s names it and %s runs it %s", name, hc.tool, hc.when)
+			b.configTree(name, v, hc, why, "")
+			if hc.tool == "yarn" {
+				b.add(".env.yarn", why+" (injectEnvironmentFiles' default)")
+			}
 		}
 	}
 	if data, err := b.read("package.json"); err == nil {

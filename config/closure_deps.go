@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -215,7 +216,31 @@ func walkActs(rel string, typ fs.FileMode, linkName func(string) bool) bool {
 	case base == ".git" && path.Dir(rel) != ".":
 		return true
 	case typ&fs.ModeSymlink != 0:
-		return linkName(rel)
+		// A protected name, or a way to a PATH directory of installed
+		// dependencies (resolveShadowLinks).
+		return linkName(rel) || isShadowLink(rel)
 	}
 	return false
 }
+
+// obsFS is the fs.FS view of an obsRoot that fs.Glob reads through:
+// every directory a glob lists and every name it stats is recorded like
+// the builder's own looks, so a new match makes the kept closure stale.
+type obsFS struct{ o *obsRoot }
+
+func (f obsFS) Open(name string) (fs.File, error) { return f.o.r.FS().Open(name) }
+
+// ReadDir implements fs.ReadDirFS (sorted by name, as fs.ReadDir is).
+func (f obsFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	d, _, err := f.o.open(name, true)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	ents, err := d.ReadDir(-1)
+	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return ents, err
+}
+
+// Stat implements fs.StatFS.
+func (f obsFS) Stat(name string) (fs.FileInfo, error) { return f.o.Stat(name) }

@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -25,11 +27,30 @@ func (b *closureBuilder) gitAt(top string) {
 	var hookDirs []string
 	if gitDir != "" {
 		hookDirs = append(hookDirs, path.Join(gitDir, "hooks"))
-		hookDirs = append(hookDirs, b.gitConfig(path.Join(gitDir, "config"), top, map[string]bool{})...)
+		seen := map[string]bool{}
+		hookDirs = append(hookDirs, b.gitConfig(path.Join(gitDir, "config"), top, seen)...)
+		// extensions.worktreeConfig: the worktree's own config may set
+		// core.hooksPath too (read whether or not the extension is on:
+		// reading more fails closed).
+		hookDirs = append(hookDirs, b.gitConfig(path.Join(gitDir, "config.worktree"), top, seen)...)
 	}
 	// Hook directories a hook manager installs and a core.hooksPath set
 	// elsewhere (the owner's global config) may name.
 	hookDirs = append(hookDirs, path.Join(top, ".husky"), path.Join(top, ".githooks"))
+	for _, hp := range b.global {
+		if strings.HasPrefix(hp, "~") || (path.IsAbs(hp) && !b.inside(hp)) {
+			// The owner's own hooks, outside: they may run package
+			// scripts (fail closed).
+			if b.c.hooks == "" {
+				b.c.hooks = fmt.Sprintf("the owner's git config sets core.hooksPath %s, whose hooks may run package scripts", hp)
+			}
+			continue
+		}
+		if dir, ok := b.local(top, hp); ok {
+			b.add(dir, fmt.Sprintf("core.hooksPath %s in the owner's git config points at it: git runs its hooks on commit, checkout, merge and rebase", hp))
+			hookDirs = append(hookDirs, dir)
+		}
+	}
 	for _, dir := range hookDirs {
 		b.hookDir(dir, top)
 	}
@@ -57,6 +78,14 @@ func (b *closureBuilder) gitDir(top string) string {
 	}
 	rel, ok := b.local(top, strings.TrimSpace(target))
 	if !ok {
+		// A linked worktree or a submodule: the git directory, and the
+		// hooks it runs on commit, lie outside the workspace where the
+		// closure cannot look. Fail closed: judge package.json's
+		// hook-run keys as if a hook ran them.
+		b.failClosed("%s points at a git directory outside the workspace: its hooks cannot be seen, so package.json's scripts are judged as if a hook ran them", dotgit)
+		if b.c.hooks == "" {
+			b.c.hooks = fmt.Sprintf("%s points at a git directory outside the workspace whose hooks cannot be seen", dotgit)
+		}
 		return ""
 	}
 	return rel
@@ -205,4 +234,49 @@ func JudgeGitState(rel string, content []byte) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// inside reports whether the absolute path p lies in the workspace.
+func (b *closureBuilder) inside(p string) bool {
+	_, ok := b.local(".", p)
+	return ok
+}
+
+// OwnerGitConfigs lists the git config files outside any workspace whose
+// core.hooksPath applies to every repository of the owner: the system
+// config, ~/.gitconfig and the XDG one.
+func OwnerGitConfigs() []string {
+	out := []string{"/etc/gitconfig"}
+	if home, err := os.UserHomeDir(); err == nil {
+		out = append(out, filepath.Join(home, ".gitconfig"))
+		xdg := os.Getenv("XDG_CONFIG_HOME")
+		if xdg == "" {
+			xdg = filepath.Join(home, ".config")
+		}
+		out = append(out, filepath.Join(xdg, "git", "config"))
+	}
+	return out
+}
+
+// globalHooksPaths reads core.hooksPath from the owner's git config files
+// (the last one set wins in git; all are judged here). A file that cannot
+// be read is skipped: it is the owner's, not the agent's.
+func globalHooksPaths(files []string) []string {
+	var out []string
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil || len(data) > maxTriggerBytes {
+			continue
+		}
+		cfg := gitconfig.New()
+		if gitconfig.NewDecoder(bytes.NewReader(data)).Decode(cfg) != nil {
+			continue
+		}
+		for _, s := range cfg.Sections {
+			if s.IsName("core") {
+				out = append(out, s.OptionAll("hooksPath")...)
+			}
+		}
+	}
+	return out
 }

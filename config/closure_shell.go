@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -208,9 +209,19 @@ func (b *closureBuilder) shellNames(file string, src []byte, dir, why string) {
 	}
 	for _, c := range calls {
 		for i, a := range c.Args {
-			if c.Literal[i] {
-				b.addFile(dir, a, why)
+			if !c.Literal[i] {
+				continue
 			}
+			if c.runsFile(i) {
+				// Run or sourced: protected before it exists, as an
+				// optional local hook (`[ -x scripts/local ] &&
+				// ./scripts/local`) is planted, not changed.
+				if rel, ok := b.local(dir, a); ok {
+					b.add(rel, why)
+				}
+				continue
+			}
+			b.addFile(dir, a, why)
 		}
 		for _, v := range c.Values {
 			b.addFile(dir, v, why)
@@ -218,6 +229,30 @@ func (b *closureBuilder) shellNames(file string, src []byte, dir, why string) {
 		b.taskFiles(dir, c, why)
 		b.packageRunner(file, c)
 	}
+	b.globs(dir, RunGlobs(src), why)
+}
+
+// fileRunners run or source the file their first argument names.
+var fileRunners = []string{".", "source", "sh", "bash", "dash", "zsh", "exec", "node", "python", "python3", "perl", "ruby"}
+
+// runsFile reports whether the call's argument i names a file the call
+// runs or sources, or one a test checks before running it: a command
+// given as a path (./scripts/x), the first argument of `.`, `source` or an
+// interpreter, or the operand of test/[ -f, -x, -e, -r, -s.
+func (c ShellCall) runsFile(i int) bool {
+	a := c.Args[i]
+	if strings.HasPrefix(a, "-") || a == "]" || a == "]]" {
+		return false
+	}
+	switch {
+	case i == 0:
+		return strings.Contains(a, "/")
+	case i == 1 && c.Literal[0] && slices.Contains(fileRunners, path.Base(c.Args[0])):
+		return true
+	case c.Literal[0] && (c.Args[0] == "[" || c.Args[0] == "test" || c.Args[0] == "[["):
+		return slices.Contains([]string{"-f", "-x", "-e", "-r", "-s"}, c.Args[i-1])
+	}
+	return false
 }
 
 // packageRunners read package.json's scripts when they run (npm test,
@@ -331,6 +366,7 @@ func (b *closureBuilder) direnvAt(rel string) {
 		b.direnvConservative(dir)
 		return
 	}
+	b.globs(dir, RunGlobs(data), why("runs or sources what this glob matches in"))
 	for _, c := range calls {
 		for _, v := range c.Values {
 			b.addFile(dir, v, why("names"))
@@ -400,6 +436,7 @@ func (b *closureBuilder) direnvAt(rel string) {
 			}
 			for _, f := range files {
 				b.add(path.Join(base, f), why("evaluates (use "+args[0]+")"))
+				b.nixImports(path.Join(base, f), why("evaluates (use "+args[0]+"), through nix imports,"), map[string]bool{})
 			}
 			for i, a := range args[1:] {
 				if lit[i+1] {
@@ -419,9 +456,7 @@ func (b *closureBuilder) direnvAt(rel string) {
 				if cmd == "path_add" && i == 0 {
 					continue // the variable's name
 				}
-				if p, ok := b.local(dir, a); ok {
-					b.add(p, why("puts on PATH (a program there shadows the command the person types)"))
-				}
+				b.pathDirs(rel, dir, []string{a}, false, why("puts on PATH (a program there shadows the command the person types)"))
 			}
 		default:
 			for i, a := range c.Args {
@@ -460,6 +495,7 @@ func (b *closureBuilder) pathDirs(rel, dir string, dirs []string, unknown bool, 
 			// node_modules/.bin on PATH runs installed packages by name:
 			// dependencies are work product (docs/protected-paths.md),
 			// and the packages themselves could not be protected anyway.
+			// Its entries named like a host program are (Closure.shadow).
 			b.add(p, why)
 		}
 	}
@@ -473,4 +509,46 @@ func (b *closureBuilder) pathDirs(rel, dir string, dirs []string, unknown bool, 
 
 func isNotExist(err error) bool {
 	return errors.Is(err, os.ErrNotExist) || errors.Is(err, fs.ErrNotExist)
+}
+
+// nixPath matches a nix path literal relative to the file (./x.nix,
+// ../nix/shell, ./.); nix evaluates what it imports.
+var nixPath = regexp.MustCompile(`(?:^|[\s(\[{=:;])(\.{1,2}/[A-Za-z0-9._/+-]*)`)
+
+// nixImports protects the files and directories a nix file names with
+// path literals (import ./nix/devshell.nix, a flake input path:./x),
+// recursively: `use flake`/`use nix` evaluate them and run their
+// shellHook on cd. A directory means its default.nix.
+func (b *closureBuilder) nixImports(rel, why string, seen map[string]bool) {
+	if seen[rel] || len(seen) > 200 {
+		return
+	}
+	seen[rel] = true
+	data, err := b.read(rel)
+	if err != nil {
+		return
+	}
+	for _, m := range nixPath.FindAllSubmatch(data, -1) {
+		p, ok := b.local(path.Dir(rel), strings.TrimRight(string(m[1]), "/"))
+		if !ok || p == "." || p == "" {
+			continue
+		}
+		fi, err := b.root.Stat(p)
+		if err != nil {
+			continue
+		}
+		if fi.IsDir() {
+			// import ./dir evaluates dir/default.nix; a directory as a
+			// derivation's src (src = ./src) is source, not protected.
+			if d := path.Join(p, "default.nix"); b.exists(d) {
+				b.add(d, why)
+				b.nixImports(d, why, seen)
+			}
+			continue
+		}
+		b.add(p, why)
+		if strings.HasSuffix(p, ".nix") {
+			b.nixImports(p, why, seen)
+		}
+	}
 }

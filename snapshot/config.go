@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"path"
 	"sync"
 
 	"github.com/agentbox/agentbox/config"
@@ -46,9 +47,21 @@ func ProtectClosure(get func() *config.Closure) func() ProtectFunc {
 
 // ContentConfig is the content judgement of cfg's protection
 // (config.Closure.Judge): package.json while a hook runner is present,
-// the todo lists of a half-done rebase or cherry-pick.
+// the todo lists of a half-done rebase or cherry-pick. A package.json is
+// judged against the whole-tree closure (a nested repository's hook, an
+// .envrc below the root that runs npm are runners too); other paths,
+// whose judgement does not depend on what is present, use the shallow one.
 func ContentConfig(cfg *config.Config) func() ContentFunc {
-	return ContentClosure(func() *config.Closure { return cfg.Closure(true) })
+	return func() ContentFunc {
+		shallow := onceClosure(func() *config.Closure { return cfg.Closure(true) })
+		full := onceClosure(func() *config.Closure { return cfg.Closure(false) })
+		return func(rel string) func(old, new []byte) (string, bool) {
+			if path.Base(rel) == "package.json" {
+				return full().Judge(rel)
+			}
+			return shallow().Judge(rel)
+		}
+	}
 }
 
 // ContentClosure is ContentConfig with the closure from get, asked once
