@@ -40,7 +40,9 @@ const (
 )
 
 // httpAuthServer answers every request on 127.0.0.1:18765 with 401, so
-// that git asks for credentials.
+// that git asks for credentials. The fetch names it in no_proxy: the
+// server is on the container's own loopback, not behind the egress proxy
+// the sandbox's environment points every tool at.
 const httpAuthServer = `perl -MIO::Socket::INET -e '$s=IO::Socket::INET->new(LocalAddr=>"127.0.0.1:18765",Listen=>5,ReuseAddr=>1) or die; while($c=$s->accept){ while(<$c>){ last if /^\r?$/ } print $c "HTTP/1.0 401 Unauthorized\r\nWWW-Authenticate: Basic realm=x\r\nContent-Length: 0\r\n\r\n"; close $c }' & sleep 0.5; `
 
 const twoBranches = `git checkout -qb b; echo b > f.txt; git commit -qam b; git checkout -q -; echo c > f.txt; git commit -qam c; git tag c0; `
@@ -75,9 +77,9 @@ var gitAttacks = []gitAttack{
 	{name: "man.viewer", config: "[man]\n\tviewer = e\n[man \"e\"]\n\tcmd = MARK", trigger: "git log --help"},
 	{name: "web.browser", config: "[web]\n\tbrowser = e\n[browser \"e\"]\n\tcmd = MARK", trigger: "git web--browse http://example.invalid/"},
 	{name: "core.sshCommand", config: "[core]\n\tsshCommand = MARK", trigger: "git fetch ssh://h.invalid/x"},
-	{name: "core.askPass", config: "[core]\n\taskPass = MARK", trigger: httpAuthServer + "git fetch http://127.0.0.1:18765/x; kill %1"},
-	{name: "credential.helper", config: "[credential]\n\thelper = !MARK", trigger: httpAuthServer + "git fetch http://127.0.0.1:18765/x; kill %1"},
-	{name: "credential.url.helper", config: "[credential \"http://127.0.0.1:18765\"]\n\thelper = !MARK", trigger: httpAuthServer + "git fetch http://127.0.0.1:18765/x; kill %1"},
+	{name: "core.askPass", config: "[core]\n\taskPass = MARK", trigger: httpAuthServer + "no_proxy=127.0.0.1 git fetch http://127.0.0.1:18765/x; kill %1"},
+	{name: "credential.helper", config: "[credential]\n\thelper = !MARK", trigger: httpAuthServer + "no_proxy=127.0.0.1 git fetch http://127.0.0.1:18765/x; kill %1"},
+	{name: "credential.url.helper", config: "[credential \"http://127.0.0.1:18765\"]\n\thelper = !MARK", trigger: httpAuthServer + "no_proxy=127.0.0.1 git fetch http://127.0.0.1:18765/x; kill %1"},
 	{name: "core.gitProxy", config: "[core]\n\tgitProxy = MARK", trigger: "git fetch git://h.invalid/x"},
 	{name: "ext-transport", config: "[protocol \"ext\"]\n\tallow = always", trigger: "git fetch ext::MARK"},
 	{name: "url.insteadOf-ext", config: "[url \"ext::MARK \"]\n\tinsteadOf = https://h.invalid/\n[protocol \"ext\"]\n\tallow = always", trigger: "git fetch https://h.invalid/y"},
