@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/agentbox/agentbox/config/pathspec"
 )
 
 // ShellCall is one simple command of a shell script as far as it is
@@ -160,7 +162,7 @@ func wordLiteral(w *syntax.Word) (string, bool) {
 	for _, p := range w.Parts {
 		switch p := p.(type) {
 		case *syntax.Lit:
-			b.WriteString(unescape(p.Value))
+			b.WriteString(pathspec.UnescapeWord(p.Value))
 		case *syntax.SglQuoted:
 			if p.Dollar {
 				return "", false
@@ -179,21 +181,6 @@ func wordLiteral(w *syntax.Word) (string, bool) {
 		}
 	}
 	return b.String(), true
-}
-
-// unescape drops the backslashes of an unquoted literal (`a\ b` is `a b`).
-func unescape(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+1 < len(s) {
-			i++
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // shellNames protects every regular file a script's literal words or

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -26,6 +27,22 @@ type Refuser struct {
 
 // Serve answers connections until ctx ends.
 func (f Refuser) Serve(ctx context.Context, ln net.Listener) error {
+	return serveEach(ctx, ln, func(c net.Conn) {
+		defer c.Close()
+		// Read the request head (bounded) so the client is not reset
+		// before it reads the answer.
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		_, _ = peekHead(bufio.NewReaderSize(c, MaxHeaderBytes))
+		WriteRefusal(c, f.Refusal)
+		if f.OnRefuse != nil {
+			f.OnRefuse()
+		}
+	})
+}
+
+// serveEach runs handle for every connection ln accepts, each in its own
+// goroutine, until ctx ends (then it closes ln and waits for them).
+func serveEach(ctx context.Context, ln net.Listener, handle func(net.Conn)) error {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	var wg sync.WaitGroup
@@ -36,20 +53,12 @@ func (f Refuser) Serve(ctx context.Context, ln net.Listener) error {
 			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return nil
 			}
-			return err
+			return fmt.Errorf("egress accept: %w", err)
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer c.Close()
-			// Read the request head (bounded) so the client is not
-			// reset before it reads the answer.
-			_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-			_, _ = peekHead(bufio.NewReaderSize(c, MaxHeaderBytes))
-			WriteRefusal(c, f.Refusal)
-			if f.OnRefuse != nil {
-				f.OnRefuse()
-			}
+			handle(c)
 		}()
 	}
 }

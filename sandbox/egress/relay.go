@@ -4,14 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/textproto"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -32,24 +30,7 @@ type Relay struct {
 
 // Serve relays every connection ln accepts until ctx ends.
 func (r Relay) Serve(ctx context.Context, ln net.Listener) error {
-	stop := context.AfterFunc(ctx, func() { ln.Close() })
-	defer stop()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			return fmt.Errorf("egress relay accept: %w", err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r.relayConn(ctx, c)
-		}()
-	}
+	return serveEach(ctx, ln, func(c net.Conn) { r.relayConn(ctx, c) })
 }
 
 // watchFirst passes the first response head from the proxy to the

@@ -492,7 +492,7 @@ func (r Rule) matchReads(ctx Context, c Call, runTime bool) bool {
 // closed) when it is inside the workspace; outside it the sandbox has
 // nothing to read.
 func (ctx Context) globMatches(pat, dir, name string) bool {
-	dir = unescapeWord(dir)
+	dir = pathspec.UnescapeWord(dir)
 	if dir == "" {
 		dir = "/"
 	}
@@ -522,20 +522,6 @@ func (ctx Context) globMatches(pat, dir, name string) bool {
 	return false
 }
 
-func unescapeWord(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+1 < len(s) {
-			i++
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
 func withinSlash(p, dir string) bool {
 	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
 }
@@ -546,7 +532,7 @@ func (ctx Context) resolveRead(word string) (string, bool) {
 	if ctx.Resolve == nil || strings.ContainsAny(word, `*?[{`) {
 		return "", false
 	}
-	word = unescapeWord(word)
+	word = pathspec.UnescapeWord(word)
 	real, err := ctx.Resolve(filepath.FromSlash(word))
 	if err != nil || real == word {
 		return "", false
