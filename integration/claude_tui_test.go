@@ -33,9 +33,10 @@ import (
 type fakeModel struct {
 	commands []string // one Bash call per step
 
-	mu      sync.Mutex
-	results []string // tool_result blocks the main loop sent back
-	seen    []string // path and kind of every request, for failure output
+	mu       sync.Mutex
+	results  []string // tool_result blocks the main loop sent back
+	notReady int      // main-loop requests without agentbox's tools
+	seen     []string // path and kind of every request, for failure output
 }
 
 func (m *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -58,9 +59,12 @@ func (m *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	main := false
+	// The main loop's requests offer tools; agentbox's are among them
+	// once Claude Code has connected to it (it does not wait for that
+	// before the first prompt).
+	main, ours := len(req.Tools) > 0, false
 	for _, tl := range req.Tools {
-		main = main || tl.Name == "mcp__agentbox__Bash"
+		ours = ours || tl.Name == "mcp__agentbox__Bash"
 	}
 	var results []string
 	for _, msg := range req.Messages {
@@ -81,6 +85,9 @@ func (m *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var delta map[string]any
 	stop := "end_turn"
 	switch {
+	case main && !ours:
+		block = map[string]any{"type": "text", "text": ""}
+		delta = map[string]any{"type": "text_delta", "text": "agentbox-not-connected-yet"}
 	case main && len(results) < len(m.commands):
 		id := fmt.Sprintf("toolu_agentbox_tui_%d", len(results))
 		input, _ := json.Marshal(map[string]string{"command": m.commands[len(results)], "description": "Create a file"})
@@ -95,10 +102,12 @@ func (m *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		delta = map[string]any{"type": "text_delta", "text": "agentbox tui test"}
 	}
 	m.mu.Lock()
-	if main {
+	if ours {
 		m.results = results
+	} else if main {
+		m.notReady++
 	}
-	m.seen = append(m.seen, fmt.Sprintf("POST %s main=%v stream=%v results=%d stop=%s", r.URL.Path, main, req.Stream, len(results), stop))
+	m.seen = append(m.seen, fmt.Sprintf("POST %s tools=%d agentbox=%v stream=%v results=%d stop=%s", r.URL.Path, len(req.Tools), ours, req.Stream, len(results), stop))
 	m.mu.Unlock()
 
 	msg := map[string]any{"id": "msg_agentbox_tui", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
@@ -138,6 +147,12 @@ func (m *fakeModel) note(s string) {
 	m.mu.Lock()
 	m.seen = append(m.seen, s)
 	m.mu.Unlock()
+}
+
+func (m *fakeModel) notConnected() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.notReady
 }
 
 func (m *fakeModel) state() (results, seen []string) {
@@ -279,18 +294,20 @@ func (c *claudeTUI) press(keys ...string) {
 // on Accept; Claude Code 2.1 always focuses a form's first field): the
 // command runs in the workspace and is journaled. Choosing "always allow"
 // takes four (→ to open the choices, ↓, Enter, Enter) and the next
-// command with the same prefix runs without a form.
+// command with the same prefix runs without a form. A command with no
+// prefix to offer "always allow" for gets a form without a field: one
+// Enter on the focused Accept.
 func TestClaudeTUIApproval(t *testing.T) {
 	t.Run("allow once", func(t *testing.T) {
-		// A newline and an escape sequence in the command: the form must
-		// show them escaped, on one line, and the command whole.
-		cmd := "touch \"tui once.txt\"\n: \x1b[2J tail-of-the-command"
+		// A newline in the command: the form must show it escaped, on
+		// one line, and the command whole.
+		cmd := "touch \"tui once.txt\"\n: tail-of-the-command"
 		c := startClaudeTUI(t, cmd)
 		c.ask("create the file")
 		form := c.waitFor("agentbox's approval form", 3*time.Minute, func(s string) bool { return strings.Contains(s, "Decision:") })
 		for _, want := range []string{
 			"agentbox: allow this Bash call?",
-			`Bash: touch "tui once.txt"\n: \x1b[2J tail-of-the-command`,
+			`Bash: touch "tui once.txt"\n: tail-of-the-command`,
 			"❯ ✔ Decision: ▸ Allow once", // focused, the default chosen
 		} {
 			if !strings.Contains(form, want) {
@@ -304,6 +321,25 @@ func TestClaudeTUIApproval(t *testing.T) {
 		c.checkRan(t, "tui once.txt")
 		if len(c.keys) != 2 {
 			t.Fatalf("approving took %d keystrokes %q, want 2", len(c.keys), c.keys)
+		}
+	})
+	t.Run("nothing to always allow", func(t *testing.T) {
+		// No prefix to key a grant by (a control character, the program
+		// known only at run time): the form has no field, Accept is
+		// focused, one Enter allows once. The escape sequence shows
+		// escaped instead of clearing the screen.
+		c := startClaudeTUI(t, "$(printf touch) tui-bare.txt\n: \x1b[2J tail-of-the-command")
+		c.ask("create the file")
+		form := c.waitFor("agentbox's approval form", 3*time.Minute, func(s string) bool { return strings.Contains(s, "Accept allows this call once") })
+		if !strings.Contains(form, `Bash: $(printf touch) tui-bare.txt\n: \x1b[2J tail-of-the-command`) ||
+			!strings.Contains(form, "❯ Accept") || strings.Contains(form, "Decision") {
+			t.Fatalf("want the whole command escaped, a form without fields, Accept focused:\n%s", form)
+		}
+		c.press("Enter")
+		c.waitFor("the model's closing text", 3*time.Minute, func(s string) bool { return strings.Contains(s, "All 1 commands ran.") })
+		c.checkRan(t, "tui-bare.txt")
+		if len(c.keys) != 1 {
+			t.Fatalf("approving took %d keystrokes %q, want 1", len(c.keys), c.keys)
 		}
 	})
 	t.Run("always allow", func(t *testing.T) {
@@ -334,10 +370,24 @@ func TestClaudeTUIApproval(t *testing.T) {
 // the request, not the approval).
 func (c *claudeTUI) ask(text string) {
 	c.t.Helper()
-	c.waitFor("Claude Code's prompt", 2*time.Minute, func(s string) bool { return strings.Contains(s, "? for shortcuts") })
-	c.tmuxRun("send-keys", "-l", text)
-	c.waitFor("the typed prompt", 30*time.Second, func(s string) bool { return strings.Contains(s, text) })
-	c.tmuxRun("send-keys", "Enter")
+	for end := time.Now().Add(3 * time.Minute); ; {
+		c.waitFor("Claude Code's prompt", 2*time.Minute, func(s string) bool { return strings.Contains(s, "? for shortcuts") })
+		before := c.model.notConnected()
+		c.tmuxRun("send-keys", "-l", text)
+		c.waitFor("the typed prompt", 30*time.Second, func(s string) bool { return strings.Contains(s, text) })
+		c.tmuxRun("send-keys", "Enter")
+		// Asked before agentbox was connected, the model answers that
+		// it is not: ask again a little later.
+		time.Sleep(2 * time.Second)
+		if c.model.notConnected() == before {
+			return
+		}
+		if time.Now().After(end) {
+			c.t.Fatalf("Claude Code never offered agentbox's tools to the model")
+		}
+		c.waitFor("the answer to the early prompt", time.Minute, func(s string) bool { return strings.Contains(s, "agentbox-not-connected-yet") })
+		time.Sleep(2 * time.Second)
+	}
 }
 
 // checkRan checks that every tool result the model got was a success,
