@@ -296,7 +296,7 @@ func (c *claudeTUI) press(keys ...string) {
 // takes four (→ to open the choices, ↓, Enter, Enter) and the next
 // command with the same prefix runs without a form. A command with no
 // prefix to offer "always allow" for gets a form without a field: one
-// Enter on the focused Accept.
+// Enter on the focused Accept. Esc refuses with one keystroke.
 func TestClaudeTUIApproval(t *testing.T) {
 	t.Run("allow once", func(t *testing.T) {
 		// A newline in the command: the form must show it escaped, on
@@ -340,6 +340,24 @@ func TestClaudeTUIApproval(t *testing.T) {
 		c.checkRan(t, "tui-bare.txt")
 		if len(c.keys) != 1 {
 			t.Fatalf("approving took %d keystrokes %q, want 1", len(c.keys), c.keys)
+		}
+	})
+	t.Run("deny", func(t *testing.T) {
+		c := startClaudeTUI(t, "touch tui-denied.txt")
+		c.ask("create the file")
+		c.waitFor("agentbox's approval form", 3*time.Minute, func(s string) bool { return strings.Contains(s, "Decision:") })
+		time.Sleep(time.Second) // a person reads it first
+		c.press("Escape")
+		c.waitFor("the model's closing text", 3*time.Minute, func(s string) bool { return strings.Contains(s, "All 1 commands ran.") })
+		results, _ := c.model.state()
+		if len(results) != 1 || !strings.Contains(results[0], `"is_error":true`) || !strings.Contains(results[0], "dismissed") {
+			t.Fatalf("want one refused call, got %q", results)
+		}
+		if _, err := os.Stat(filepath.Join(c.client.ws, "tui-denied.txt")); err == nil {
+			t.Fatal("the dismissed command ran")
+		}
+		if len(c.keys) != 1 {
+			t.Fatalf("refusing took %d keystrokes %q, want 1", len(c.keys), c.keys)
 		}
 	})
 	t.Run("always allow", func(t *testing.T) {
