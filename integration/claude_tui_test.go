@@ -36,6 +36,7 @@ type fakeModel struct {
 	mu       sync.Mutex
 	results  []string // tool_result blocks the main loop sent back
 	notReady int      // main-loop requests without agentbox's tools
+	mainSeen int      // main-loop requests
 	seen     []string // path and kind of every request, for failure output
 }
 
@@ -102,6 +103,9 @@ func (m *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		delta = map[string]any{"type": "text_delta", "text": "agentbox tui test"}
 	}
 	m.mu.Lock()
+	if main {
+		m.mainSeen++
+	}
 	if ours {
 		m.results = results
 	} else if main {
@@ -149,10 +153,12 @@ func (m *fakeModel) note(s string) {
 	m.mu.Unlock()
 }
 
-func (m *fakeModel) notConnected() int {
+// counts returns the number of main-loop requests, and of those that
+// came before agentbox's tools were offered.
+func (m *fakeModel) counts() (main, notReady int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.notReady
+	return m.mainSeen, m.notReady
 }
 
 func (m *fakeModel) state() (results, seen []string) {
@@ -390,14 +396,21 @@ func (c *claudeTUI) ask(text string) {
 	c.t.Helper()
 	for end := time.Now().Add(3 * time.Minute); ; {
 		c.waitFor("Claude Code's prompt", 2*time.Minute, func(s string) bool { return strings.Contains(s, "? for shortcuts") })
-		before := c.model.notConnected()
+		mainBefore, before := c.model.counts()
 		c.tmuxRun("send-keys", "-l", text)
 		c.waitFor("the typed prompt", 30*time.Second, func(s string) bool { return strings.Contains(s, text) })
 		c.tmuxRun("send-keys", "Enter")
 		// Asked before agentbox was connected, the model answers that
 		// it is not: ask again a little later.
-		time.Sleep(2 * time.Second)
-		if c.model.notConnected() == before {
+		for wait := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+			if n, _ := c.model.counts(); n > mainBefore {
+				break
+			}
+			if time.Now().After(wait) {
+				c.t.Fatalf("the prompt reached no model")
+			}
+		}
+		if _, n := c.model.counts(); n == before {
 			return
 		}
 		if time.Now().After(end) {
