@@ -169,8 +169,13 @@ func decide(req tools.ApprovalRequest, res *sdk.ElicitResult) tools.Approval {
 	const by = "mcp-elicitation"
 	switch res.Action {
 	case "accept":
-		d, _ := res.Content[fieldDecision].(string)
+		d, ok := res.Content[fieldDecision].(string)
 		switch {
+		case !ok && !req.OffersGrant():
+			// The form had no field (see elicitParams): Accept is the
+			// default answer, allow once. Where there was a field, an
+			// accept without it is not understood (below).
+			return tools.Approval{Allow: true, By: by}
 		case d == decisionAllowOnce:
 			return tools.Approval{Allow: true, By: by}
 		case d == decisionAlwaysAllow || strings.HasPrefix(d, decisionAlwaysAllow+":"):
@@ -203,7 +208,10 @@ func decide(req tools.ApprovalRequest, res *sdk.ElicitResult) tools.Approval {
 // once; "always allow" for this session — of the tool, or of each part of
 // a command no rule or grant covers yet (decisionAlwaysAllow+":N" for the
 // Nth offered prefix), and of all of them at once when there are several;
-// or deny.
+// or deny. When "always allow" cannot be offered (a command with no
+// prefix to key a grant by), the form has no field at all: the client's
+// Accept allows once and Decline denies, one keystroke fewer in clients
+// that focus a form's first field (Claude Code 2.1).
 //
 // Everything in the message and the titles comes from the call (the
 // command, paths, reasons that quote the command): each piece is escaped
@@ -235,6 +243,13 @@ func elicitParams(req tools.ApprovalRequest) *sdk.ElicitParams {
 	}
 	if req.Reason != "" {
 		fmt.Fprintf(&b, "why approval is needed: %s\n", l(req.Reason))
+	}
+	if !req.OffersGrant() {
+		b.WriteString("\nAccept allows this call once; Decline denies it.")
+		return &sdk.ElicitParams{
+			Message:         b.String(),
+			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}},
+		}
 	}
 	choices := []any{
 		map[string]any{"const": decisionAllowOnce, "title": "Allow once"},

@@ -5,7 +5,8 @@
 // (cwd, read tracker, grants, background jobs) and its own Approver
 // (elicitation on that client — a form of one field, one choice, "allow
 // once" first, then "always allow" per part of the command not allowed
-// yet, then deny — the approval terminal, or the non-interactive
+// yet, then deny; no field when nothing can be always allowed, Accept
+// allowing once — the approval terminal, or the non-interactive
 // decision); the Approver travels with the call
 // (Call.Approver, then tools.Request.Approver), which is the only route
 // by which a call reaches a person. The optional History and Undo tools

@@ -337,10 +337,36 @@ func TestElicitationParts(t *testing.T) {
 			t.Errorf("%s: %+v", tc.decision, a)
 		}
 	}
-	// Nothing to offer: allow once or deny only.
-	none := elicitParams(tools.ApprovalRequest{Tool: "Bash", Verdict: &tools.Verdict{Class: tools.ClassDangerous}})
-	if n := len(none.RequestedSchema.(map[string]any)["properties"].(map[string]any)[fieldDecision].(map[string]any)["oneOf"].([]any)); n != 2 {
-		t.Fatalf("%d choices without a prefix, want 2", n)
+	// An accept without a decision, where the form asked for one, is not
+	// understood.
+	if a := decide(req, &sdk.ElicitResult{Action: "accept"}); a.Allow {
+		t.Errorf("accept without the decision field allowed: %+v", a)
+	}
+	// Nothing to offer but allow once or deny: the form has no field and
+	// the client's own Accept / Decline are the answer.
+	bare := tools.ApprovalRequest{Tool: "Bash", Summary: "Bash: $CMD x", Verdict: &tools.Verdict{Class: tools.ClassDangerous}}
+	none := elicitParams(bare)
+	if props, ok := none.RequestedSchema.(map[string]any)["properties"].(map[string]any); !ok || len(props) != 0 {
+		t.Fatalf("fields %v without a prefix, want none (and an empty properties object)", none.RequestedSchema)
+	}
+	if !strings.Contains(none.Message, "Bash: $CMD x") || !strings.HasSuffix(none.Message, "Accept allows this call once; Decline denies it.") {
+		t.Errorf("message without a prefix:\n%s", none.Message)
+	}
+	for _, tc := range []struct {
+		res   *sdk.ElicitResult
+		allow bool
+	}{
+		{&sdk.ElicitResult{Action: "accept"}, true},
+		{&sdk.ElicitResult{Action: "accept", Content: map[string]any{}}, true},
+		{&sdk.ElicitResult{Action: "accept", Content: map[string]any{fieldDecision: decisionDeny}}, false},
+		{&sdk.ElicitResult{Action: "accept", Content: map[string]any{fieldDecision: decisionAlwaysAllow}}, true},
+		{&sdk.ElicitResult{Action: "decline"}, false},
+		{&sdk.ElicitResult{Action: "cancel"}, false},
+	} {
+		a := decide(bare, tc.res)
+		if a.Allow != tc.allow || a.Remember != tools.GrantOnce {
+			t.Errorf("%s %v: %+v", tc.res.Action, tc.res.Content, a)
+		}
 	}
 }
 
