@@ -266,6 +266,14 @@ while time.time() < end:
     time.sleep(0.4)
 print("flips", n, "refused (EBUSY)", busy)
 `
+	// The runners are opened before the flippers start: opening checks
+	// the workspace once (a .git/config that is a symlink at that moment
+	// refuses it); the race under test is every call's hand-over.
+	var refusedLog bytes.Buffer
+	var logMu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: &refusedLog, mu: &logMu}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	pinned, _ := newRunnerOpts(t, ws, mutate, withLogger(logger))
+	unpinned, _ := newRunnerOpts(t, ws, mutate, docker.WithoutPins(), withLogger(logger))
 	ctx, cancel := context.WithTimeout(context.Background(), dur+10*time.Minute)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -290,11 +298,6 @@ print("flips", n, "refused (EBUSY)", busy)
 		t.Logf("host flipper: %s %v", bytes.TrimSpace(out), err)
 	}()
 
-	var refusedLog bytes.Buffer
-	var logMu sync.Mutex
-	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: &refusedLog, mu: &logMu}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	pinned, _ := newRunnerOpts(t, ws, mutate, withLogger(logger))
-	unpinned, _ := newRunnerOpts(t, ws, mutate, docker.WithoutPins(), withLogger(logger))
 	probe := `cat /proc/self/mountinfo | awk '{print $4}' | grep -F "` + host + `" && echo ESCAPED-MOUNT
 grep -rs HOSTSECRET .git custom 2>/dev/null && echo ESCAPED-READ
 ls .git/hooks .git/info custom 2>/dev/null | grep -q HOSTSECRETDIR && echo ESCAPED-DIR
