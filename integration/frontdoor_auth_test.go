@@ -379,39 +379,10 @@ func TestFrontDoorSocket(t *testing.T) {
 // setup --http writes.
 const codexPkg = "@openai/codex@0.169.0"
 
-var (
-	codexOnce sync.Once
-	codexPath string
-	codexErr  error
-)
-
 // codexBin installs Codex once into the tests' cache and returns it.
 func codexBin(t *testing.T) string {
 	t.Helper()
-	codexOnce.Do(func() {
-		if _, err := exec.LookPath("npm"); err != nil {
-			codexErr = fmt.Errorf("npm is required for the Codex check (apt-get install nodejs npm): %v", err)
-			return
-		}
-		dir, err := testCacheDir("codex-0.169.0")
-		if err != nil {
-			codexErr = err
-			return
-		}
-		codexPath = filepath.Join(dir, "node_modules", ".bin", "codex")
-		if _, err := os.Stat(codexPath); err == nil {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-		defer cancel()
-		if out, err := exec.CommandContext(ctx, "npm", "install", "--prefix", dir, "--no-audit", "--no-fund", "--loglevel=error", codexPkg).CombinedOutput(); err != nil {
-			codexErr = fmt.Errorf("npm install %s: %v\n%s", codexPkg, err, out)
-		}
-	})
-	if codexErr != nil {
-		t.Fatal(codexErr)
-	}
-	return codexPath
+	return filepath.Join(npmCache(t, "codex-0.169.0", codexPkg), "node_modules", ".bin", "codex")
 }
 
 // runCodexUntilConnected starts `codex exec` (which connects its MCP

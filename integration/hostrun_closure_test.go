@@ -3,14 +3,12 @@
 package integration
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -177,50 +175,11 @@ func ensureApt(t *testing.T, prog, pkg string) string {
 	return p
 }
 
-var (
-	hookPkgsOnce sync.Once
-	hookPkgsDir  string
-	hookPkgsErr  error
-)
-
 // hookPackages installs husky and lefthook from npm into the tests' cache
 // (pinned, once per run) and returns its node_modules.
 func hookPackages(t *testing.T) string {
 	t.Helper()
-	hookPkgsOnce.Do(func() {
-		if _, err := exec.LookPath("npm"); err != nil {
-			hookPkgsErr = fmt.Errorf("npm is required (apt-get install nodejs npm): %v", err)
-			return
-		}
-		dir, err := testCacheDir("npm-hooks")
-		if err != nil {
-			hookPkgsErr = err
-			return
-		}
-		hookPkgsDir = filepath.Join(dir, "node_modules")
-		if exists(filepath.Join(hookPkgsDir, "husky", "bin.js")) && exists(filepath.Join(hookPkgsDir, "@evilmartians", "lefthook", "bin", "lefthook-linux-x64", "lefthook")) {
-			return
-		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			hookPkgsErr = err
-			return
-		}
-		if err := os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"private":true}`), 0o644); err != nil {
-			hookPkgsErr = err
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "npm", "install", "--no-audit", "--no-fund", "--loglevel=error", "husky@9.1.7", "@evilmartians/lefthook@2.2.2")
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			hookPkgsErr = fmt.Errorf("npm install husky lefthook: %v\n%s", err, out)
-		}
-	})
-	if hookPkgsErr != nil {
-		t.Fatal(hookPkgsErr)
-	}
-	return hookPkgsDir
+	return filepath.Join(npmCache(t, "npm-hooks", "husky@9.1.7", "@evilmartians/lefthook@2.2.2"), "node_modules")
 }
 
 // copyTree copies a directory as root (cp -a), then it is chowned.

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -22,44 +21,11 @@ const (
 	geminiCLIPkg  = "@google/gemini-cli@0.61.0"
 )
 
-var (
-	clientsOnce sync.Once
-	clientsDir  string
-	clientsErr  error
-)
-
+// agentClientsDir installs the pinned Claude Code and Gemini CLI once
+// into the tests' cache and returns the npm prefix they are in.
 func agentClientsDir(t *testing.T) string {
 	t.Helper()
-	clientsOnce.Do(func() {
-		if _, err := exec.LookPath("npm"); err != nil {
-			clientsErr = fmt.Errorf("npm is required for the client checks (apt-get install nodejs npm): %v", err)
-			return
-		}
-		clientsDir, clientsErr = testCacheDir("clients")
-		if clientsErr != nil {
-			return
-		}
-		stamp := filepath.Join(clientsDir, "installed")
-		if b, _ := os.ReadFile(stamp); string(b) == claudeCodePkg+" "+geminiCLIPkg {
-			return
-		}
-		if err := os.MkdirAll(clientsDir, 0o755); err != nil {
-			clientsErr = err
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "npm", "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix", clientsDir, claudeCodePkg, geminiCLIPkg)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			clientsErr = fmt.Errorf("npm install %s %s: %v\n%s", claudeCodePkg, geminiCLIPkg, err, out)
-			return
-		}
-		clientsErr = os.WriteFile(stamp, []byte(claudeCodePkg+" "+geminiCLIPkg), 0o644)
-	})
-	if clientsErr != nil {
-		t.Fatal(clientsErr)
-	}
-	return clientsDir
+	return npmCache(t, "clients", claudeCodePkg, geminiCLIPkg)
 }
 
 // clientEnv is a person's machine in miniature: an empty home, a project,
