@@ -148,7 +148,7 @@ func Load(opts LoadOptions) (*Config, error) {
 	}
 	var c Config
 	if err := v.UnmarshalExact(&c); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if err := c.resolvePaths(getenv); err != nil {
 		return nil, err
@@ -158,7 +158,7 @@ func Load(opts LoadOptions) (*Config, error) {
 		// in the workspace the agent could rewrite it for the next start.
 		abs, err := filepath.Abs(file)
 		if err != nil {
-			return nil, fmt.Errorf("%w: config file: %v", ErrInvalid, err)
+			return nil, fmt.Errorf("%w: config file: %w", ErrInvalid, err)
 		}
 		if Within(abs, c.Workspace) || Within(ResolveExisting(abs), c.Workspace) {
 			return nil, fmt.Errorf("%w: config file %s is inside the workspace %s, where sandboxed commands can rewrite it; keep it outside (the workspace's own %s may only tighten)", ErrInvalid, file, c.Workspace, ProjectFile)
@@ -207,7 +207,7 @@ func readFile(file string) (*viper.Viper, error) {
 		if _, serr := os.Stat(file); errors.Is(serr, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%w: the config file %s does not exist", ErrInvalid, file)
 		}
-		return nil, fmt.Errorf("%w: reading %s: %v", ErrInvalid, file, err)
+		return nil, fmt.Errorf("%w: reading %s: %w", ErrInvalid, file, err)
 	}
 	return fv, nil
 }
@@ -281,7 +281,7 @@ func (c *Config) resolvePaths(getenv func(string) string) error {
 		return fmt.Errorf("%w: the workspace %s does not exist; run agentbox in your project or pass --workspace DIR", ErrInvalid, ws)
 	}
 	if err != nil {
-		return fmt.Errorf("%w: workspace: %v", ErrInvalid, err)
+		return fmt.Errorf("%w: workspace: %w", ErrInvalid, err)
 	}
 	c.Workspace = real
 	if c.StateDir == "" {
@@ -299,7 +299,7 @@ func (c *Config) resolvePaths(getenv func(string) string) error {
 			// dir): state must live outside it, so take one that does.
 			dir, err := fallbackStateDir()
 			if err != nil {
-				return fmt.Errorf("%w: the default state dir %s is inside the workspace %s and no other could be made (%v); set AGENTBOX_STATE_DIR or --state-dir to a directory outside it", ErrInvalid, c.StateDir, c.Workspace, err)
+				return fmt.Errorf("%w: the default state dir %s is inside the workspace %s and no other could be made (%w); set AGENTBOX_STATE_DIR or --state-dir to a directory outside it", ErrInvalid, c.StateDir, c.Workspace, err)
 			}
 			c.StateDirNote = fmt.Sprintf("the default state dir %s is inside the workspace %s, so agentbox keeps this workspace's state in %s (set AGENTBOX_STATE_DIR or --state-dir to choose)", c.StateDir, c.Workspace, dir)
 			c.StateDir = dir
@@ -307,7 +307,7 @@ func (c *Config) resolvePaths(getenv func(string) string) error {
 	}
 	sd, err := filepath.Abs(c.StateDir)
 	if err != nil {
-		return fmt.Errorf("%w: state dir: %v", ErrInvalid, err)
+		return fmt.Errorf("%w: state dir: %w", ErrInvalid, err)
 	}
 	c.StateDir = sd
 	return nil
@@ -354,7 +354,7 @@ func (c *Config) Validate() error {
 	}
 	for _, check := range []func() error{c.Engine.validate, c.Sandbox.validate, c.Snapshot.validate, c.Tools.validate, c.MCP.validate, c.Classifier.validate, c.Network.validate} {
 		if err := check(); err != nil {
-			return fmt.Errorf("%w: %v", ErrInvalid, err)
+			return fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 	}
 	return nil

@@ -3,9 +3,12 @@ package config
 import (
 	"errors"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentbox/agentbox/sandbox/egress"
 )
 
 func env(m map[string]string) func(string) string {
@@ -115,5 +118,24 @@ func TestMissingWorkspace(t *testing.T) {
 	_, err := Load(LoadOptions{Getenv: env(map[string]string{"HOME": t.TempDir(), "AGENTBOX_WORKSPACE": "/nonexistent/ws"})})
 	if !errors.Is(err, ErrInvalid) {
 		t.Fatalf("err = %v, want ErrInvalid", err)
+	}
+}
+
+// TestInvalidKeepsCause: an invalid config is ErrInvalid and still the
+// error that made it so, for errors.Is.
+func TestInvalidKeepsCause(t *testing.T) {
+	for _, tt := range []struct {
+		name, user string
+		cause      error
+	}{
+		{"bad network rule", "network:\n  allow: ['ex*ample.org']\n", egress.ErrBadRule},
+		{"bad exclude pattern", "snapshot:\n  exclude: ['[']\n", path.ErrBadPattern},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := loadWithProject(t, tt.user, "")
+			if !errors.Is(err, ErrInvalid) || !errors.Is(err, tt.cause) {
+				t.Fatalf("err = %v, want ErrInvalid wrapping %v", err, tt.cause)
+			}
+		})
 	}
 }

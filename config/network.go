@@ -55,7 +55,7 @@ func (n *Network) validate() error {
 		return fmt.Errorf("network.fetch_timeout %s: want more than 0 and at most 10m", n.FetchTimeout)
 	}
 	if _, err := egress.NewPolicy(n.Allow, n.Deny); err != nil {
-		return fmt.Errorf("network.allow/network.deny: %v", err)
+		return fmt.Errorf("network.allow/network.deny: %w", err)
 	}
 	return nil
 }

@@ -98,11 +98,11 @@ func (c *Config) applyProject(file string) error {
 		pv.SetDefault(k, val)
 	}
 	if err := pv.MergeConfigMap(fv.AllSettings()); err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrInvalid, file, err)
+		return fmt.Errorf("%w: %s: %w", ErrInvalid, file, err)
 	}
 	var p Config
 	if err := pv.UnmarshalExact(&p); err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrInvalid, file, err)
+		return fmt.Errorf("%w: %s: %w", ErrInvalid, file, err)
 	}
 	cv := reflect.ValueOf(c).Elem()
 	pvv := reflect.ValueOf(&p).Elem()

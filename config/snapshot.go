@@ -94,7 +94,7 @@ func (c *Snapshot) validate() error {
 			return fmt.Errorf("snapshot.exclude: empty pattern")
 		}
 		if _, err := path.Match(p, ""); err != nil {
-			return fmt.Errorf("snapshot.exclude: pattern %q: %v", p, err)
+			return fmt.Errorf("snapshot.exclude: pattern %q: %w", p, err)
 		}
 	}
 	switch c.ChangeCapture {

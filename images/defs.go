@@ -33,7 +33,7 @@ func findBusybox(ctx context.Context, install func(ctx context.Context, pkgs ...
 		return "", fmt.Errorf("%w: install it with `sudo apt-get install -y busybox-static`", ErrNoBusybox)
 	}
 	if err := install(ctx, "busybox-static"); err != nil {
-		return "", fmt.Errorf("%w: installing busybox-static: %v", ErrNoBusybox, err)
+		return "", fmt.Errorf("%w: installing busybox-static: %w", ErrNoBusybox, err)
 	}
 	if p, ok := staticBusybox(); ok {
 		return p, nil

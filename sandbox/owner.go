@@ -15,7 +15,7 @@ import (
 func CheckOwner(ws string, allowRoot bool) error {
 	fi, err := os.Stat(ws)
 	if err != nil {
-		return fmt.Errorf("%w: workspace: %v", ErrUnsafeWorkspace, err)
+		return fmt.Errorf("%w: workspace: %w", ErrUnsafeWorkspace, err)
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {

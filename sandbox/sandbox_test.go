@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"errors"
+	"io/fs"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -67,5 +69,12 @@ func TestClampTimeout(t *testing.T) {
 				t.Errorf("ClampTimeout(%v, %v, %v) = %v, want %v", tt.requested, tt.def, tt.max, got, tt.want)
 			}
 		})
+	}
+}
+
+func TestCheckOwnerMissingWorkspace(t *testing.T) {
+	err := CheckOwner(filepath.Join(t.TempDir(), "gone"), false)
+	if !errors.Is(err, ErrUnsafeWorkspace) || !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("err = %v, want ErrUnsafeWorkspace wrapping fs.ErrNotExist", err)
 	}
 }

@@ -70,7 +70,7 @@ type Toolchains struct {
 func PlanToolchains(cfg *config.Config, home string) (*Toolchains, error) {
 	fi, err := os.Stat(cfg.Workspace)
 	if err != nil {
-		return nil, fmt.Errorf("%w: workspace: %v", sandbox.ErrUnsafeWorkspace, err)
+		return nil, fmt.Errorf("%w: workspace: %w", sandbox.ErrUnsafeWorkspace, err)
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
@@ -142,7 +142,7 @@ func (r *Runner) setupToolchains(cfg *config.Config, o options) error {
 	t := planToolchains(cfg, r.uid, r.gid, home, !o.ownerHomeSet)
 	if t.BuildCache != nil {
 		if err := t.BuildCache.Ensure(r.uid, r.gid); err != nil {
-			return fmt.Errorf("%w: build cache: %v", sandbox.ErrUnavailable, err)
+			return fmt.Errorf("%w: build cache: %w", sandbox.ErrUnavailable, err)
 		}
 		// Cargo takes locks in CARGO_HOME: give it a writable one in the
 		// build cache whose registry and git lead to the read-only caches.
@@ -174,14 +174,14 @@ func (r *Runner) cacheSources() ([]bindSource, error) {
 		}
 		f, err := unix.Open(c.Path, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
-			return out, fmt.Errorf("%w: opening the %s cache %s: %v", sandbox.ErrUnavailable, c.Kind, c.Path, err)
+			return out, fmt.Errorf("%w: opening the %s cache %s: %w", sandbox.ErrUnavailable, c.Kind, c.Path, err)
 		}
 		out = append(out, bindSource{target: c.Path, fd: os.NewFile(uintptr(f), c.Path), path: c.Path, ro: true})
 	}
 	if b := r.tc.BuildCache; b != nil {
 		f, err := unix.Open(b.Dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
-			return out, fmt.Errorf("%w: opening the build cache: %v", sandbox.ErrUnavailable, err)
+			return out, fmt.Errorf("%w: opening the build cache: %w", sandbox.ErrUnavailable, err)
 		}
 		out = append(out, bindSource{target: sandbox.BuildCacheDir, fd: os.NewFile(uintptr(f), b.Dir), path: b.Dir})
 	}

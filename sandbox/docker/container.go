@@ -149,7 +149,7 @@ func (r *Runner) start(ctx context.Context, ro bool) (w *warm, err error) {
 	}
 	if err != nil {
 		r.log.Warn("creating a container", "read_only", ro, "err", err)
-		return nil, fmt.Errorf("%w: creating container: %v", sandbox.ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: creating container: %w", sandbox.ErrUnavailable, err)
 	}
 	id := created.ID
 	ph.lap("create")
@@ -161,7 +161,7 @@ func (r *Runner) start(ctx context.Context, ro bool) (w *warm, err error) {
 	}()
 	hj, err := r.cli.ContainerAttach(ctx, id, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
 	if err != nil {
-		return nil, fmt.Errorf("%w: attaching to container: %v", sandbox.ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: attaching to container: %w", sandbox.ErrUnavailable, err)
 	}
 	defer func() {
 		if err != nil {
@@ -170,7 +170,7 @@ func (r *Runner) start(ctx context.Context, ro bool) (w *warm, err error) {
 	}()
 	ph.lap("attach")
 	if err := r.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
-		return nil, fmt.Errorf("%w: starting container: %v", sandbox.ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: starting container: %w", sandbox.ErrUnavailable, err)
 	}
 	ph.lap("start")
 	// The runtime has made the container's mounts: its copies do not
@@ -196,7 +196,7 @@ func (r *Runner) start(ctx context.Context, ro bool) (w *warm, err error) {
 		if ctx.Err() != nil {
 			err = context.Cause(ctx)
 		}
-		return nil, fmt.Errorf("%w: container init did not start: %v", sandbox.ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: container init did not start: %w", sandbox.ErrUnavailable, err)
 	}
 	hj.Conn.SetReadDeadline(time.Time{})
 	ph.lap("ready")

@@ -200,7 +200,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opt
 	}
 	cli, _, err := engine.Connect(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
 	}
 	r, err := New(ctx, cli, cfg, log, opts...)
 	if err != nil {
@@ -236,7 +236,7 @@ func New(ctx context.Context, cli *client.Client, cfg *config.Config, log *slog.
 	}
 	fi, err := os.Stat(ws)
 	if err != nil {
-		return nil, fmt.Errorf("%w: workspace: %v", sandbox.ErrUnsafeWorkspace, err)
+		return nil, fmt.Errorf("%w: workspace: %w", sandbox.ErrUnsafeWorkspace, err)
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
@@ -262,11 +262,11 @@ func New(ctx context.Context, cli *client.Client, cfg *config.Config, log *slog.
 	}
 	ver, err := cli.ServerVersion(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%w: engine version: %v", sandbox.ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: engine version: %w", sandbox.ErrUnavailable, err)
 	}
 	if err := engine.CheckRuntime(ctx, cli, cfg.Sandbox.Runtime); err != nil {
 		wsFD.Close()
-		return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
 	}
 	gvisor := false
 	var runtimes map[string]system.RuntimeWithStatus
@@ -274,7 +274,7 @@ func New(ctx context.Context, cli *client.Client, cfg *config.Config, log *slog.
 		info, err := cli.Info(ctx)
 		if err != nil {
 			wsFD.Close()
-			return nil, fmt.Errorf("%w: engine info: %v", sandbox.ErrUnavailable, err)
+			return nil, fmt.Errorf("%w: engine info: %w", sandbox.ErrUnavailable, err)
 		}
 		runtimes = info.Runtimes
 		gvisor = gvisorRuntime(rt, info.Runtimes[rt].Path)
@@ -303,7 +303,7 @@ func New(ctx context.Context, cli *client.Client, cfg *config.Config, log *slog.
 	r.sockets.feed = o.entries
 	if r.inert, err = inertFile(cfg.WorkspaceStateDir()); err != nil {
 		wsFD.Close()
-		return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
 	}
 	r.cfg.CPUs, r.cfg.MemoryMB = cfg.Sandbox.EffectiveCPUs(), cfg.Sandbox.EffectiveMemoryMB()
 	if err := r.setupToolchains(cfg, o); err != nil {
@@ -329,7 +329,7 @@ func New(ctx context.Context, cli *client.Client, cfg *config.Config, log *slog.
 		if r.reaper, err = startReaper(cli.DaemonHost(), r.id); err != nil {
 			wsFD.Close()
 			r.stopEgress()
-			return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+			return nil, fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
 		}
 	}
 	r.ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
@@ -382,13 +382,13 @@ func initBinary(p string) (string, error) {
 	if p == "" {
 		exe, err := os.Executable()
 		if err != nil {
-			return "", fmt.Errorf("%w: locating the agentbox binary: %v", sandbox.ErrUnavailable, err)
+			return "", fmt.Errorf("%w: locating the agentbox binary: %w", sandbox.ErrUnavailable, err)
 		}
 		p = exe
 	}
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil {
-		return "", fmt.Errorf("%w: init binary: %v", sandbox.ErrUnavailable, err)
+		return "", fmt.Errorf("%w: init binary: %w", sandbox.ErrUnavailable, err)
 	}
 	fi, err := os.Stat(real)
 	if err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
@@ -396,7 +396,7 @@ func initBinary(p string) (string, error) {
 	}
 	f, err := elf.Open(real)
 	if err != nil {
-		return "", fmt.Errorf("%w: init binary %s: %v", sandbox.ErrUnavailable, real, err)
+		return "", fmt.Errorf("%w: init binary %s: %w", sandbox.ErrUnavailable, real, err)
 	}
 	defer f.Close()
 	for _, p := range f.Progs {

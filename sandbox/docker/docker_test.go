@@ -3,17 +3,22 @@ package docker
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"syscall"
 	"testing"
 
+	"github.com/docker/docker/client"
+
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/sandbox"
+	"github.com/agentbox/agentbox/sandbox/egress"
 )
 
 func muxFrame(stream byte, p string) []byte {
@@ -215,13 +220,44 @@ func TestContainerSpecHardening(t *testing.T) {
 }
 
 func TestInitBinary(t *testing.T) {
-	if _, err := initBinary(filepath.Join(t.TempDir(), "missing")); !errors.Is(err, sandbox.ErrUnavailable) {
-		t.Errorf("missing binary: %v", err)
+	if _, err := initBinary(filepath.Join(t.TempDir(), "missing")); !errors.Is(err, sandbox.ErrUnavailable) || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing binary: %v, want ErrUnavailable wrapping fs.ErrNotExist", err)
 	}
 	f := filepath.Join(t.TempDir(), "notexec")
 	os.WriteFile(f, []byte("x"), 0o644)
 	if _, err := initBinary(f); !errors.Is(err, sandbox.ErrUnavailable) {
 		t.Errorf("non-executable: %v", err)
+	}
+}
+
+// TestEnsureImageCanceled: a start cancelled while the engine is asked for
+// the image is both ErrUnavailable and context.Canceled (the cause was once
+// flattened into text).
+func TestEnsureImageCanceled(t *testing.T) {
+	cli, err := client.NewClientWithOpts(client.WithHost("unix://"+filepath.Join(t.TempDir(), "none.sock")), client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	err = ensureImage(ctx, cli, "example.org/not-agentbox:1", t.TempDir())
+	if !errors.Is(err, sandbox.ErrUnavailable) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want ErrUnavailable wrapping context.Canceled", err)
+	}
+}
+
+// TestStartEgressBadPolicy: a proxy that cannot start is ErrUnavailable,
+// ErrNoEgress and the policy's own error at once.
+func TestStartEgressBadPolicy(t *testing.T) {
+	cfg := config.Default()
+	cfg.Network.Mode = config.NetworkAllowlist
+	cfg.Network.Allow = []string{"ex*ample.org"}
+	err := testRunner(t, t.TempDir()).startEgress(&cfg, options{})
+	for _, want := range []error{sandbox.ErrUnavailable, sandbox.ErrNoEgress, egress.ErrBadRule} {
+		if !errors.Is(err, want) {
+			t.Errorf("err = %v, want it to wrap %v", err, want)
+		}
 	}
 }
 

@@ -60,7 +60,7 @@ func (r *Runner) startEgress(cfg *config.Config, o options) error {
 	}
 	p, err := egress.NewPolicy(cfg.Network.Allow, cfg.Network.Deny)
 	if err != nil {
-		return fmt.Errorf("%w: %w: network: %v", sandbox.ErrUnavailable, sandbox.ErrNoEgress, err)
+		return fmt.Errorf("%w: %w: network: %w", sandbox.ErrUnavailable, sandbox.ErrNoEgress, err)
 	}
 	for _, w := range cfg.Network.Warnings() {
 		r.log.Warn(w)
@@ -79,7 +79,7 @@ func (r *Runner) startEgress(cfg *config.Config, o options) error {
 	}
 	auth, token, err := egress.NewToken()
 	if err != nil {
-		return fmt.Errorf("%w: %w: %v", sandbox.ErrUnavailable, sandbox.ErrNoEgress, err)
+		return fmt.Errorf("%w: %w: %w", sandbox.ErrUnavailable, sandbox.ErrNoEgress, err)
 	}
 	audit := o.egressAudit
 	if audit == nil {
@@ -96,7 +96,7 @@ func (r *Runner) startEgress(cfg *config.Config, o options) error {
 	// Short and private: a unix socket path must fit in 108 bytes.
 	dir := filepath.Join(os.TempDir(), "agentbox-egress-"+r.id[:12])
 	if err := os.Mkdir(dir, 0o700); err != nil {
-		return fmt.Errorf("%w: %w: socket directory: %v", sandbox.ErrUnavailable, sandbox.ErrNoEgress, err)
+		return fmt.Errorf("%w: %w: socket directory: %w", sandbox.ErrUnavailable, sandbox.ErrNoEgress, err)
 	}
 	ln, err := egress.Listen(dir)
 	if err == nil && os.Geteuid() == 0 {
@@ -113,7 +113,7 @@ func (r *Runner) startEgress(cfg *config.Config, o options) error {
 			ln.Close()
 		}
 		os.RemoveAll(dir)
-		return fmt.Errorf("%w: %w: %v", sandbox.ErrUnavailable, sandbox.ErrNoEgress, err)
+		return fmt.Errorf("%w: %w: %w", sandbox.ErrUnavailable, sandbox.ErrNoEgress, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	st := &egressState{dir: dir, token: token, cancel: cancel, done: make(chan struct{})}

@@ -52,7 +52,7 @@ func gvisorRuntime(name, path string) bool {
 func (r *Runner) verifyGofer(ctx context.Context, id string, want []initproc.ExpectedMount) error {
 	ins, err := r.cli.ContainerInspect(ctx, id)
 	if err != nil {
-		return fmt.Errorf("%w: inspecting the container: %v", sandbox.ErrUnavailable, err)
+		return fmt.Errorf("%w: inspecting the container: %w", sandbox.ErrUnavailable, err)
 	}
 	if ins.State == nil || ins.State.Pid <= 1 {
 		return errUnsafe("gVisor container %s reports no sandbox process: its mounts cannot be verified", shortID(id))

@@ -17,7 +17,7 @@ import (
 func ensureImage(ctx context.Context, cli *client.Client, name, workspace string) error {
 	if name == images.Minimal || name == images.Host {
 		if err := images.Ensure(ctx, cli, name, images.WithWorkspace(workspace), images.WithInstaller(engine.InstallPackages)); err != nil {
-			return fmt.Errorf("%w: image %s: %v", sandbox.ErrUnavailable, name, err)
+			return fmt.Errorf("%w: image %s: %w", sandbox.ErrUnavailable, name, err)
 		}
 		return nil
 	}
@@ -25,7 +25,7 @@ func ensureImage(ctx context.Context, cli *client.Client, name, workspace string
 		if cerrdefs.IsNotFound(err) {
 			return fmt.Errorf("%w: image %s is not in the engine's store", sandbox.ErrUnavailable, name)
 		}
-		return fmt.Errorf("%w: image %s: %v", sandbox.ErrUnavailable, name, err)
+		return fmt.Errorf("%w: image %s: %w", sandbox.ErrUnavailable, name, err)
 	}
 	return nil
 }

@@ -249,7 +249,7 @@ func errUnsafe(format string, args ...any) error {
 func copyInit(src, dir string) (string, error) {
 	in, err := os.Open(src)
 	if err != nil {
-		return "", fmt.Errorf("%w: init binary: %v", sandbox.ErrUnavailable, err)
+		return "", fmt.Errorf("%w: init binary: %w", sandbox.ErrUnavailable, err)
 	}
 	defer in.Close()
 	if err := os.MkdirAll(dir, 0o700); err != nil {

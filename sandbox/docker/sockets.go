@@ -307,14 +307,14 @@ func (r *Runner) maskSources(ws int) ([]bindSource, error) {
 		f, err := openHost(r.inert)
 		if err != nil {
 			closeSources(out)
-			return nil, fmt.Errorf("%w: socket mask: %v", sandbox.ErrUnavailable, err)
+			return nil, fmt.Errorf("%w: socket mask: %w", sandbox.ErrUnavailable, err)
 		}
 		target := filepath.Join(r.workspace, filepath.FromSlash(rel))
 		b := bindSource{target: target, fd: f, path: r.inert, ro: true}
 		if err := b.describe(); err != nil {
 			f.Close()
 			closeSources(out)
-			return nil, fmt.Errorf("%w: socket mask: %v", sandbox.ErrUnavailable, err)
+			return nil, fmt.Errorf("%w: socket mask: %w", sandbox.ErrUnavailable, err)
 		}
 		out = append(out, b)
 	}

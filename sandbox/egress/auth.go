@@ -58,7 +58,7 @@ func ReadPreamble(br *bufio.Reader) (Preamble, error) {
 			break
 		}
 		if !errors.Is(err, bufio.ErrBufferFull) {
-			return p, fmt.Errorf("%w: no preamble: %v", ErrUnauthenticated, err)
+			return p, fmt.Errorf("%w: no preamble: %w", ErrUnauthenticated, err)
 		}
 	}
 	f := strings.Fields(strings.TrimRight(string(line), "\r\n"))

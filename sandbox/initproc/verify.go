@@ -137,7 +137,7 @@ func VerifyMounts(table []MountEntry, want []ExpectedMount, lstat func(string, *
 		}
 		var st unix.Stat_t
 		if err := lstat(w.Target, &st); err != nil {
-			return fmt.Errorf("%w: %s: %v", ErrMounts, w.Target, err)
+			return fmt.Errorf("%w: %s: %w", ErrMounts, w.Target, err)
 		}
 		typ := st.Mode & unix.S_IFMT
 		if (w.Dir && typ != unix.S_IFDIR) || (!w.Dir && typ != unix.S_IFREG) {

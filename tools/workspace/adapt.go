@@ -3,7 +3,6 @@ package workspace
 import (
 	"context"
 	"errors"
-	"fmt"
 	"path/filepath"
 	"strings"
 
@@ -93,9 +92,9 @@ func sandboxError(err error) error {
 	case errors.Is(err, sandbox.ErrInvalidSpec):
 		return tools.Errorf(tools.ErrValidation, "the command cannot be run: %v", err)
 	case errors.Is(err, sandbox.ErrNoEgress):
-		return fmt.Errorf("%w", &tools.ToolError{Kind: tools.ErrInternal, Message: "nothing was run: with network.mode: allowlist a sandboxed command's only way out is " +
+		return &tools.ToolError{Kind: tools.ErrInternal, Message: "nothing was run: with network.mode: allowlist a sandboxed command's only way out is " +
 			"agentbox's egress proxy, and it could not start (" + egressCause(err) + "); commands never run without it. " +
-			"The operator can fix that (see agentbox's log) or set network.mode: none"})
+			"The operator can fix that (see agentbox's log) or set network.mode: none"}
 	case errors.Is(err, sandbox.ErrUnsafeWorkspace):
 		// Before ErrUnavailable: starting an engine would not help.
 		return tools.Errorf(tools.ErrPermissionDenied, "the sandbox refused to run in this workspace, so nothing was run: %s. Only a person can fix this: retrying before they have will not help", unsafeReason(err))
@@ -105,7 +104,7 @@ func sandboxError(err error) error {
 		if why := strings.TrimPrefix(strings.TrimPrefix(err.Error(), sandbox.ErrUnavailable.Error()+": "), sandbox.ErrUnavailable.Error()+": "); why != "" && why != sandbox.ErrUnavailable.Error() {
 			msg += ": " + why
 		}
-		return fmt.Errorf("%w", &tools.ToolError{Kind: tools.ErrInternal, Message: msg + ". The operator can see what to fix with `agentbox doctor` (for a missing engine, `agentbox engine start`)."})
+		return &tools.ToolError{Kind: tools.ErrInternal, Message: msg + ". The operator can see what to fix with `agentbox doctor` (for a missing engine, `agentbox engine start`)."}
 	case errors.Is(err, sandbox.ErrClosed):
 		return tools.Errorf(tools.ErrInternal, "the sandbox was shut down")
 	case errors.Is(err, sandbox.ErrNotFound):
