@@ -152,15 +152,12 @@ func (c *Closure) Match(rel string) (string, bool) {
 	return c.shadow(rel)
 }
 
-// JudgeFunc judges a change to a path protected by what its content says:
-// old and new are the content before and after (nil: absent). It reports
-// whether the change is to a protected part, and why.
-type JudgeFunc func(old, new []byte) (reason string, protected bool)
-
 // Judge returns the content judge of rel, or nil when rel is not judged by
 // content: a package.json while a hook runner is present
 // (JudgePackageJSON), the state files of a half-done rebase or
-// cherry-pick (JudgeGitState).
+// cherry-pick (JudgeGitState). The judge takes the content before and
+// after (nil: absent) and reports whether the change is to a protected
+// part, and why.
 func (c *Closure) Judge(rel string) func(old, new []byte) (string, bool) {
 	rel = strings.TrimPrefix(path.Clean("/"+rel), "/")
 	if isGitState(rel) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"reflect"
-	"slices"
 	"sort"
 	"strings"
 
@@ -241,14 +240,4 @@ func number(v reflect.Value) float64 {
 		return v.Float()
 	}
 	return 0
-}
-
-// ProjectKeys lists the keys a project config may set, sorted.
-func ProjectKeys() []string {
-	keys := make([]string, 0, len(projectKeys))
-	for k := range projectKeys {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -30,7 +30,7 @@ func loadWithProject(t *testing.T, user, project string) (*Config, error) {
 
 func TestProjectKeysKnown(t *testing.T) {
 	known := KnownKeys()
-	for _, k := range ProjectKeys() {
+	for k := range projectKeys {
 		if _, ok := known[k]; !ok {
 			t.Errorf("project key %s is not a config key", k)
 		}

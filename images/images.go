@@ -120,11 +120,6 @@ func WithInstaller(install func(ctx context.Context, pkgs ...string) error) Opti
 	return func(o *options) { o.install = install }
 }
 
-// WithOwner sets the owner explicitly (overrides the workspace's).
-func WithOwner(uid, gid int) Option {
-	return func(o *options) { o.owner = &owner{UID: uid, GID: gid} }
-}
-
 func newOptions(opts []Option) (*options, error) {
 	o := &options{}
 	for _, fn := range opts {
@@ -142,9 +137,6 @@ func newOptions(opts []Option) (*options, error) {
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 			uid, gid = int(st.Uid), int(st.Gid)
 		}
-	}
-	if o.owner != nil {
-		uid, gid = o.owner.UID, o.owner.GID
 	}
 	user, group := lookupOwner(uid, gid)
 	o.owner = &owner{UID: uid, GID: gid, User: user, Grp: group, Workspace: o.workspace}

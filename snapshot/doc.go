@@ -274,10 +274,10 @@
 // point, and a checkpoint records them as its changes.
 //
 // Entry IDs are decimal sequence numbers, zero-padded to six digits
-// ("000042"), so they sort as strings and are short to type; Resolve
-// accepts "42" too. Undo of an entry writes a new entry (Kind "undo",
-// Reverts = that ID) whose changeset is the reverse, so undoing an undo is a
-// redo. Undo("") reverts the newest entry that changed something and has
+// ("000042"), so they sort as strings and are short to type; Get (and so
+// Diff, Undo and Rollback) accepts "42" too. Undo of an entry writes a new
+// entry (Kind "undo", Reverts = that ID) whose changeset is the reverse, so
+// undoing an undo is a redo. Undo("") reverts the newest entry that changed something and has
 // not been undone. Rollback(to) restores every path changed by entries
 // from `to` onwards to its state just before `to`; paths no entry touched
 // are left alone.

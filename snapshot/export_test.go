@@ -10,3 +10,5 @@ func SetAtomicWriteHook(fn func()) { atomicWriteHook = fn }
 var WithFreeSpace = withFreeSpace
 
 var WithFullIndexSaves = withFullIndexSaves
+
+var Resolve = resolveID

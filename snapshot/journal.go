@@ -158,8 +158,8 @@ func (e *NoCallError) Error() string {
 
 func (e *NoCallError) Unwrap() error { return ErrNotFound }
 
-// Resolve turns what a person typed ("42", "000042") into an entry ID.
-func Resolve(id string) (string, error) {
+// resolveID turns what a person typed ("42", "000042") into an entry ID.
+func resolveID(id string) (string, error) {
 	n, ok := parseID(strings.TrimSpace(id))
 	if !ok {
 		return "", &NoCallError{ID: id, NotAnID: true}
@@ -385,7 +385,7 @@ func (s *Store) List(ctx context.Context, limit int) ([]Entry, error) {
 
 // Get returns one entry; id may be abbreviated ("42").
 func (s *Store) Get(ctx context.Context, id string) (Entry, error) {
-	rid, err := Resolve(id)
+	rid, err := resolveID(id)
 	if err != nil {
 		return Entry{}, err
 	}

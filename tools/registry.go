@@ -34,8 +34,6 @@ func (s Source) String() string {
 var (
 	// ErrNameConflict: a name or alias is already taken.
 	ErrNameConflict = errors.New("tool name conflict")
-	// ErrUnknownTool: no tool has that name or alias.
-	ErrUnknownTool = errors.New("unknown tool")
 )
 
 // Registry holds the tools agents can call. Safe for concurrent use.

@@ -14,14 +14,13 @@ import (
 type Option func(*options)
 
 type options struct {
-	hint  string
-	realm string
-	log   *slog.Logger
-	uids  []uint32
+	hint string
+	log  *slog.Logger
+	uids []uint32
 }
 
 func newOptions(opts []Option) options {
-	o := options{realm: "agentbox", log: slog.New(slog.DiscardHandler)}
+	o := options{log: slog.New(slog.DiscardHandler)}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -32,10 +31,6 @@ func newOptions(opts []Option) options {
 // the token (e.g. "The token is in FILE; `agentbox setup CLIENT --http
 // URL` writes it into a client's config."). It must not contain the token.
 func WithHint(hint string) Option { return func(o *options) { o.hint = hint } }
-
-// WithRealm names the door in the WWW-Authenticate challenge (default
-// "agentbox").
-func WithRealm(realm string) Option { return func(o *options) { o.realm = realm } }
 
 // WithLogger receives one record per refused request or connection (the
 // peer, the reason; never a token). Default: nothing is logged.
@@ -88,7 +83,7 @@ func Require(v Verifier, next http.Handler, opts ...Option) http.Handler {
 			return
 		}
 		o.log.Warn("refused a request without a valid bearer token", "remote", r.RemoteAddr, "method", r.Method, "path", r.URL.Path, "reason", reason)
-		challenge := fmt.Sprintf("Bearer realm=%q", o.realm)
+		challenge := `Bearer realm="agentbox"`
 		if tok != "" {
 			challenge += `, error="invalid_token"`
 		}

@@ -89,13 +89,6 @@ func WithTimeouts(hello, idle time.Duration) ServerOption {
 	return func(s *Server) { s.helloWait, s.idle = hello, idle }
 }
 
-// WithConnLimits sets how many connections the Server serves at once and
-// how many of them one call may hold (defaults DefaultMaxConns and
-// DefaultMaxConnsPerCall); more are refused with ReasonTooMany.
-func WithConnLimits(total, perCall int) ServerOption {
-	return func(s *Server) { s.maxConns, s.maxPerCall = total, perCall }
-}
-
 // WithLogger sets a logger (default: none).
 func WithLogger(l *slog.Logger) ServerOption { return func(s *Server) { s.log = l } }
 

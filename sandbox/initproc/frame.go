@@ -66,8 +66,8 @@ const (
 	Commit Type = 'C' // executor → init
 )
 
-// MaxPayload bounds a frame.
-const MaxPayload = 16 << 20
+// maxPayload bounds a frame.
+const maxPayload = 16 << 20
 
 // DataChunk is the largest Data payload the executor sends.
 const DataChunk = 1 << 20
@@ -88,7 +88,7 @@ func AppendFrame(dst []byte, t Type, payload []byte) []byte {
 
 // WriteFrame writes one frame in a single Write call.
 func WriteFrame(w io.Writer, t Type, payload []byte) error {
-	if len(payload) > MaxPayload {
+	if len(payload) > maxPayload {
 		return fmt.Errorf("%w: payload of %d bytes", ErrFrame, len(payload))
 	}
 	_, err := w.Write(AppendFrame(make([]byte, 0, headerLen+len(payload)), t, payload))
@@ -109,7 +109,7 @@ func ReadFrame(r io.Reader) (Type, []byte, error) {
 		return 0, nil, fmt.Errorf("%w: unknown type %#x", ErrFrame, h[0])
 	}
 	n := binary.BigEndian.Uint32(h[1:])
-	if n > MaxPayload {
+	if n > maxPayload {
 		return 0, nil, fmt.Errorf("%w: payload of %d bytes", ErrFrame, n)
 	}
 	p := make([]byte, n)

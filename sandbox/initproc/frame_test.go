@@ -49,7 +49,7 @@ func TestFrameErrors(t *testing.T) {
 			}
 		})
 	}
-	if err := WriteFrame(io.Discard, Stdout, make([]byte, MaxPayload+1)); !errors.Is(err, ErrFrame) {
+	if err := WriteFrame(io.Discard, Stdout, make([]byte, maxPayload+1)); !errors.Is(err, ErrFrame) {
 		t.Errorf("oversized write: %v", err)
 	}
 }

@@ -29,24 +29,6 @@ func ParseMode(s string) (Mode, error) {
 	return "", fmt.Errorf("unknown permission mode %q (want one of plan, dontAsk, default, acceptEdits, bypassPermissions)", s)
 }
 
-// Strictness orders modes for config layering: a project may only pick a
-// mode at least as strict as the one it overrides.
-func Strictness(m Mode) int {
-	switch m {
-	case ModePlan:
-		return 4
-	case ModeDontAsk:
-		return 3
-	case ModeDefault:
-		return 2
-	case ModeAcceptEdits:
-		return 1
-	case ModeBypass:
-		return 0
-	}
-	return 5
-}
-
 // Action is what happens to a call.
 type Action string
 
