@@ -84,11 +84,19 @@ func TestBashRunsAndKeepsCwd(t *testing.T) {
 	if strings.TrimSpace(strings.Split(r.Content, "\n")[0]) != filepath.Join(ws, "sub") {
 		t.Fatalf("cwd not kept: %q", r.Content)
 	}
-	// Leaving the workspace is not kept.
+	// Leaving the workspace is not kept: the runner reports no directory
+	// outside it, and Bash refuses one a runner did report.
+	r = run(t, Bash, env, `{"command":"cd /tmp"}`)
+	if env.Session.Cwd() != filepath.Join(ws, "sub") || strings.Contains(r.Content, "Working directory is now") {
+		t.Fatalf("cwd %s, content %q", env.Session.Cwd(), r.Content)
+	}
+	fake := env.Sandbox
+	env.Sandbox = &scriptedSandbox{res: tools.ExecResult{Dir: "/tmp"}}
 	r = run(t, Bash, env, `{"command":"cd /tmp"}`)
 	if env.Session.Cwd() != filepath.Join(ws, "sub") || !strings.Contains(r.Content, "outside the workspace") {
 		t.Fatalf("cwd %s, content %q", env.Session.Cwd(), r.Content)
 	}
+	env.Sandbox = fake
 	// grep's 1 is no error; a real failure is, with its explanation.
 	r = run(t, Bash, env, `{"command":"echo a | grep b"}`)
 	if r.Err != nil || !strings.Contains(r.Content, "(no output)\n\nExit code 1: exit code 1 from grep means no lines matched") {

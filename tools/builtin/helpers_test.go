@@ -1,7 +1,6 @@
 package builtin
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,70 +9,19 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/agentbox/agentbox/sandbox/sandboxtest"
 	"github.com/agentbox/agentbox/tools"
 	"github.com/agentbox/agentbox/tools/permission"
+	"github.com/agentbox/agentbox/tools/workspace"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
-
-// hostSandbox is a test double of the sandbox that runs requests as plain
-// host processes. It lets unit tests exercise the init's write code and
-// exec handling without an engine; the real sandbox is covered by the
-// integration tests.
-type hostSandbox struct {
-	mu    sync.Mutex
-	calls []tools.ExecRequest
-}
-
-func (s *hostSandbox) Exec(ctx context.Context, req tools.ExecRequest) (tools.ExecResult, error) {
-	s.mu.Lock()
-	s.calls = append(s.calls, req)
-	s.mu.Unlock()
-	if req.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, req.Timeout)
-		defer cancel()
-	}
-	var cmd *exec.Cmd
-	if req.Command != "" {
-		cmd = exec.CommandContext(ctx, "bash", "-c", req.Command+"\n__rc=$?; pwd > \"$AGENTBOX_TEST_CWD\"; exit $__rc")
-	} else {
-		cmd = exec.CommandContext(ctx, req.Argv[0], req.Argv[1:]...)
-	}
-	cwdFile := filepath.Join(os.TempDir(), fmt.Sprintf("agentbox-test-cwd-%d", time.Now().UnixNano()))
-	defer os.Remove(cwdFile)
-	cmd.Env = append(os.Environ(), "AGENTBOX_TEST_CWD="+cwdFile)
-	cmd.Dir = req.Dir
-	cmd.WaitDelay = 100 * time.Millisecond
-	if req.Stdin != nil {
-		cmd.Stdin = bytes.NewReader(req.Stdin)
-	}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	start := time.Now()
-	err := cmd.Run()
-	res := tools.ExecResult{Stdout: out.String(), Stderr: errb.String(), Duration: time.Since(start)}
-	var ee *exec.ExitError
-	switch {
-	case ctx.Err() != nil:
-		res.TimedOut, res.ExitCode = true, 137
-	case errors.As(err, &ee):
-		res.ExitCode = ee.ExitCode()
-	case err != nil:
-		return res, err
-	}
-	if b, err := os.ReadFile(cwdFile); err == nil {
-		res.Dir = strings.TrimSpace(string(b))
-	}
-	return res, nil
-}
 
 // scriptedSandbox returns a fixed result and records the request.
 type scriptedSandbox struct {
@@ -84,6 +32,10 @@ type scriptedSandbox struct {
 func (s *scriptedSandbox) Exec(ctx context.Context, req tools.ExecRequest) (tools.ExecResult, error) {
 	s.req = req
 	return s.res, nil
+}
+
+func (s *scriptedSandbox) WriteFile(ctx context.Context, req tools.WriteRequest) error {
+	return errors.New("scriptedSandbox: no writes")
 }
 
 // fakeJobs is an in-memory Jobs.
@@ -144,12 +96,15 @@ func newEnv(t testing.TB) *tools.Env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { root.Close() })
+	// The shared host-process double (its writes are init's own code).
+	fake := sandboxtest.NewFake(ws)
+	t.Cleanup(func() { fake.Close(context.Background()) })
 	return &tools.Env{
 		CallID:    "test",
 		Workspace: ws,
 		Root:      root,
 		Session:   tools.NewSession("s", ws),
-		Sandbox:   &hostSandbox{},
+		Sandbox:   workspace.SandboxFor(fake),
 		Limits:    tools.Limits{MaxOutputBytes: 30000, DefaultTimeout: time.Minute, MaxTimeout: 10 * time.Minute},
 		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Now:       time.Now,

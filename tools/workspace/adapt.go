@@ -43,6 +43,11 @@ type sandboxRunner struct {
 	Runner sandbox.Runner
 }
 
+// SandboxFor is r as a tool sees it: requests, results and errors
+// translated exactly as for a workspace's own runner. Tests run the
+// built-in tools on sandboxtest.Fake through it.
+func SandboxFor(r sandbox.Runner) tools.Sandbox { return sandboxRunner{Runner: r} }
+
 func toSpec(req tools.ExecRequest) sandbox.Spec {
 	spec := sandbox.Spec{
 		Argv:      req.Argv,
@@ -140,12 +145,12 @@ func (s sandboxRunner) WriteFile(ctx context.Context, req tools.WriteRequest) er
 	if err == nil {
 		return nil
 	}
-	return SandboxWriteError(req, err)
+	return sandboxWriteError(req, err)
 }
 
-// SandboxWriteError turns an error of sandbox.Runner.WriteFile for req
+// sandboxWriteError turns an error of sandbox.Runner.WriteFile for req
 // into a model-facing one.
-func SandboxWriteError(req tools.WriteRequest, err error) error {
+func sandboxWriteError(req tools.WriteRequest, err error) error {
 	var we *sandbox.WriteError
 	if !errors.As(err, &we) {
 		switch {

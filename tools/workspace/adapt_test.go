@@ -40,7 +40,7 @@ func TestSandboxWriteError(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			te := tools.AsToolError(SandboxWriteError(req, tc.err))
+			te := tools.AsToolError(sandboxWriteError(req, tc.err))
 			if te == nil || te.Kind != tc.kind {
 				t.Fatalf("got %v, want kind %s", te, tc.kind)
 			}
