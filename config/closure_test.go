@@ -200,7 +200,7 @@ func TestClosureMatch(t *testing.T) {
 			ws2, root := plant(t, files)
 			if c := files[".git/config"]; strings.Contains(c, ws) {
 				// The absolute case: map the planted path.
-				os.WriteFile(filepath.Join(ws2, ".git/config"), []byte(strings.ReplaceAll(c, ws, ws2)), 0o644)
+				must(t, os.WriteFile(filepath.Join(ws2, ".git/config"), []byte(strings.ReplaceAll(c, ws, ws2)), 0o644))
 			}
 			isGit := func(dir string) bool {
 				_, err := root.Lstat(dir + "/HEAD")

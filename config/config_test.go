@@ -61,8 +61,8 @@ func TestStateDirInsideWorkspaceRefused(t *testing.T) {
 func TestStateDirLinkedIntoWorkspaceRefused(t *testing.T) {
 	base := t.TempDir()
 	ws := filepath.Join(base, "ws")
-	os.Mkdir(ws, 0o755)
-	os.Symlink(ws, filepath.Join(base, "link"))
+	must(t, os.Mkdir(ws, 0o755))
+	must(t, os.Symlink(ws, filepath.Join(base, "link")))
 	for _, sd := range []string{
 		filepath.Join(base, "link", ".state"),          // not there yet
 		filepath.Join(base, "link", "sub", "agentbox"), // deeper, not there yet
@@ -84,11 +84,11 @@ func TestStateDirLinkedIntoWorkspaceRefused(t *testing.T) {
 func TestUserConfigInsideWorkspaceRefused(t *testing.T) {
 	base := t.TempDir()
 	ws := filepath.Join(base, "ws")
-	os.MkdirAll(filepath.Join(ws, ".config", "agentbox"), 0o755)
+	must(t, os.MkdirAll(filepath.Join(ws, ".config", "agentbox"), 0o755))
 	inWS := filepath.Join(ws, "agentbox.yaml")
-	os.WriteFile(inWS, []byte("tools:\n  parallelism: 2\n"), 0o600)
-	os.WriteFile(filepath.Join(ws, ".config", "agentbox", "config.yaml"), []byte("tools:\n  parallelism: 2\n"), 0o600)
-	os.Symlink(inWS, filepath.Join(base, "linked.yaml"))
+	must(t, os.WriteFile(inWS, []byte("tools:\n  parallelism: 2\n"), 0o600))
+	must(t, os.WriteFile(filepath.Join(ws, ".config", "agentbox", "config.yaml"), []byte("tools:\n  parallelism: 2\n"), 0o600))
+	must(t, os.Symlink(inWS, filepath.Join(base, "linked.yaml")))
 	state := filepath.Join(base, "state")
 	cases := []struct {
 		name string
@@ -108,7 +108,7 @@ func TestUserConfigInsideWorkspaceRefused(t *testing.T) {
 	}
 	// Outside the workspace it loads.
 	out := filepath.Join(base, "out.yaml")
-	os.WriteFile(out, []byte("tools:\n  parallelism: 2\n"), 0o600)
+	must(t, os.WriteFile(out, []byte("tools:\n  parallelism: 2\n"), 0o600))
 	if _, err := Load(LoadOptions{File: out, Getenv: env(map[string]string{"AGENTBOX_WORKSPACE": ws, "AGENTBOX_STATE_DIR": state})}); err != nil {
 		t.Errorf("a config outside the workspace: %v", err)
 	}
@@ -137,5 +137,13 @@ func TestInvalidKeepsCause(t *testing.T) {
 				t.Fatalf("err = %v, want ErrInvalid wrapping %v", err, tt.cause)
 			}
 		})
+	}
+}
+
+// must stops the test when a fixture cannot be made.
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

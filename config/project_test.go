@@ -14,7 +14,7 @@ func loadWithProject(t *testing.T, user, project string) (*Config, error) {
 	t.Helper()
 	ws := t.TempDir()
 	if project != "" {
-		os.MkdirAll(filepath.Join(ws, ".agentbox"), 0o755)
+		must(t, os.MkdirAll(filepath.Join(ws, ".agentbox"), 0o755))
 		if err := os.WriteFile(filepath.Join(ws, ProjectFile), []byte(project), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -22,7 +22,7 @@ func loadWithProject(t *testing.T, user, project string) (*Config, error) {
 	opts := LoadOptions{Getenv: env(map[string]string{"HOME": t.TempDir(), "AGENTBOX_WORKSPACE": ws})}
 	if user != "" {
 		f := filepath.Join(t.TempDir(), "user.yaml")
-		os.WriteFile(f, []byte(user), 0o600)
+		must(t, os.WriteFile(f, []byte(user), 0o600))
 		opts.File = f
 	}
 	return Load(opts)
@@ -121,7 +121,7 @@ func TestProjectTightens(t *testing.T) {
 func TestSourcesEnvAndFile(t *testing.T) {
 	ws := t.TempDir()
 	f := filepath.Join(t.TempDir(), "u.yaml")
-	os.WriteFile(f, []byte("tools:\n  parallelism: 4\n"), 0o600)
+	must(t, os.WriteFile(f, []byte("tools:\n  parallelism: 4\n"), 0o600))
 	c, err := Load(LoadOptions{File: f, Getenv: env(map[string]string{"HOME": t.TempDir(), "AGENTBOX_WORKSPACE": ws, "AGENTBOX_TOOLS_MAX_OUTPUT_BYTES": "5000"})})
 	if err != nil {
 		t.Fatal(err)

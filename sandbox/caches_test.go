@@ -242,7 +242,7 @@ func TestBuildCacheTrimAndClear(t *testing.T) {
 }
 
 // must fails the test on a fixture step's error.
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)

@@ -208,7 +208,7 @@ func TestGitSafeEnvBeatsRepoConfig(t *testing.T) {
 	}
 	f.WriteString(hostile.String())
 	f.Close()
-	os.WriteFile(filepath.Join(dir, "inc"), []byte("[core]\n\tfsmonitor = /evil/included\n"), 0o644)
+	must(t, os.WriteFile(filepath.Join(dir, "inc"), []byte("[core]\n\tfsmonitor = /evil/included\n"), 0o644))
 
 	env := Env(os.Getenv("PATH"), nil, nil, []string{"HOME=" + dir})
 	for _, c := range gitSafeConfig {

@@ -107,9 +107,15 @@ func TestVanishingFiles(t *testing.T) {
 		for i := 0; !stop.Load(); i++ {
 			d := filepath.Join(w.Dir, fmt.Sprintf("d%d", i%10))
 			os.RemoveAll(d)
-			os.MkdirAll(d, 0o755)
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Error(err)
+				return
+			}
 			for j := 0; j < 20; j++ {
-				os.WriteFile(filepath.Join(d, fmt.Sprint("n", j)), []byte("y"), 0o644)
+				if err := os.WriteFile(filepath.Join(d, fmt.Sprint("n", j)), []byte("y"), 0o644); err != nil {
+					t.Error(err)
+					return
+				}
 			}
 		}
 	}()

@@ -31,9 +31,9 @@ func BenchmarkCaptureCall(b *testing.B) {
 			for i := 0; i < n; i++ {
 				d := filepath.Join(ws, fmt.Sprintf("d%03d", i/1000))
 				if i%1000 == 0 {
-					os.MkdirAll(d, 0o755)
+					must(b, os.MkdirAll(d, 0o755))
 				}
-				os.WriteFile(filepath.Join(d, fmt.Sprintf("f%06d", i)), []byte(strconv.Itoa(i%97)), 0o644)
+				must(b, os.WriteFile(filepath.Join(d, fmt.Sprintf("f%06d", i)), []byte(strconv.Itoa(i%97)), 0o644))
 			}
 			ctx := context.Background()
 			st, err := Open(ctx, b.TempDir(), ws, WithChangeCapture(mode), WithCaptureCheck(0, 0))
@@ -95,7 +95,7 @@ func TestWatcherCostDuringBuild(t *testing.T) {
 		t.Skip("set SNAPSHOT_MEASURE_BUILD to a package directory")
 	}
 	st, ws, _ := newWatchedStore(t)
-	os.WriteFile(filepath.Join(ws, "a"), []byte("a"), 0o644)
+	must(t, os.WriteFile(filepath.Join(ws, "a"), []byte("a"), 0o644))
 	if _, err := st.scan(context.Background(), newIndex()); err != nil {
 		t.Fatal(err)
 	}

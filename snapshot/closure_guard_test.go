@@ -28,19 +28,13 @@ func TestClosureGuard(t *testing.T) {
 	pkg := `{"name":"x","scripts":{"test":"node t.js"},"dependencies":{"a":"1"}}`
 	write(t, ws, "package.json", pkg)
 	write(t, ws, ".envrc", "source_env_if_exists .envrc.local\n")
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(os.MkdirAll(filepath.Join(ws, "pkg", "shared-claude"), 0o755))
-	must(os.Symlink("shared-claude", filepath.Join(ws, "pkg", ".claude")))
+	must(t, os.MkdirAll(filepath.Join(ws, "pkg", "shared-claude"), 0o755))
+	must(t, os.Symlink("shared-claude", filepath.Join(ws, "pkg", ".claude")))
 	cfg := config.Default()
 	cfg.Workspace = ws
 	st, err := snapshot.Open(ctx, state, ws, snapshot.WithProtection(snapshot.ProtectConfig(&cfg)),
 		snapshot.WithContentProtection(snapshot.ContentConfig(&cfg)))
-	must(err)
+	must(t, err)
 
 	tests := []struct {
 		name     string
@@ -100,7 +94,7 @@ func TestClosureGuard(t *testing.T) {
 		{
 			name: "the hook runner removed while scripts change: judged after the revert",
 			act: func() {
-				os.RemoveAll(filepath.Join(ws, ".husky"))
+				must(t, os.RemoveAll(filepath.Join(ws, ".husky")))
 				write(t, ws, "package.json", `{"scripts":{"test":"evil"}}`)
 			},
 			reverted: []string{".husky", ".husky/pre-commit", "package.json"},
@@ -109,10 +103,10 @@ func TestClosureGuard(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			call, err := st.Begin(ctx, snapshot.CallInfo{Tool: "Bash"}, snapshot.Whole())
-			must(err)
+			must(t, err)
 			tt.act()
 			e, err := call.Finish(ctx)
-			must(err)
+			must(t, err)
 			if e.RevertError != "" {
 				t.Fatalf("revert failed: %s", e.RevertError)
 			}

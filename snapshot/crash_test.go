@@ -76,7 +76,10 @@ func TestCrashChild(t *testing.T) {
 				fmt.Println("begin file:", err)
 				os.Exit(3)
 			}
-			os.WriteFile(filepath.Join(ws, rel), []byte(fmt.Sprint("written ", r.IntN(1000))), 0o644)
+			if err := os.WriteFile(filepath.Join(ws, rel), []byte(fmt.Sprint("written ", r.IntN(1000))), 0o644); err != nil {
+				fmt.Println("write file:", err)
+				os.Exit(3)
+			}
 			if _, err := c.Finish(ctx); err != nil {
 				fmt.Println("finish file:", err)
 				os.Exit(3)

@@ -519,8 +519,8 @@ func TestDeltaCrash(t *testing.T) {
 	base := t.TempDir()
 	ws, state := filepath.Join(base, "ws"), filepath.Join(base, "state")
 	for _, rel := range deltaCrashFiles {
-		os.MkdirAll(filepath.Join(ws, filepath.Dir(rel)), 0o755)
-		os.WriteFile(filepath.Join(ws, rel), []byte("initial "+rel), 0o644)
+		must(t, os.MkdirAll(filepath.Join(ws, filepath.Dir(rel)), 0o755))
+		must(t, os.WriteFile(filepath.Join(ws, rel), []byte("initial "+rel), 0o644))
 	}
 	st, err := Open(ctx, state, ws)
 	if err != nil {
@@ -608,7 +608,7 @@ func TestDeltaCrash(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		os.WriteFile(filepath.Join(ws, rel), []byte(fmt.Sprint("after run ", run)), 0o644)
+		must(t, os.WriteFile(filepath.Join(ws, rel), []byte(fmt.Sprint("after run ", run)), 0o644))
 		if _, err := c.Finish(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -651,7 +651,7 @@ func TestDeltaTwoStores(t *testing.T) {
 	ctx := context.Background()
 	ws, state := t.TempDir(), t.TempDir()
 	for _, rel := range []string{"a", "b"} {
-		os.WriteFile(filepath.Join(ws, rel), []byte(rel+"0"), 0o644)
+		must(t, os.WriteFile(filepath.Join(ws, rel), []byte(rel+"0"), 0o644))
 	}
 	var stores []*Store
 	for range 2 {
@@ -669,7 +669,7 @@ func TestDeltaTwoStores(t *testing.T) {
 			t.Fatal(err)
 		}
 		if rel != "" {
-			os.WriteFile(filepath.Join(ws, rel), []byte(body), 0o644)
+			must(t, os.WriteFile(filepath.Join(ws, rel), []byte(body), 0o644))
 		}
 		if _, err := c.Finish(ctx); err != nil {
 			t.Fatal(err)
@@ -702,7 +702,7 @@ func TestDeltaTwoStores(t *testing.T) {
 func TestDeltaManifestBlob(t *testing.T) {
 	ctx := context.Background()
 	ws, state := t.TempDir(), t.TempDir()
-	os.WriteFile(filepath.Join(ws, "a"), []byte("a0"), 0o644)
+	must(t, os.WriteFile(filepath.Join(ws, "a"), []byte("a0"), 0o644))
 	st, err := Open(ctx, state, ws)
 	if err != nil {
 		t.Fatal(err)
@@ -714,7 +714,7 @@ func TestDeltaManifestBlob(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		os.WriteFile(filepath.Join(ws, "a"), []byte(body), 0o644)
+		must(t, os.WriteFile(filepath.Join(ws, "a"), []byte(body), 0o644))
 		if _, err := c.Finish(ctx); err != nil {
 			t.Fatal(err)
 		}

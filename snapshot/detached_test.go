@@ -205,7 +205,7 @@ func TestDetachedCrashChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	must(t, os.WriteFile(filepath.Join(ws, "job.txt"), []byte("job"), 0o644))
-	os.Remove(filepath.Join(ws, "gone.txt"))
+	must(t, os.Remove(filepath.Join(ws, "gone.txt")))
 	os.Stdout.WriteString("ready\n")
 	select {}
 }

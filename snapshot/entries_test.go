@@ -27,11 +27,11 @@ func listenUnix(t *testing.T, p string) {
 // changes are not; the next Take starts empty.
 func TestEntryChanges(t *testing.T) {
 	st, ws, _ := newWatchedStore(t)
-	os.MkdirAll(filepath.Join(ws, "gone"), 0o755)
+	must(t, os.MkdirAll(filepath.Join(ws, "gone"), 0o755))
 	outside := filepath.Join(filepath.Dir(ws), "outside-"+filepath.Base(ws))
-	os.MkdirAll(filepath.Join(outside, "sub"), 0o755)
+	must(t, os.MkdirAll(filepath.Join(outside, "sub"), 0o755))
 	t.Cleanup(func() { os.RemoveAll(outside) })
-	os.WriteFile(filepath.Join(ws, "file"), []byte("a"), 0o644)
+	must(t, os.WriteFile(filepath.Join(ws, "file"), []byte("a"), 0o644))
 	ec, err := st.EntryChanges()
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +40,7 @@ func TestEntryChanges(t *testing.T) {
 	if _, lost := ec.Take(); lost != "" {
 		t.Fatalf("lost: %s", lost)
 	}
-	os.WriteFile(filepath.Join(ws, "file"), []byte("b"), 0o644) // content: not an entry change
+	must(t, os.WriteFile(filepath.Join(ws, "file"), []byte("b"), 0o644)) // content: not an entry change
 	listenUnix(t, filepath.Join(ws, "gone", "x.sock"))
 	if err := os.Rename(outside, filepath.Join(ws, "in")); err != nil {
 		t.Fatal(err)
@@ -50,8 +50,8 @@ func TestEntryChanges(t *testing.T) {
 	if lost != "" || !maps.Equal(got, want) {
 		t.Fatalf("Take = %v, %q; want %v", got, lost, want)
 	}
-	os.Remove(filepath.Join(ws, "gone", "x.sock"))
-	os.Remove(filepath.Join(ws, "gone"))
+	must(t, os.Remove(filepath.Join(ws, "gone", "x.sock")))
+	must(t, os.Remove(filepath.Join(ws, "gone")))
 	got, lost = ec.Take()
 	// The socket's own removal is reported only if it was read before
 	// its directory went (the directory's handle resolves no more); the

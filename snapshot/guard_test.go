@@ -98,7 +98,7 @@ func TestProtectedChangesAreReverted(t *testing.T) {
 				write(t, ws, "sub/.git/objects/ab/cd", "x")
 				write(t, ws, "sub/.git-x", "sorts between .git and its children\n")
 				write(t, ws, "sub/file.txt", "kept\n")
-				os.Remove(filepath.Join(ws, "src/.envrc"))
+				must(t, os.Remove(filepath.Join(ws, "src/.envrc")))
 			},
 			journal:  []string{"sub", "sub/.git-x", "sub/file.txt"},
 			reverted: []string{"src/.envrc", "sub/.git", "sub/.git/HEAD", "sub/.git/config", "sub/.git/objects", "sub/.git/objects/ab", "sub/.git/objects/ab/cd"},

@@ -670,7 +670,7 @@ func TestCaptureCheckSameMoment(t *testing.T) {
 }
 
 // must fails the test on a fixture step's error.
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)

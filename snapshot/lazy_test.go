@@ -58,7 +58,7 @@ func writeCall(t *testing.T, s *Store, rel, content string) Entry {
 // and the flush retires the record.
 func TestLazyCommitKeepsRecordUntilDurable(t *testing.T) {
 	ws, state := t.TempDir(), t.TempDir()
-	os.WriteFile(filepath.Join(ws, "f"), []byte("old"), 0o644)
+	must(t, os.WriteFile(filepath.Join(ws, "f"), []byte("old"), 0o644))
 	s, flushing, release := lazyStore(t, state, ws)
 	e := writeCall(t, s, "f", "new")
 	<-flushing
@@ -82,7 +82,7 @@ func TestLazyCommitKeepsRecordUntilDurable(t *testing.T) {
 // lazily committed entry: the lock waits for the flush.
 func TestLazyCommitLockWaitsForFlush(t *testing.T) {
 	ws, state := t.TempDir(), t.TempDir()
-	os.WriteFile(filepath.Join(ws, "f"), []byte("old"), 0o644)
+	must(t, os.WriteFile(filepath.Join(ws, "f"), []byte("old"), 0o644))
 	s, flushing, release := lazyStore(t, state, ws)
 	writeCall(t, s, "f", "new")
 	<-flushing
@@ -115,7 +115,7 @@ func TestLazyCommitLostEntryRecovered(t *testing.T) {
 	for _, loss := range []string{"empty", "missing"} {
 		t.Run(loss, func(t *testing.T) {
 			ws, state := t.TempDir(), t.TempDir()
-			os.WriteFile(filepath.Join(ws, "f"), []byte("old"), 0o644)
+			must(t, os.WriteFile(filepath.Join(ws, "f"), []byte("old"), 0o644))
 			s, flushing, release := lazyStore(t, state, ws)
 			e := writeCall(t, s, "f", "new")
 			<-flushing

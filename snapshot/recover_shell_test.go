@@ -48,7 +48,7 @@ func TestRecoverWaitsForShell(t *testing.T) {
 	if err := fc.Abort(ctx); err != nil {
 		t.Fatal(err)
 	}
-	os.Remove(filepath.Join(ws, "running.txt")) // the running command cleans up
+	must(t, os.Remove(filepath.Join(ws, "running.txt"))) // the running command cleans up
 	unshell()
 
 	fc, err = st.Begin(ctx, CallInfo{Tool: "Write"}, File("w.txt"))

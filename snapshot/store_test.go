@@ -266,7 +266,7 @@ func TestSerialCalls(t *testing.T) {
 }
 
 // must fails the test on a fixture step's error.
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)

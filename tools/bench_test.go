@@ -24,7 +24,9 @@ func BenchmarkBatchReads(b *testing.B) {
 	var reqs []tools.Request
 	for i := 0; i < 10; i++ {
 		name := fmt.Sprintf("f%d.txt", i)
-		os.WriteFile(filepath.Join(ws, name), []byte(strings.Repeat(line, 4000)), 0o644)
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(strings.Repeat(line, 4000)), 0o644); err != nil {
+			b.Fatal(err)
+		}
 		reqs = append(reqs, tools.Request{Tool: "Read", Input: json.RawMessage(`{"file_path":"` + name + `"}`)})
 	}
 	root, err := os.OpenRoot(ws)

@@ -4,6 +4,7 @@ import (
 	"io"
 	"log/slog"
 	"reflect"
+	"testing"
 )
 
 func reflectTypeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
@@ -21,3 +22,11 @@ func decodeRune(s string) (rune, int, bool) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// must stops the test when a fixture cannot be made.
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -15,8 +15,8 @@ func TestResolveBeneath(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	os.WriteFile(filepath.Join(ws, "src/a.go"), nil, 0o644)
-	os.WriteFile(filepath.Join(ws, "secrets/key"), nil, 0o644)
+	must(t, os.WriteFile(filepath.Join(ws, "src/a.go"), nil, 0o644))
+	must(t, os.WriteFile(filepath.Join(ws, "secrets/key"), nil, 0o644))
 	links := map[string]string{
 		"lib":           "src",
 		"abs":           filepath.Join(ws, "src"),
@@ -94,7 +94,7 @@ func TestResolveBeneath(t *testing.T) {
 // Read, Write or Edit past a path rule, nor out of the workspace.
 func TestRealPathMessages(t *testing.T) {
 	ws := t.TempDir()
-	os.Symlink("/etc", filepath.Join(ws, "etc"))
+	must(t, os.Symlink("/etc", filepath.Join(ws, "etc")))
 	root, _ := os.OpenRoot(ws)
 	defer root.Close()
 	e := &Env{Workspace: ws, Root: root}
@@ -113,8 +113,8 @@ func TestRealPathMessages(t *testing.T) {
 func BenchmarkResolveBeneath(b *testing.B) {
 	ws := b.TempDir()
 	deep := filepath.Join(ws, "a/b/c/d")
-	os.MkdirAll(deep, 0o755)
-	os.WriteFile(filepath.Join(deep, "f.go"), nil, 0o644)
+	must(b, os.MkdirAll(deep, 0o755))
+	must(b, os.WriteFile(filepath.Join(deep, "f.go"), nil, 0o644))
 	root, _ := os.OpenRoot(ws)
 	defer root.Close()
 	p := filepath.Join(deep, "f.go")
@@ -129,8 +129,8 @@ func BenchmarkResolveBeneath(b *testing.B) {
 func BenchmarkLstatBaseline(b *testing.B) {
 	ws := b.TempDir()
 	deep := filepath.Join(ws, "a/b/c/d")
-	os.MkdirAll(deep, 0o755)
-	os.WriteFile(filepath.Join(deep, "f.go"), nil, 0o644)
+	must(b, os.MkdirAll(deep, 0o755))
+	must(b, os.WriteFile(filepath.Join(deep, "f.go"), nil, 0o644))
 	root, _ := os.OpenRoot(ws)
 	defer root.Close()
 	for b.Loop() {

@@ -259,7 +259,7 @@ func TestPipeline(t *testing.T) {
 	tests := []struct {
 		name    string
 		opts    func(*Options)
-		setup   func(h *harness)
+		setup   func(t *testing.T, h *harness)
 		tool    string
 		input   string
 		errKind ErrorKind // "" = success
@@ -287,10 +287,12 @@ func TestPipeline(t *testing.T) {
 			}
 		}},
 		{name: "input too large", opts: func(o *Options) { o.MaxInputBytes = 100 }, tool: "Echo", input: `{"text":"` + strings.Repeat("a", 200) + `"}`, errKind: ErrValidation, content: "smaller"},
-		{name: "relative path", setup: func(h *harness) { os.WriteFile(filepath.Join(h.ws, "a.txt"), []byte("A"), 0o644) }, tool: "Read", input: `{"file_path":"a.txt"}`, content: "A"},
-		{name: "relative to cwd", setup: func(h *harness) {
-			os.MkdirAll(filepath.Join(h.ws, "sub"), 0o755)
-			os.WriteFile(filepath.Join(h.ws, "sub", "b.txt"), []byte("B"), 0o644)
+		{name: "relative path", setup: func(t *testing.T, h *harness) {
+			must(t, os.WriteFile(filepath.Join(h.ws, "a.txt"), []byte("A"), 0o644))
+		}, tool: "Read", input: `{"file_path":"a.txt"}`, content: "A"},
+		{name: "relative to cwd", setup: func(t *testing.T, h *harness) {
+			must(t, os.MkdirAll(filepath.Join(h.ws, "sub"), 0o755))
+			must(t, os.WriteFile(filepath.Join(h.ws, "sub", "b.txt"), []byte("B"), 0o644))
 			h.sess.SetCwd(filepath.Join(h.ws, "sub"))
 		}, tool: "Read", input: `{"file_path":"b.txt"}`, content: "B"},
 		{name: "traversal", tool: "Read", input: `{"file_path":"../../etc/passwd"}`, errKind: ErrPermissionDenied, content: "outside the workspace"},
@@ -304,7 +306,7 @@ func TestPipeline(t *testing.T) {
 				t.Fatalf("content %q", r.Content)
 			}
 		}},
-		{name: "symlink escape via root", setup: func(h *harness) { os.Symlink("/etc/passwd", filepath.Join(h.ws, "link")) }, tool: "Read", input: `{"file_path":"link"}`, errKind: ErrPermissionDenied, content: "leads out of the workspace"},
+		{name: "symlink escape via root", setup: func(t *testing.T, h *harness) { must(t, os.Symlink("/etc/passwd", filepath.Join(h.ws, "link"))) }, tool: "Read", input: `{"file_path":"link"}`, errKind: ErrPermissionDenied, content: "leads out of the workspace"},
 		{name: "read-only bash", tool: "Bash", input: `{"command":"ls -la"}`, content: "ran ls -la", check: func(t *testing.T, h *harness, r Response) {
 			if len(h.snap.begun) != 0 {
 				t.Fatal("read-only command was snapshotted")
@@ -355,7 +357,9 @@ func TestPipeline(t *testing.T) {
 				t.Fatalf("finished %d meta %v", h.snap.finish, r.Meta)
 			}
 		}},
-		{name: "write existing unread", setup: func(h *harness) { os.WriteFile(filepath.Join(h.ws, "e.txt"), []byte("old"), 0o644) }, tool: "Write", input: `{"file_path":"e.txt","content":"x"}`, errKind: ErrConflict, content: "has not been read"},
+		{name: "write existing unread", setup: func(t *testing.T, h *harness) {
+			must(t, os.WriteFile(filepath.Join(h.ws, "e.txt"), []byte("old"), 0o644))
+		}, tool: "Write", input: `{"file_path":"e.txt","content":"x"}`, errKind: ErrConflict, content: "has not been read"},
 		{name: "snapshot failure stops the call", opts: func(o *Options) { o.Snapshots = &fakeSnap{fail: true} }, tool: "Write", input: `{"file_path":"n.txt","content":"x"}`, errKind: ErrInternal, check: func(t *testing.T, h *harness, r Response) {
 			if _, err := os.Stat(filepath.Join(h.ws, "n.txt")); err == nil {
 				t.Fatal("call ran without a snapshot")
@@ -366,7 +370,7 @@ func TestPipeline(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, tt.opts)
 			if tt.setup != nil {
-				tt.setup(h)
+				tt.setup(t, h)
 			}
 			r := h.run(tt.tool, tt.input)
 			if tt.errKind == "" && r.Err != nil {
@@ -394,7 +398,7 @@ func TestPipeline(t *testing.T) {
 func TestReadBeforeWrite(t *testing.T) {
 	h := newHarness(t, nil)
 	p := filepath.Join(h.ws, "f.txt")
-	os.WriteFile(p, []byte("one"), 0o644)
+	must(t, os.WriteFile(p, []byte("one"), 0o644))
 	if r := h.run("Write", `{"file_path":"f.txt","content":"two"}`); r.Err == nil || r.Err.Kind != ErrConflict {
 		t.Fatalf("unread write: %v", r.Err)
 	}
@@ -409,7 +413,7 @@ func TestReadBeforeWrite(t *testing.T) {
 		t.Fatalf("second write: %v", r.Err)
 	}
 	// A change behind the session's back is a conflict.
-	os.WriteFile(p, []byte("changed by the user"), 0o644)
+	must(t, os.WriteFile(p, []byte("changed by the user"), 0o644))
 	r := h.run("Write", `{"file_path":"f.txt","content":"four"}`)
 	if r.Err == nil || r.Err.Kind != ErrConflict || !strings.Contains(r.Content, "changed since") {
 		t.Fatalf("stale write: %v %q", r.Err, r.Content)

@@ -21,7 +21,7 @@ func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
 	path := filepath.Join("testdata", name)
 	if *update {
-		os.MkdirAll("testdata", 0o755)
+		must(t, os.MkdirAll("testdata", 0o755))
 		if err := os.WriteFile(path, got, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -45,17 +45,11 @@ func TestRegistry(t *testing.T) {
 	}
 	disc, _ := NewRaw(RawSpec{Name: "found", Run: func(ctx context.Context, env *Env, a map[string]any) (Result, error) { return Result{}, nil }})
 	// Registration order is mixed on purpose: List orders by source.
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(reg.Register(SourceMCP, raw))
-	must(reg.Register(SourceBuiltin, ts[0]))
-	must(reg.Register(SourceDiscovered, disc))
+	must(t, reg.Register(SourceMCP, raw))
+	must(t, reg.Register(SourceBuiltin, ts[0]))
+	must(t, reg.Register(SourceDiscovered, disc))
 	for _, x := range ts[1:] {
-		must(reg.Register(SourceBuiltin, x))
+		must(t, reg.Register(SourceBuiltin, x))
 	}
 	var names []string
 	for _, x := range reg.List() {

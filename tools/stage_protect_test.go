@@ -15,8 +15,8 @@ import (
 
 func TestProtectStage(t *testing.T) {
 	ws := t.TempDir()
-	os.MkdirAll(filepath.Join(ws, "src"), 0o755)
-	os.Symlink(".vscode", filepath.Join(ws, "lnk"))
+	must(t, os.MkdirAll(filepath.Join(ws, "src"), 0o755))
+	must(t, os.Symlink(".vscode", filepath.Join(ws, "lnk")))
 	protected := func(rel string) (string, bool) {
 		if rel == ".envrc" || rel == ".vscode" || strings.HasPrefix(rel, ".vscode/") || rel == ".git/config" {
 			return rel + " is protected", true
@@ -92,7 +92,7 @@ func TestProtectStageClosure(t *testing.T) {
 	ws := t.TempDir()
 	put := func(rel, data string) {
 		p := filepath.Join(ws, rel)
-		os.MkdirAll(filepath.Dir(p), 0o755)
+		must(t, os.MkdirAll(filepath.Dir(p), 0o755))
 		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -101,7 +101,7 @@ func TestProtectStageClosure(t *testing.T) {
 	put("package.json", `{"scripts":{"test":"node t.js"},"dependencies":{"a":"1"}}`)
 	put(".envrc", "source_env_if_exists .envrc.local\n")
 	put("pkg/shared-claude/x", "")
-	os.Symlink("shared-claude", filepath.Join(ws, "pkg/.claude"))
+	must(t, os.Symlink("shared-claude", filepath.Join(ws, "pkg/.claude")))
 	cfg := config.Default()
 	cfg.Workspace = ws
 	write := testTools(t)[2]

@@ -10,7 +10,7 @@ import (
 
 func TestSessionStore(t *testing.T) {
 	ws := t.TempDir()
-	os.MkdirAll(filepath.Join(ws, "sub"), 0o755)
+	must(t, os.MkdirAll(filepath.Join(ws, "sub"), 0o755))
 	dir := filepath.Join(t.TempDir(), "sessions")
 	st := NewSessionStore(dir, ws)
 	s, err := st.Load("cli")
@@ -39,11 +39,11 @@ func TestSessionStore(t *testing.T) {
 		t.Fatal("read tracker lost")
 	}
 	// A cwd that vanished (or points outside) falls back to the workspace.
-	os.Remove(filepath.Join(ws, "sub"))
+	must(t, os.Remove(filepath.Join(ws, "sub")))
 	if s3, _ := st.Load("cli"); s3.Cwd() != ws {
 		t.Fatalf("stale cwd kept: %s", s3.Cwd())
 	}
-	os.WriteFile(filepath.Join(dir, "evil.json"), []byte(`{"id":"evil","cwd":"/etc"}`), 0o600)
+	must(t, os.WriteFile(filepath.Join(dir, "evil.json"), []byte(`{"id":"evil","cwd":"/etc"}`), 0o600))
 	if s4, _ := st.Load("evil"); s4.Cwd() != ws {
 		t.Fatalf("outside cwd accepted: %s", s4.Cwd())
 	}
@@ -52,7 +52,7 @@ func TestSessionStore(t *testing.T) {
 			t.Errorf("Load(%q) = %v", bad, err)
 		}
 	}
-	os.WriteFile(filepath.Join(dir, "broken.json"), []byte(`{`), 0o600)
+	must(t, os.WriteFile(filepath.Join(dir, "broken.json"), []byte(`{`), 0o600))
 	if _, err := st.Load("broken"); err == nil {
 		t.Fatal("corrupt session accepted")
 	}

@@ -19,11 +19,11 @@ func TestCachesListAndClear(t *testing.T) {
 	state := t.TempDir()
 	cfg := config.Config{Workspace: ws, StateDir: state}
 	dir := filepath.Join(cfg.WorkspaceStateDir(), docker.BuildCacheSubdir)
-	os.MkdirAll(filepath.Join(dir, "go-build", "ab"), 0o700)
-	os.WriteFile(filepath.Join(dir, "go-build", "ab", "x-d"), make([]byte, 3000), 0o600)
+	must(t, os.MkdirAll(filepath.Join(dir, "go-build", "ab"), 0o700))
+	must(t, os.WriteFile(filepath.Join(dir, "go-build", "ab", "x-d"), make([]byte, 3000), 0o600))
 	outside := filepath.Join(t.TempDir(), "keep")
-	os.WriteFile(outside, []byte("keep"), 0o600)
-	os.Symlink(filepath.Dir(outside), filepath.Join(dir, "escape"))
+	must(t, os.WriteFile(outside, []byte("keep"), 0o600))
+	must(t, os.Symlink(filepath.Dir(outside), filepath.Join(dir, "escape")))
 
 	out, _, err := runCLI(t, "--workspace", ws, "--state-dir", state, "caches", "list", "--json")
 	if err != nil {

@@ -96,7 +96,7 @@ func TestClassifyCommand(t *testing.T) {
 func TestClassifySecrets(t *testing.T) {
 	base := t.TempDir()
 	ws := filepath.Join(base, "ws")
-	os.Mkdir(ws, 0o755)
+	must(t, os.Mkdir(ws, 0o755))
 	t.Setenv("AGENTBOX_STATE_DIR", filepath.Join(base, "state"))
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(base, "config"))
 	for cmd, rule := range map[string]string{"cat .e*": "Read(.env*)", "cat -- *.pem": "Read(*.pem)", "cat $(ls -a | grep env)": "Read(", "xxd .env": "Read(.env*)"} {
@@ -115,8 +115,8 @@ func TestClassifySecrets(t *testing.T) {
 		}
 	}
 	// The operator's list is the one used.
-	os.MkdirAll(filepath.Join(base, "config", "agentbox"), 0o755)
-	os.WriteFile(filepath.Join(base, "config", "agentbox", "config.yaml"), []byte("tools:\n  secrets: [\"*.secret\"]\n"), 0o644)
+	must(t, os.MkdirAll(filepath.Join(base, "config", "agentbox"), 0o755))
+	must(t, os.WriteFile(filepath.Join(base, "config", "agentbox", "config.yaml"), []byte("tools:\n  secrets: [\"*.secret\"]\n"), 0o644))
 	for cmd, want := range map[string]string{"cat .env": "read_only", "cat a.secret": "dangerous"} {
 		out, _, err := runCLI(t, "--workspace", ws, "classify", cmd)
 		if err != nil || !strings.HasPrefix(out, want) {

@@ -12,17 +12,26 @@ import (
 func TestDoctorStateDir(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		setup  func(dir string) string
+		setup  func(t *testing.T, dir string) string
 		status string
 	}{
-		{"private dir", func(d string) string { p := filepath.Join(d, "s"); os.Mkdir(p, 0o700); return p }, statusOK},
-		{"missing, creatable", func(d string) string { return filepath.Join(d, "a", "b") }, statusOK},
-		{"others may write", func(d string) string { p := filepath.Join(d, "s"); os.Mkdir(p, 0o700); os.Chmod(p, 0o777); return p }, statusFail},
-		{"a file", func(d string) string { p := filepath.Join(d, "f"); os.WriteFile(p, nil, 0o600); return p }, statusFail},
+		{"private dir", func(t *testing.T, d string) string { p := filepath.Join(d, "s"); must(t, os.Mkdir(p, 0o700)); return p }, statusOK},
+		{"missing, creatable", func(t *testing.T, d string) string { return filepath.Join(d, "a", "b") }, statusOK},
+		{"others may write", func(t *testing.T, d string) string {
+			p := filepath.Join(d, "s")
+			must(t, os.Mkdir(p, 0o700))
+			must(t, os.Chmod(p, 0o777))
+			return p
+		}, statusFail},
+		{"a file", func(t *testing.T, d string) string {
+			p := filepath.Join(d, "f")
+			must(t, os.WriteFile(p, nil, 0o600))
+			return p
+		}, statusFail},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := config.Default()
-			cfg.StateDir = tc.setup(t.TempDir())
+			cfg.StateDir = tc.setup(t, t.TempDir())
 			checks := checkStateDir(&cfg)
 			worst := statusOK
 			for _, c := range checks {

@@ -92,7 +92,7 @@ func TestHistoryJSONEscapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(ws, "f\u202e.txt"), []byte("x"), 0o644)
+	must(t, os.WriteFile(filepath.Join(ws, "f\u202e.txt"), []byte("x"), 0o644))
 	if _, err := c.Finish(ctx); err != nil {
 		t.Fatal(err)
 	}

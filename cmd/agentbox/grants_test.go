@@ -17,7 +17,7 @@ func grantsFixture(t *testing.T) (ws string) {
 	t.Helper()
 	base := t.TempDir()
 	ws = filepath.Join(base, "my ws") // a blank: the printed command must quote it
-	os.Mkdir(ws, 0o755)
+	must(t, os.Mkdir(ws, 0o755))
 	t.Setenv("AGENTBOX_STATE_DIR", filepath.Join(base, "state"))
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(base, "config"))
 	t.Setenv("AGENTBOX_ENGINE_AUTO_START", "false")

@@ -31,7 +31,7 @@ func snapshotFixture(t *testing.T) (ws string, st *snapshot.Store) {
 	t.Helper()
 	base := t.TempDir()
 	ws = filepath.Join(base, "ws")
-	os.Mkdir(ws, 0o755)
+	must(t, os.Mkdir(ws, 0o755))
 	t.Setenv("AGENTBOX_STATE_DIR", filepath.Join(base, "state"))
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(base, "config"))
 	cfg, err := config.Load(config.LoadOptions{Getenv: func(k string) string {
@@ -57,7 +57,7 @@ func TestSnapshotCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("hi\n"), 0o644)
+	must(t, os.WriteFile(filepath.Join(ws, "a.txt"), []byte("hi\n"), 0o644))
 	e1, err := c.Finish(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +114,7 @@ func TestSnapshotCommands(t *testing.T) {
 	}
 
 	// Conflicts: stderr, non-zero exit, JSON on stdout with --json.
-	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("user\n"), 0o644)
+	must(t, os.WriteFile(filepath.Join(ws, "a.txt"), []byte("user\n"), 0o644))
 	out, errOut, err := runCLI(t, "--workspace", ws, "--json", "undo", e1.ID)
 	var ec exitCode
 	if err == nil || !errorsAs(err, &ec) || ec != 1 || !strings.Contains(errOut, "a.txt") || !strings.Contains(out, `"conflicts"`) {

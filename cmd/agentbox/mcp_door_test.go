@@ -71,8 +71,8 @@ func TestMCPTokenCommand(t *testing.T) {
 func TestMCPSocketRefusedInWorkspace(t *testing.T) {
 	base, _ := filepath.EvalSymlinks(t.TempDir())
 	ws := filepath.Join(base, "ws")
-	os.Mkdir(ws, 0o755)
-	os.Symlink(ws, filepath.Join(base, "link"))
+	must(t, os.Mkdir(ws, 0o755))
+	must(t, os.Symlink(ws, filepath.Join(base, "link")))
 	t.Setenv("AGENTBOX_STATE_DIR", filepath.Join(base, "state"))
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(base, "config"))
 	for _, sock := range []string{filepath.Join(ws, "run", "mcp.sock"), filepath.Join(base, "link", "run", "mcp.sock")} {
@@ -104,7 +104,7 @@ func TestMCPKeyHealth(t *testing.T) {
 	if c := checkMCP(cfg); c.Status != statusOK {
 		t.Fatalf("healthy token file: %+v", c)
 	}
-	os.Chmod(k.Path(), 0o644)
+	must(t, os.Chmod(k.Path(), 0o644))
 	c := checkMCP(cfg)
 	if c.Status != statusFail || !strings.Contains(c.Fix, "agentbox mcp token rotate") || !errors.Is(mcpKeyHealth(cfg), frontdoor.ErrInsecure) {
 		t.Errorf("world-readable token file: %+v", c)
@@ -118,14 +118,14 @@ func TestMCPKeyHealth(t *testing.T) {
 func TestMCPBearerTokenInOpenConfigFile(t *testing.T) {
 	base := t.TempDir()
 	ws := filepath.Join(base, "ws")
-	os.Mkdir(ws, 0o755)
+	must(t, os.Mkdir(ws, 0o755))
 	file := filepath.Join(base, "config", "agentbox", "config.yaml")
-	os.MkdirAll(filepath.Dir(file), 0o755)
+	must(t, os.MkdirAll(filepath.Dir(file), 0o755))
 	const tok = "file-token-0123456789abcdef-0123456789"
 	if err := os.WriteFile(file, []byte("mcp:\n  bearer_token: "+tok+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	os.Chmod(file, 0o644)
+	must(t, os.Chmod(file, 0o644))
 	env := map[string]string{"AGENTBOX_WORKSPACE": ws, "AGENTBOX_STATE_DIR": filepath.Join(base, "state"), "XDG_CONFIG_HOME": filepath.Join(base, "config")}
 	load := func() *config.Config {
 		cfg, err := config.Load(config.LoadOptions{Getenv: func(k string) string { return env[k] }})
@@ -153,7 +153,7 @@ func TestMCPBearerTokenInOpenConfigFile(t *testing.T) {
 		t.Errorf("doctor's check: %v, want ErrInsecure", err)
 	}
 	// Private again: the door opens.
-	os.Chmod(file, 0o600)
+	must(t, os.Chmod(file, 0o600))
 	door, err = openMCPDoor(load(), "127.0.0.1:0", "", nil)
 	if err != nil {
 		t.Fatalf("a private config file: %v", err)
@@ -161,7 +161,7 @@ func TestMCPBearerTokenInOpenConfigFile(t *testing.T) {
 	door.listener.Close()
 	// From the environment there is no file to check.
 	env["AGENTBOX_MCP_BEARER_TOKEN"] = tok
-	os.Chmod(file, 0o644)
+	must(t, os.Chmod(file, 0o644))
 	door, err = openMCPDoor(load(), "127.0.0.1:0", "", nil)
 	if err != nil {
 		t.Fatalf("token from the environment: %v", err)

@@ -64,8 +64,8 @@ func TestSetupHTTP(t *testing.T) {
 		t.Run(tc.client+scope, func(t *testing.T) {
 			base := t.TempDir()
 			home, ws, state := filepath.Join(base, "home"), filepath.Join(base, "ws"), filepath.Join(base, "state")
-			os.MkdirAll(home, 0o755)
-			os.MkdirAll(ws, 0o755)
+			must(t, os.MkdirAll(home, 0o755))
+			must(t, os.MkdirAll(ws, 0o755))
 			t.Setenv("HOME", home)
 			t.Setenv("AGENTBOX_STATE_DIR", state)
 			t.Setenv("XDG_CONFIG_HOME", filepath.Join(base, "config"))
@@ -187,14 +187,14 @@ func TestSetupHTTPUserFileLinkedIntoWorkspace(t *testing.T) {
 		t.Run(fmt.Sprintf("%s/dirlink=%v", tc.client, tc.dirLink), func(t *testing.T) {
 			base := t.TempDir()
 			home, ws, state := filepath.Join(base, "home"), filepath.Join(base, "ws"), filepath.Join(base, "state")
-			os.MkdirAll(home, 0o755)
-			os.MkdirAll(filepath.Join(ws, "dotfiles"), 0o755)
+			must(t, os.MkdirAll(home, 0o755))
+			must(t, os.MkdirAll(filepath.Join(ws, "dotfiles"), 0o755))
 			if tc.dirLink {
 				if err := os.Symlink(filepath.Join(ws, "dotfiles"), filepath.Join(home, filepath.Dir(tc.file))); err != nil {
 					t.Fatal(err)
 				}
 			} else {
-				os.MkdirAll(filepath.Join(home, filepath.Dir(tc.file)), 0o755)
+				must(t, os.MkdirAll(filepath.Join(home, filepath.Dir(tc.file)), 0o755))
 				target := filepath.Join(ws, "dotfiles", filepath.Base(tc.file))
 				if err := os.WriteFile(target, []byte("{}\n"), 0o644); err != nil {
 					t.Fatal(err)
@@ -233,8 +233,8 @@ func TestSetupHTTPUserFileLinkedIntoWorkspace(t *testing.T) {
 func TestSetupHTTPHelperConfigIsAbsolute(t *testing.T) {
 	base := t.TempDir()
 	home, ws, state := filepath.Join(base, "home"), filepath.Join(base, "ws"), filepath.Join(base, "state")
-	os.MkdirAll(home, 0o755)
-	os.MkdirAll(ws, 0o755)
+	must(t, os.MkdirAll(home, 0o755))
+	must(t, os.MkdirAll(ws, 0o755))
 	if err := os.WriteFile(filepath.Join(base, "my.yaml"), []byte("tools:\n  parallelism: 2\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -262,8 +262,8 @@ func TestSetupHTTPHelperConfigIsAbsolute(t *testing.T) {
 func TestSetupHTTPExplicitTokenNeverPrinted(t *testing.T) {
 	base := t.TempDir()
 	home, ws, state := filepath.Join(base, "home"), filepath.Join(base, "ws"), filepath.Join(base, "state")
-	os.MkdirAll(home, 0o755)
-	os.MkdirAll(ws, 0o755)
+	must(t, os.MkdirAll(home, 0o755))
+	must(t, os.MkdirAll(ws, 0o755))
 	t.Setenv("HOME", home)
 	t.Setenv("AGENTBOX_STATE_DIR", state)
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(base, "config"))

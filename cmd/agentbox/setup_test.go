@@ -79,8 +79,8 @@ func TestSetupGolden(t *testing.T) {
 			base := t.TempDir()
 			copyTree(t, filepath.Join(dir, "in"), base)
 			home, ws := filepath.Join(base, "home"), filepath.Join(base, "ws")
-			os.MkdirAll(home, 0o755)
-			os.MkdirAll(ws, 0o755)
+			must(t, os.MkdirAll(home, 0o755))
+			must(t, os.MkdirAll(ws, 0o755))
 			t.Setenv("HOME", home)
 			state := filepath.Join(t.TempDir(), "state")
 			t.Setenv("AGENTBOX_STATE_DIR", state)
@@ -111,10 +111,10 @@ func TestSetupGolden(t *testing.T) {
 			got := treeFiles(t, base)
 			outDir := filepath.Join(dir, "out")
 			if *update {
-				os.RemoveAll(outDir)
+				must(t, os.RemoveAll(outDir))
 				for p, b := range got {
-					os.MkdirAll(filepath.Dir(filepath.Join(outDir, p)), 0o755)
-					os.WriteFile(filepath.Join(outDir, p), bytes.ReplaceAll(bytes.ReplaceAll(b, []byte(ws), []byte("{{WS}}")), []byte(state), []byte("{{STATE}}")), 0o644)
+					must(t, os.MkdirAll(filepath.Dir(filepath.Join(outDir, p)), 0o755))
+					must(t, os.WriteFile(filepath.Join(outDir, p), bytes.ReplaceAll(bytes.ReplaceAll(b, []byte(ws), []byte("{{WS}}")), []byte(state), []byte("{{STATE}}")), 0o644))
 				}
 			}
 			want := treeFiles(t, outDir)
@@ -163,8 +163,8 @@ func TestSetupRefuses(t *testing.T) {
 			t.Setenv("AGENTBOX_STATE_DIR", filepath.Join(t.TempDir(), "state"))
 			t.Setenv("DOCKER_HOST", "unix:///run/docker.sock") // Codex gets it in an env table
 			p := filepath.Join(ws, tt.file)
-			os.MkdirAll(filepath.Dir(p), 0o755)
-			os.WriteFile(p, []byte(tt.content), 0o644)
+			must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+			must(t, os.WriteFile(p, []byte(tt.content), 0o644))
 			_, stderr, err := runCLI(t, "--workspace", ws, "setup", "--command", "agentbox", tt.client)
 			if err == nil {
 				t.Fatalf("setup accepted it (%s)", stderr)
@@ -181,8 +181,8 @@ func TestSetupFollowsSymlinkAndKeepsMode(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())
 	t.Setenv("AGENTBOX_STATE_DIR", filepath.Join(t.TempDir(), "state"))
 	real := filepath.Join(t.TempDir(), "dotfiles-mcp.json")
-	os.WriteFile(real, []byte(`{"theme": "x"}`), 0o600)
-	os.Symlink(real, filepath.Join(ws, ".mcp.json"))
+	must(t, os.WriteFile(real, []byte(`{"theme": "x"}`), 0o600))
+	must(t, os.Symlink(real, filepath.Join(ws, ".mcp.json")))
 	if _, stderr, err := runCLI(t, "--workspace", ws, "setup", "--command", "agentbox", "claude-code"); err != nil {
 		t.Fatalf("%v %s", err, stderr)
 	}
@@ -205,9 +205,9 @@ func TestSetupCodexScrubbedEnv(t *testing.T) {
 	home, ws, state := filepath.Join(base, "home"), filepath.Join(base, "ws"), filepath.Join(base, "state")
 	cfgFile := filepath.Join(base, "xdg", "agentbox", "config.yaml")
 	for _, d := range []string{home, ws, filepath.Dir(cfgFile)} {
-		os.MkdirAll(d, 0o755)
+		must(t, os.MkdirAll(d, 0o755))
 	}
-	os.WriteFile(cfgFile, []byte("tools:\n  mode: acceptEdits\n"), 0o644)
+	must(t, os.WriteFile(cfgFile, []byte("tools:\n  mode: acceptEdits\n"), 0o644))
 	t.Setenv("HOME", home)
 	t.Setenv("AGENTBOX_STATE_DIR", state)
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(base, "xdg"))
@@ -342,5 +342,13 @@ func TestCodexEditEnv(t *testing.T) {
 	again, err := codexEdit(out, "agentbox", []string{"mcp"}, map[string]string{"DOCKER_HOST": "unix:///d.sock"})
 	if err != nil || string(again) != string(out) {
 		t.Fatalf("second run: %v\n%s", err, again)
+	}
+}
+
+// must stops the test when a fixture cannot be made.
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

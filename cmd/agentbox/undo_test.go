@@ -19,7 +19,7 @@ func journalWrite(t *testing.T, st *snapshot.Store, ws, session, tool, summary, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(ws, name), []byte(content), 0o644)
+	must(t, os.WriteFile(filepath.Join(ws, name), []byte(content), 0o644))
 	e, err := c.Finish(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -96,12 +96,12 @@ func TestLoadRefuses(t *testing.T) {
 		{"group writable", func(t *testing.T, dir, path string) { write(t, path, secret, 0o620) }, ErrInsecure},
 		{"directory open to others", func(t *testing.T, dir, path string) {
 			write(t, path, secret, 0o600)
-			os.Chmod(dir, 0o755)
+			must(t, os.Chmod(dir, 0o755))
 		}, ErrInsecure},
 		{"symlink", func(t *testing.T, dir, path string) {
 			real := filepath.Join(dir, "real")
 			write(t, real, secret, 0o600)
-			os.Symlink(real, path)
+			must(t, os.Symlink(real, path))
 		}, ErrInsecure},
 		{"fifo", func(t *testing.T, dir, path string) {
 			if err := mkfifo(path); err != nil {
@@ -189,7 +189,7 @@ func TestRotate(t *testing.T) {
 		t.Errorf("rotated file mode %#o", m)
 	}
 	// Rotating replaces a file that may have leaked.
-	os.Chmod(path, 0o644)
+	must(t, os.Chmod(path, 0o644))
 	if err := k.Verify(neu); !errors.Is(err, ErrInsecure) {
 		t.Errorf("a token file turned world-readable still verifies: %v", err)
 	}
@@ -202,7 +202,7 @@ func TestRotate(t *testing.T) {
 	// A directory opened to others: Ensure refuses, Rotate closes it and
 	// replaces the token that was in it.
 	third, _ := k.Token()
-	os.Chmod(filepath.Dir(path), 0o755)
+	must(t, os.Chmod(filepath.Dir(path), 0o755))
 	if err := k.Verify(third); !errors.Is(err, ErrInsecure) {
 		t.Errorf("a key whose directory was opened to others still verifies: %v", err)
 	}
@@ -245,3 +245,11 @@ func TestEqual(t *testing.T) {
 }
 
 func mkfifo(path string) error { return unix.Mkfifo(path, 0o600) }
+
+// must stops the test when a fixture cannot be made.
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -131,16 +131,16 @@ func TestListenUnixRefusesOtherPeers(t *testing.T) {
 func TestListenUnixRefusesUnsafePlaces(t *testing.T) {
 	t.Run("directory open to others", func(t *testing.T) {
 		dir := filepath.Join(shortDir(t), "open")
-		os.Mkdir(dir, 0o755)
-		os.Chmod(dir, 0o755)
+		must(t, os.Mkdir(dir, 0o755))
+		must(t, os.Chmod(dir, 0o755))
 		if _, err := ListenUnix(filepath.Join(dir, "s.sock")); !errors.Is(err, ErrInsecure) {
 			t.Errorf("err = %v, want ErrInsecure", err)
 		}
 	})
 	t.Run("directory is a symlink", func(t *testing.T) {
 		base := shortDir(t)
-		os.Mkdir(filepath.Join(base, "real"), 0o700)
-		os.Symlink("real", filepath.Join(base, "link"))
+		must(t, os.Mkdir(filepath.Join(base, "real"), 0o700))
+		must(t, os.Symlink("real", filepath.Join(base, "link")))
 		if _, err := ListenUnix(filepath.Join(base, "link", "s.sock")); !errors.Is(err, ErrInsecure) {
 			t.Errorf("err = %v, want ErrInsecure", err)
 		}
@@ -152,7 +152,7 @@ func TestListenUnixRefusesUnsafePlaces(t *testing.T) {
 	})
 	t.Run("a regular file is in the way", func(t *testing.T) {
 		p := filepath.Join(shortDir(t), "s.sock")
-		os.WriteFile(p, []byte("keep me"), 0o600)
+		must(t, os.WriteFile(p, []byte("keep me"), 0o600))
 		if _, err := ListenUnix(p); err == nil {
 			t.Error("ListenUnix replaced a regular file")
 		}
@@ -211,7 +211,7 @@ func TestAllowUIDOpensTheDirectory(t *testing.T) {
 		t.Errorf("allowed uids %v, want %v", l.allow, want)
 	}
 	// A directory open to listing or writing is still refused.
-	os.Chmod(filepath.Dir(path), 0o755)
+	must(t, os.Chmod(filepath.Dir(path), 0o755))
 	if _, err := ListenUnix(filepath.Join(filepath.Dir(path), "other.sock"), AllowUID(4242)); !errors.Is(err, ErrInsecure) {
 		t.Errorf("0755 directory with AllowUID: %v", err)
 	}

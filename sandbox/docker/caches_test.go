@@ -25,9 +25,9 @@ func TestToolchainMountsAndEnv(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	os.WriteFile(home+"/.cargo/credentials.toml", []byte("token"), 0o600)
-	os.WriteFile(home+"/.gitconfig", []byte("[user]\nname = Owner\nemail = owner@x\n"), 0o644)
-	os.WriteFile(ws+"/.git/config", []byte("[core]\nbare = false\n"), 0o644)
+	must(t, os.WriteFile(home+"/.cargo/credentials.toml", []byte("token"), 0o600))
+	must(t, os.WriteFile(home+"/.gitconfig", []byte("[user]\nname = Owner\nemail = owner@x\n"), 0o644))
+	must(t, os.WriteFile(ws+"/.git/config", []byte("[core]\nbare = false\n"), 0o644))
 
 	cfg := config.Default()
 	cfg.Workspace, cfg.StateDir = ws, state
@@ -78,13 +78,13 @@ func TestToolchainMountsAndEnv(t *testing.T) {
 		t.Errorf("a configured .ssh was not refused: %+v", r.tc.Skipped)
 	}
 	// The repository's own identity wins, key by key.
-	os.WriteFile(ws+"/.git/config", []byte("[user]\n\tname = Repo\n"), 0o644)
+	must(t, os.WriteFile(ws+"/.git/config", []byte("[user]\n\tname = Repo\n"), 0o644))
 	env = r.commandEnv(nil)
 	if slices.Contains(env, "GIT_AUTHOR_NAME=Owner") || !slices.Contains(env, "GIT_AUTHOR_EMAIL=owner@x") {
 		t.Errorf("repository identity not respected: %v", env)
 	}
 	// A FIFO in place of .git/config neither blocks nor counts.
-	os.Remove(ws + "/.git/config")
+	must(t, os.Remove(ws+"/.git/config"))
 	if err := mkfifo(ws + "/.git/config"); err != nil {
 		t.Fatal(err)
 	}

@@ -102,12 +102,12 @@ func TestProtectedPaths(t *testing.T) {
 	// .git without hooks: placeholders made; .git is its own (writable)
 	// mount point, its behaviour files read-only; protected root entries
 	// read-only; deeper matches are not mounted.
-	os.Mkdir(filepath.Join(ws, ".git"), 0o755)
-	os.Mkdir(filepath.Join(ws, ".git", "objects"), 0o755)
-	os.WriteFile(filepath.Join(ws, ".git", "config"), []byte("[core]\n"), 0o644)
-	os.WriteFile(filepath.Join(ws, ".envrc"), []byte("echo\n"), 0o644)
-	os.WriteFile(filepath.Join(ws, ".yarnrc.yml"), nil, 0o644)
-	os.MkdirAll(filepath.Join(ws, "sub", ".vscode"), 0o755)
+	must(t, os.Mkdir(filepath.Join(ws, ".git"), 0o755))
+	must(t, os.Mkdir(filepath.Join(ws, ".git", "objects"), 0o755))
+	must(t, os.WriteFile(filepath.Join(ws, ".git", "config"), []byte("[core]\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(ws, ".envrc"), []byte("echo\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(ws, ".yarnrc.yml"), nil, 0o644))
+	must(t, os.MkdirAll(filepath.Join(ws, "sub", ".vscode"), 0o755))
 	ms, fp2, err := mountsOf(false)
 	if err != nil {
 		t.Fatal(err)
@@ -151,30 +151,30 @@ func TestProtectedPaths(t *testing.T) {
 		t.Fatalf("read-only mounts %+v, %v", ms, err)
 	}
 	// A symlinked protected path is refused.
-	os.RemoveAll(j(".git", "hooks"))
-	os.Symlink("/etc", j(".git", "hooks"))
+	must(t, os.RemoveAll(j(".git", "hooks")))
+	must(t, os.Symlink("/etc", j(".git", "hooks")))
 	if _, _, err := mountsOf(false); !errors.Is(err, sandbox.ErrUnsafeWorkspace) {
 		t.Errorf("symlinked hooks: %v", err)
 	}
 	// A symlinked .git too.
-	os.RemoveAll(j(".git"))
-	os.Symlink(t.TempDir(), j(".git"))
+	must(t, os.RemoveAll(j(".git")))
+	must(t, os.Symlink(t.TempDir(), j(".git")))
 	if _, err := r.fingerprint(false); !errors.Is(err, sandbox.ErrUnsafeWorkspace) {
 		t.Errorf("symlinked .git: %v", err)
 	}
 	// A FIFO at a protected path is refused.
-	os.Remove(j(".git"))
+	must(t, os.Remove(j(".git")))
 	if err := syscall.Mkfifo(j(".envrc2"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	os.Remove(j(".envrc"))
-	os.Rename(j(".envrc2"), j(".envrc"))
+	must(t, os.Remove(j(".envrc")))
+	must(t, os.Rename(j(".envrc2"), j(".envrc")))
 	if _, _, err := mountsOf(false); !errors.Is(err, sandbox.ErrUnsafeWorkspace) {
 		t.Errorf("FIFO .envrc: %v", err)
 	}
-	os.Remove(j(".envrc"))
+	must(t, os.Remove(j(".envrc")))
 	// .git as a file (worktree, submodule): the pointer itself read-only.
-	os.WriteFile(j(".git"), []byte("gitdir: /elsewhere\n"), 0o644)
+	must(t, os.WriteFile(j(".git"), []byte("gitdir: /elsewhere\n"), 0o644))
 	if ms, _, err := mountsOf(false); err != nil || !ms[j(".git")].ro || ms[j(".git")].dir {
 		t.Errorf(".git file: %v %v", ms, err)
 	}
@@ -224,7 +224,7 @@ func TestInitBinary(t *testing.T) {
 		t.Errorf("missing binary: %v, want ErrUnavailable wrapping fs.ErrNotExist", err)
 	}
 	f := filepath.Join(t.TempDir(), "notexec")
-	os.WriteFile(f, []byte("x"), 0o644)
+	must(t, os.WriteFile(f, []byte("x"), 0o644))
 	if _, err := initBinary(f); !errors.Is(err, sandbox.ErrUnavailable) {
 		t.Errorf("non-executable: %v", err)
 	}
@@ -266,10 +266,10 @@ func TestStartEgressBadPolicy(t *testing.T) {
 func BenchmarkFingerprint(b *testing.B) {
 	ws := b.TempDir()
 	for _, d := range []string{".git/hooks", ".git/info", ".git/objects/info", ".vscode", "src"} {
-		os.MkdirAll(filepath.Join(ws, d), 0o755)
+		must(b, os.MkdirAll(filepath.Join(ws, d), 0o755))
 	}
-	os.WriteFile(filepath.Join(ws, ".git", "config"), nil, 0o644)
-	os.WriteFile(filepath.Join(ws, ".envrc"), nil, 0o644)
+	must(b, os.WriteFile(filepath.Join(ws, ".git", "config"), nil, 0o644))
+	must(b, os.WriteFile(filepath.Join(ws, ".envrc"), nil, 0o644))
 	cfg := config.Default()
 	r := &Runner{cfg: cfg.Sandbox, workspace: ws, uid: os.Getuid(), gid: os.Getgid(), initPath: "/bin/true"}
 	b.ResetTimer()

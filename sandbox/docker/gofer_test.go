@@ -41,7 +41,7 @@ func fakeProc(t *testing.T, procs map[string]fakeProcess) string {
 	return dir
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 
 func listen(t *testing.T, p string) {
 	t.Helper()
-	os.MkdirAll(filepath.Dir(p), 0o755)
+	must(t, os.MkdirAll(filepath.Dir(p), 0o755))
 	l, err := net.Listen("unix", p)
 	if err != nil {
 		t.Fatal(err)
@@ -31,8 +31,8 @@ func TestSocketWalk(t *testing.T) {
 	listen(t, filepath.Join(ws, "host.sock"))
 	listen(t, filepath.Join(ws, "a", "b", "deep.sock"))
 	listen(t, filepath.Join(outside, "out.sock"))
-	os.MkdirAll(filepath.Join(ws, "c"), 0o755)
-	os.WriteFile(filepath.Join(ws, "c", "file"), nil, 0o644)
+	must(t, os.MkdirAll(filepath.Join(ws, "c"), 0o755))
+	must(t, os.WriteFile(filepath.Join(ws, "c", "file"), nil, 0o644))
 	if err := os.Symlink(outside, filepath.Join(ws, "link")); err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestSocketWalk(t *testing.T) {
 	if err != nil || !slices.Equal(got, []string{"a/b/deep.sock", "a/linked.sock", "c/new.sock", "host.sock"}) {
 		t.Fatalf("after new sockets: %v %v", got, err)
 	}
-	os.Remove(filepath.Join(ws, "a", "b", "deep.sock"))
+	must(t, os.Remove(filepath.Join(ws, "a", "b", "deep.sock")))
 	got, _ = sw.sockets(fd)
 	if slices.Contains(got, "a/b/deep.sock") {
 		t.Fatalf("a removed socket is still listed: %v", got)
@@ -120,7 +120,7 @@ func TestSocketWalkFeed(t *testing.T) {
 	feed.paths["in"] = true
 	step("directory moved in", 1, "a/new.sock", "a/old.sock", "in/sub/s.sock")
 
-	os.Remove(filepath.Join(ws, "a", "new.sock"))
+	must(t, os.Remove(filepath.Join(ws, "a", "new.sock")))
 	feed.paths["a/new.sock"] = false
 	if err := os.Rename(filepath.Join(ws, "in"), filepath.Join(outside, "tree")); err != nil {
 		t.Fatal(err)
@@ -128,7 +128,7 @@ func TestSocketWalkFeed(t *testing.T) {
 	feed.paths["in"] = true
 	step("socket removed, directory moved out", 1, "a/old.sock")
 
-	os.RemoveAll(filepath.Join(ws, "a"))
+	must(t, os.RemoveAll(filepath.Join(ws, "a")))
 	if err := os.Symlink(filepath.Join(outside, "evil"), filepath.Join(ws, "a")); err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestSocketWalkFeed(t *testing.T) {
 	step("directory replaced by a symlink", 1)
 
 	// Lost events: a socket the feed never reported is found by the walk.
-	os.Remove(filepath.Join(ws, "a"))
+	must(t, os.Remove(filepath.Join(ws, "a")))
 	listen(t, filepath.Join(ws, "b", "c", "unreported.sock"))
 	feed.lost = true
 	step("overflow", 2, "b/c/unreported.sock")

@@ -172,3 +172,11 @@ func TestCandidatesDefaultStateDirPrivateEngine(t *testing.T) {
 		t.Errorf("private candidates = %v, want %v", got, want)
 	}
 }
+
+// must stops the test when a fixture cannot be made.
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -32,7 +32,7 @@ func TestPrivateRunDirOthersCanChange(t *testing.T) {
 	if err := os.Mkdir(p.Run, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	os.Chmod(p.Run, 0o777)
+	must(t, os.Chmod(p.Run, 0o777))
 	if os.Geteuid() == 0 {
 		if err := os.Chown(p.Run, 65534, 65534); err != nil {
 			t.Fatal(err)

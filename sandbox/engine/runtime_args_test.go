@@ -19,7 +19,7 @@ func TestRuntimesCurrent(t *testing.T) {
 	}
 	dir := t.TempDir()
 	old := filepath.Join(dir, "old.json")
-	os.WriteFile(old, []byte(`{"runtimes":{"runsc":{"path":"/usr/bin/runsc","runtimeArgs":["--network=none","--oci-seccomp","--host-uds=open"]}}}`), 0o600)
+	must(t, os.WriteFile(old, []byte(`{"runtimes":{"runsc":{"path":"/usr/bin/runsc","runtimeArgs":["--network=none","--oci-seccomp","--host-uds=open"]}}}`), 0o600))
 	cur := filepath.Join(dir, "cur.json")
 	if err := writeDaemonConfig(cur, daemonConfig{Runtimes: want}); err != nil {
 		t.Fatal(err)

@@ -46,10 +46,10 @@ func TestLargestProcess(t *testing.T) {
 		strconv.Itoa(os.Getpid()): "99999 99999 0 0 0 0 0", // this process: never chosen
 		"self":                    "5 5", "13": "garbled",
 	} {
-		os.MkdirAll(filepath.Join(proc, pid), 0o755)
-		os.WriteFile(filepath.Join(proc, pid, "statm"), []byte(statm), 0o644)
+		must(t, os.MkdirAll(filepath.Join(proc, pid), 0o755))
+		must(t, os.WriteFile(filepath.Join(proc, pid, "statm"), []byte(statm), 0o644))
 	}
-	os.MkdirAll(filepath.Join(proc, "14"), 0o755) // exited meanwhile: no statm
+	must(t, os.MkdirAll(filepath.Join(proc, "14"), 0o755)) // exited meanwhile: no statm
 	if got := largestProcess(proc); got != 9 {
 		t.Fatalf("largestProcess = %d, want 9", got)
 	}
@@ -68,17 +68,17 @@ func TestMemWatchKills(t *testing.T) {
 	}
 	defer cmd.Process.Kill()
 	pid := strconv.Itoa(cmd.Process.Pid)
-	os.MkdirAll(filepath.Join(dir, "proc", pid), 0o755)
-	os.WriteFile(filepath.Join(dir, "proc", pid, "statm"), []byte("100 90 0 0 0 0 0"), 0o644)
+	must(t, os.MkdirAll(filepath.Join(dir, "proc", pid), 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, "proc", pid, "statm"), []byte("100 90 0 0 0 0 0"), 0o644))
 	meminfo := filepath.Join(dir, "meminfo")
-	os.WriteFile(meminfo, []byte("AnonPages: 1024 kB\n"), 0o644)
+	must(t, os.WriteFile(meminfo, []byte("AnonPages: 1024 kB\n"), 0o644))
 	w := &memWatch{limit: 4 << 20, meminfo: meminfo, proc: filepath.Join(dir, "proc"), stop: make(chan struct{}), done: make(chan struct{})}
 	go w.loop()
 	time.Sleep(5 * memPoll)
 	if w.kills.Load() != 0 {
 		t.Fatal("killed under the limit")
 	}
-	os.WriteFile(meminfo, []byte("AnonPages: 8192 kB\n"), 0o644)
+	must(t, os.WriteFile(meminfo, []byte("AnonPages: 8192 kB\n"), 0o644))
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
 	select {

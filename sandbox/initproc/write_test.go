@@ -34,23 +34,17 @@ func newWriteTree(t *testing.T) writeTree {
 	t.Helper()
 	base := t.TempDir()
 	tr := writeTree{ws: filepath.Join(base, "ws"), outside: filepath.Join(base, "outside")}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(os.MkdirAll(filepath.Join(tr.ws, "dir"), 0o755))
-	must(os.MkdirAll(tr.outside, 0o755))
-	must(os.WriteFile(filepath.Join(tr.outside, "secret"), []byte("outside\n"), 0o644))
-	must(os.WriteFile(filepath.Join(tr.ws, "exec.sh"), []byte("old\n"), 0o750))
-	must(os.WriteFile(filepath.Join(tr.ws, "file"), []byte("old\n"), 0o644))
-	must(os.Symlink(tr.outside, filepath.Join(tr.ws, "out")))                           // parent link, out of the workspace
-	must(os.Symlink("dir", filepath.Join(tr.ws, "in")))                                 // parent link, inside
-	must(os.Symlink(filepath.Join(tr.outside, "secret"), filepath.Join(tr.ws, "leak"))) // final link, out
-	must(os.Symlink("/proc/self/root/etc", filepath.Join(tr.ws, "magic")))
-	must(os.Symlink("..", filepath.Join(tr.ws, "dir", "up")))
-	must(os.Link(filepath.Join(tr.outside, "secret"), filepath.Join(tr.ws, "hard")))
+	must(t, os.MkdirAll(filepath.Join(tr.ws, "dir"), 0o755))
+	must(t, os.MkdirAll(tr.outside, 0o755))
+	must(t, os.WriteFile(filepath.Join(tr.outside, "secret"), []byte("outside\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(tr.ws, "exec.sh"), []byte("old\n"), 0o750))
+	must(t, os.WriteFile(filepath.Join(tr.ws, "file"), []byte("old\n"), 0o644))
+	must(t, os.Symlink(tr.outside, filepath.Join(tr.ws, "out")))                           // parent link, out of the workspace
+	must(t, os.Symlink("dir", filepath.Join(tr.ws, "in")))                                 // parent link, inside
+	must(t, os.Symlink(filepath.Join(tr.outside, "secret"), filepath.Join(tr.ws, "leak"))) // final link, out
+	must(t, os.Symlink("/proc/self/root/etc", filepath.Join(tr.ws, "magic")))
+	must(t, os.Symlink("..", filepath.Join(tr.ws, "dir", "up")))
+	must(t, os.Link(filepath.Join(tr.outside, "secret"), filepath.Join(tr.ws, "hard")))
 	return tr
 }
 
@@ -498,7 +492,7 @@ func TestWriteTempName(t *testing.T) {
 		{tempPrefix + "exists", false},
 	} {
 		tr := newWriteTree(t)
-		os.WriteFile(filepath.Join(tr.ws, "dir", tempPrefix+"exists"), []byte("keep"), 0o644)
+		must(t, os.WriteFile(filepath.Join(tr.ws, "dir", tempPrefix+"exists"), []byte("keep"), 0o644))
 		werr := Write(WriteReq{Root: tr.ws, Rel: "dir/f", Mode: 0o644, Size: 1, Temp: tc.temp}, bytes.NewReader([]byte("x")))
 		if (werr == nil) != tc.ok {
 			t.Errorf("temp %q: %v, want ok %v", tc.temp, werr, tc.ok)
@@ -544,5 +538,13 @@ func checkTwoWrites(t *testing.T, types []Type, status [][]byte, want, ws string
 	}
 	if got, _ := os.ReadFile(filepath.Join(ws, "next")); string(got) != "next" {
 		t.Fatalf("the second write in the same container left %q", got)
+	}
+}
+
+// must stops the test when a fixture cannot be made.
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -69,7 +69,7 @@ func TestTamper(t *testing.T) {
 			b, _ := os.ReadFile(l.Path())
 			lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 			lines = tt.edit(lines)
-			os.WriteFile(l.Path(), []byte(strings.Join(lines, "\n")+"\n"), 0o600)
+			must(t, os.WriteFile(l.Path(), []byte(strings.Join(lines, "\n")+"\n"), 0o600))
 			_, err := l.Verify()
 			if !errors.Is(err, ErrBroken) || !strings.Contains(err.Error(), tt.errHas) {
 				t.Fatalf("verify = %v, want ErrBroken at %s", err, tt.errHas)
@@ -82,7 +82,7 @@ func TestTruncatedTail(t *testing.T) {
 	l, _ := Open(filepath.Join(t.TempDir(), "audit.jsonl"))
 	appendN(t, l, 2)
 	b, _ := os.ReadFile(l.Path())
-	os.WriteFile(l.Path(), b[:len(b)-10], 0o600)
+	must(t, os.WriteFile(l.Path(), b[:len(b)-10], 0o600))
 	if _, err := l.Verify(); !errors.Is(err, ErrBroken) {
 		t.Fatalf("verify of a cut log: %v", err)
 	}
@@ -190,5 +190,13 @@ func TestMaskStringLarge(t *testing.T) {
 	// A private key cut by the masking window is still masked.
 	if got := MaskString("x " + key); strings.Contains(got, "AAAAAAAA") {
 		t.Errorf("a private key longer than the window leaked: %q…", got[:80])
+	}
+}
+
+// must stops the test when a fixture cannot be made.
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -78,7 +78,7 @@ func TestReopenAfterRemove(t *testing.T) {
 	l, _ := Open(path)
 	defer l.Close()
 	appendN(t, l, 2)
-	os.Remove(path)
+	must(t, os.Remove(path))
 	appendN(t, l, 1)
 	if n, err := l.Verify(); n != 1 || err != nil {
 		t.Fatalf("verify after remove: %d %v", n, err)

@@ -72,7 +72,7 @@ func TestLastProgram(t *testing.T) {
 func TestBashRunsAndKeepsCwd(t *testing.T) {
 	env := newEnv(t)
 	ws := env.Workspace
-	os.Mkdir(filepath.Join(ws, "sub"), 0o755)
+	must(t, os.Mkdir(filepath.Join(ws, "sub"), 0o755))
 	r := run(t, Bash, env, `{"command":"cd sub && echo in; echo err >&2","description":"Go to sub"}`)
 	if r.Err != nil || r.Content != "in\nerr\nWorking directory is now "+ws+"/sub." {
 		t.Fatalf("%v %q", r.Err, r.Content)

@@ -150,7 +150,7 @@ func TestEditRefusals(t *testing.T) {
 	env := newEnv(t)
 	ws := env.Workspace
 	writeFiles(t, ws, map[string]string{"dir/f.txt": "x", "bin.dat": "a\x00b"})
-	os.Symlink("dir/f.txt", filepath.Join(ws, "link"))
+	must(t, os.Symlink("dir/f.txt", filepath.Join(ws, "link")))
 	tests := []struct {
 		name, path string
 		kind       tools.ErrorKind
@@ -186,7 +186,7 @@ func TestWriteTool(t *testing.T) {
 	if err != nil || fi.Mode().Perm() != 0o644 {
 		t.Fatalf("stat %v %v", fi, err)
 	}
-	os.Chmod(p, 0o600)
+	must(t, os.Chmod(p, 0o600))
 	r = run(t, Write, env, `{"file_path":"`+p+`","content":"one\n2\n"}`)
 	if r.Err != nil || !strings.Contains(r.Content, "-two\n+2") {
 		t.Fatalf("%v %q", r.Err, r.Content)

@@ -32,7 +32,7 @@ func TestOutputsGolden(t *testing.T) {
 	ws := env.Workspace
 	writeFiles(t, ws, map[string]string{"code.py": "def f(x):\n    if x:\n        return 1\n    return 0\n"})
 	old := time.Now().Add(-2 * time.Hour)
-	os.Chtimes(filepath.Join(ws, "code.py"), old, old)
+	must(t, os.Chtimes(filepath.Join(ws, "code.py"), old, old))
 	steps := []struct {
 		name string
 		tool tools.Tool

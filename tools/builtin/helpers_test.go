@@ -214,3 +214,11 @@ func errKind(r tools.Result) tools.ErrorKind {
 	}
 	return r.Err.Kind
 }
+
+// must stops the test when a fixture cannot be made.
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

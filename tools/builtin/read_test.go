@@ -41,8 +41,8 @@ func TestRead(t *testing.T) {
 		"nonl.txt":  "no newline",
 		"utf8.txt":  "héllo\n",
 	})
-	os.Symlink("/etc/hostname", filepath.Join(ws, "out-link"))
-	os.Symlink("ten.txt", filepath.Join(ws, "in-link"))
+	must(t, os.Symlink("/etc/hostname", filepath.Join(ws, "out-link")))
+	must(t, os.Symlink("ten.txt", filepath.Join(ws, "in-link")))
 	if err := syscall.Mkfifo(filepath.Join(ws, "fifo"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestReadUnchangedStub(t *testing.T) {
 		t.Errorf("other window got the stub: %q", r.Content)
 	}
 	// A change (same size, same second) shows the content again.
-	os.WriteFile(p, []byte(strings.Replace(numbered(1, 5), "line 3", "LINE 3", 1)), 0o644)
+	must(t, os.WriteFile(p, []byte(strings.Replace(numbered(1, 5), "line 3", "LINE 3", 1)), 0o644))
 	r := run(t, Read, env, `{"file_path":"`+p+`","offset":2}`)
 	if !strings.Contains(r.Content, "LINE 3") {
 		t.Errorf("changed file: %q", r.Content)

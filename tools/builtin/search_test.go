@@ -37,13 +37,13 @@ func searchTree(t *testing.T) *tools.Env {
 	base := time.Now().Add(-time.Hour)
 	filepath.Walk(env.Workspace, func(p string, fi os.FileInfo, err error) error {
 		if err == nil {
-			os.Chtimes(p, base, base)
+			must(t, os.Chtimes(p, base, base))
 		}
 		return nil
 	})
 	for i, p := range []string{"README.md", "util/strings.go", "web/app.ts", "main.go"} {
 		ts := base.Add(time.Duration(i+1) * time.Minute)
-		os.Chtimes(filepath.Join(env.Workspace, p), ts, ts)
+		must(t, os.Chtimes(filepath.Join(env.Workspace, p), ts, ts))
 	}
 	return env
 }

@@ -21,7 +21,7 @@ func TestClosureFollowsEntryFeed(t *testing.T) {
 	ws := cfg.Workspace
 	for p, v := range map[string]string{"shared/settings.json": "{}", "src/a/b/main.go": "package b\n"} {
 		full := filepath.Join(ws, p)
-		os.MkdirAll(filepath.Dir(full), 0o755)
+		must(t, os.MkdirAll(filepath.Dir(full), 0o755))
 		if err := os.WriteFile(full, []byte(v), 0o644); err != nil {
 			t.Fatal(err)
 		}

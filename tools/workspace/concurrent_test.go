@@ -164,7 +164,9 @@ func startShell(t *testing.T, ws string, run func(ctx context.Context, session, 
 		shell <- run(sctx, "a", "Bash", `{"command":"`+gatedShell+`"}`)
 	}()
 	t.Cleanup(func() {
-		os.WriteFile(filepath.Join(ws, "gate"), nil, 0o644)
+		if err := os.WriteFile(filepath.Join(ws, "gate"), nil, 0o644); err != nil {
+			t.Error(err) // the shell then ends at its timeout
+		}
 		<-done
 	})
 	return shell

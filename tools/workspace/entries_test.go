@@ -32,7 +32,7 @@ func TestEntryChangesRace(t *testing.T) {
 		t.Fatal("vouched for the time before it subscribed")
 	}
 	dir := filepath.Join(cfg.Workspace, "d")
-	os.Mkdir(dir, 0o755)
+	must(t, os.Mkdir(dir, 0o755))
 	// The watcher marks the whole file system, so other processes' writes
 	// (a parallel test run) can overflow its queue: then the feed rightly
 	// says it cannot vouch (the sandbox walks instead). Such rounds prove

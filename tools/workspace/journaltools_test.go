@@ -136,7 +136,7 @@ func TestUndoIsSessionScoped(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		os.WriteFile(p, []byte(session+"\n"), 0o644)
+		must(t, os.WriteFile(p, []byte(session+"\n"), 0o644))
 		e, err := c.Finish(ctx)
 		if err != nil {
 			t.Fatal(err)

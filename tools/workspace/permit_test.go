@@ -69,7 +69,7 @@ func TestCompoundShapesUnderGrant(t *testing.T) {
 	if err := sys.Grants.Add(tools.Grant{Tool: "Bash", Prefix: []string{"rm"}, Scope: tools.GrantProject}); err != nil {
 		t.Fatal(err)
 	}
-	os.Mkdir(filepath.Join(cfg.Workspace, "x"), 0o755)
+	must(t, os.Mkdir(filepath.Join(cfg.Workspace, "x"), 0o755))
 	ws := cfg.Workspace
 	tests := []struct {
 		cmd   string

@@ -33,14 +33,14 @@ func TestSecretsAskForEveryTool(t *testing.T) {
 				".env": "TOKEN=s3cr3t\n", "sub/.env.local": "KEY=s3cr3t\n", "a.go": "package a\n",
 				"certs/server.pem": "s3cr3t\n", "private/k": "s3cr3t\n", "notes.txt": "no secret here\n",
 			} {
-				os.MkdirAll(filepath.Dir(filepath.Join(ws, name)), 0o755)
+				must(t, os.MkdirAll(filepath.Dir(filepath.Join(ws, name)), 0o755))
 				if err := os.WriteFile(filepath.Join(ws, name), []byte(content), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
-			os.Symlink(".env", filepath.Join(ws, "innocent"))
-			os.Mkdir(filepath.Join(ws, "links"), 0o755)
-			os.Symlink("../.env", filepath.Join(ws, "links", "innocent"))
+			must(t, os.Symlink(".env", filepath.Join(ws, "innocent")))
+			must(t, os.Mkdir(filepath.Join(ws, "links"), 0o755))
+			must(t, os.Symlink("../.env", filepath.Join(ws, "links", "innocent")))
 			var mu sync.Mutex
 			var asked []tools.ApprovalRequest
 			ap := tools.ApproverFunc(func(ctx context.Context, r tools.ApprovalRequest) (tools.Approval, error) {

@@ -122,10 +122,10 @@ func TestVisible(t *testing.T) {
 func TestDiscoveryRegisters(t *testing.T) {
 	cfg := testConfig(t)
 	script := filepath.Join(cfg.Workspace, "decl.sh")
-	os.WriteFile(script, []byte(`#!/bin/sh
+	must(t, os.WriteFile(script, []byte(`#!/bin/sh
 if [ "$1" = run ]; then cat; exit 0; fi
 echo '[{"name":"lint","description":"Lints","input_schema":{"type":"object","properties":{"fix":{"type":"boolean"}}}}]'
-`), 0o755)
+`), 0o755))
 	cfg.Tools.Discovery = []string{script}
 	cfg.Tools.Allow = []string{"lint"}
 	sys, err := Open(context.Background(), cfg, Options{Register: builtin.Register, Runner: sandboxtest.NewFake(cfg.Workspace)})
@@ -140,5 +140,13 @@ echo '[{"name":"lint","description":"Lints","input_schema":{"type":"object","pro
 	r := sys.Pipeline.Run(context.Background(), tools.Request{Tool: "lint", Input: json.RawMessage(`{"fix":"true"}`)})
 	if r.Err != nil || strings.TrimSpace(r.Content) != `{"fix":true}` {
 		t.Fatalf("lint: %+v", r)
+	}
+}
+
+// must stops the test when a fixture cannot be made.
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }
