@@ -154,21 +154,21 @@ func (c *Closure) Match(rel string) (string, bool) {
 
 // Judge returns the content judge of rel, or nil when rel is not judged by
 // content: a package.json while a hook runner is present
-// (JudgePackageJSON), the state files of a half-done rebase or
-// cherry-pick (JudgeGitState). The judge takes the content before and
+// (judgePackageJSON), the state files of a half-done rebase or
+// cherry-pick (judgeGitState). The judge takes the content before and
 // after (nil: absent) and reports whether the change is to a protected
 // part, and why.
 func (c *Closure) Judge(rel string) func(old, new []byte) (string, bool) {
 	rel = strings.TrimPrefix(path.Clean("/"+rel), "/")
 	if isGitState(rel) {
-		return func(old, new []byte) (string, bool) { return JudgeGitState(rel, new) }
+		return func(old, new []byte) (string, bool) { return judgeGitState(rel, new) }
 	}
 	if path.Base(rel) != "package.json" {
 		return nil
 	}
 	hooks := c.hooks
 	return func(old, new []byte) (string, bool) {
-		why, ok := JudgePackageJSON(old, new, hooks != "")
+		why, ok := judgePackageJSON(old, new, hooks != "")
 		if ok && hooks != "" {
 			why += " (" + hooks + ")"
 		}
@@ -531,7 +531,7 @@ func (c *Config) Closure(shallow bool) *Closure {
 	}
 	defer root.Close()
 	return prot.Closure(root, ClosureOptions{Workspace: c.Workspace, IsGitDir: GitDirTest(c.Workspace), Shallow: shallow,
-		GlobalGitConfig: OwnerGitConfigs()})
+		GlobalGitConfig: ownerGitConfigs()})
 }
 
 // gitDirNames are the entries that make a directory git-like (GitDirTest).

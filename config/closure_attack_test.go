@@ -153,7 +153,7 @@ func FuzzRunGlobs(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, src []byte) {
-		for _, g := range RunGlobs(src) {
+		for _, g := range runGlobs(src) {
 			if !strings.ContainsAny(g, "*?[") {
 				t.Fatalf("%q listed as a glob", g)
 			}

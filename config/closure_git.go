@@ -177,11 +177,11 @@ func (b *closureBuilder) hookDir(dir, top string) {
 }
 
 // isGitState reports whether rel lies in a half-done operation's state
-// directory of a git directory (see GitStateDirs).
+// directory of a git directory (see gitStateDirs).
 func isGitState(rel string) bool {
 	parts := strings.Split(rel, "/")
 	for i := 0; i+2 < len(parts); i++ {
-		if parts[i] == ".git" && slices.Contains(GitStateDirs, parts[i+1]) {
+		if parts[i] == ".git" && slices.Contains(gitStateDirs, parts[i+1]) {
 			return true
 		}
 	}
@@ -192,13 +192,13 @@ func isGitState(rel string) bool {
 // name makes git run git-merge-<name>.
 var builtinStrategies = []string{"ort", "recursive", "resolve", "octopus", "ours", "subtree"}
 
-// JudgeGitState judges the new content of a file in a git directory's
+// judgeGitState judges the new content of a file in a git directory's
 // rebase-merge, rebase-apply or sequencer directory: a todo list with an
 // exec line (git rebase --continue runs it with the shell) or a merge
 // strategy that is not built in (git runs git-merge-<name>) is protected.
 // Everything else there — the done list, the author script, messages,
 // patches — runs nothing, and a deleted file runs nothing.
-func JudgeGitState(rel string, content []byte) (string, bool) {
+func judgeGitState(rel string, content []byte) (string, bool) {
 	if content == nil {
 		return "", false
 	}
@@ -242,10 +242,10 @@ func (b *closureBuilder) inside(p string) bool {
 	return ok
 }
 
-// OwnerGitConfigs lists the git config files outside any workspace whose
+// ownerGitConfigs lists the git config files outside any workspace whose
 // core.hooksPath applies to every repository of the owner: the system
 // config, ~/.gitconfig and the XDG one.
-func OwnerGitConfigs() []string {
+func ownerGitConfigs() []string {
 	out := []string{"/etc/gitconfig"}
 	if home, err := os.UserHomeDir(); err == nil {
 		out = append(out, filepath.Join(home, ".gitconfig"))

@@ -10,13 +10,13 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 )
 
-// RunGlobs lists the unquoted glob words of a shell script whose matches
+// runGlobs lists the unquoted glob words of a shell script whose matches
 // the script runs or sources: the items of a for loop whose body runs or
 // sources its variable (`for f in env.d/*.sh; do . "$f"; done`), and a
 // glob in a position that runs a file (`source lib/*.sh`). Globs a tool
 // merely works on (`eslint src/*.js`) are not listed. A script that does
 // not parse lists nothing (callers fail closed on the parse error).
-func RunGlobs(src []byte) []string {
+func runGlobs(src []byte) []string {
 	if bytes.IndexByte(src, 0) >= 0 {
 		return nil
 	}

@@ -23,14 +23,14 @@ var hookManagerKeys = []string{"husky", "simple-git-hooks", "lint-staged", "nano
 // packageManager named): judged while a hook runner is present.
 var hookRunKeys = []string{"scripts", "config", "packageManager"}
 
-// JudgePackageJSON judges a change of one package.json from old to new
+// judgePackageJSON judges a change of one package.json from old to new
 // (nil: absent) as JSON: protected when a hook-manager key changed or,
 // with runner set (a git hook or hook manager is present), when one of
 // the keys a hook's package-manager command runs changed (scripts,
 // config, packageManager). A change to anything else — dependencies,
 // version, files, engines — is not. Content that is not a JSON object
 // fails closed (a package manager may read it differently).
-func JudgePackageJSON(old, new []byte, runner bool) (string, bool) {
+func judgePackageJSON(old, new []byte, runner bool) (string, bool) {
 	if new == nil {
 		return "", false // removed: what it ran is gone with it
 	}

@@ -47,10 +47,10 @@ func (c ShellCall) argPWD(i int) (string, bool) {
 	return c.pwd[i].v, true
 }
 
-// ParseShellCalls parses a shell script (bash syntax, what direnv and git
+// parseShellCalls parses a shell script (bash syntax, what direnv and git
 // hooks run) into its simple commands, at any nesting (functions,
 // substitutions, conditionals).
-func ParseShellCalls(src []byte) ([]ShellCall, error) {
+func parseShellCalls(src []byte) ([]ShellCall, error) {
 	if bytes.IndexByte(src, 0) >= 0 {
 		return nil, errors.New("the script holds a NUL byte")
 	}
@@ -189,7 +189,7 @@ func wordLiteral(w *syntax.Word) (string, bool) {
 // runs, and stay unprotected. A script that cannot be parsed fails closed:
 // the note says so (the script itself is protected as a trigger).
 func (b *closureBuilder) shellNames(file string, src []byte, dir, why string) {
-	calls, err := ParseShellCalls(src)
+	calls, err := parseShellCalls(src)
 	if err != nil {
 		b.failClosed("%s could not be parsed as a shell script (%v): the files it runs are unknown", file, err)
 		return
@@ -216,7 +216,7 @@ func (b *closureBuilder) shellNames(file string, src []byte, dir, why string) {
 		b.taskFiles(dir, c, why)
 		b.packageRunner(file, c)
 	}
-	b.globs(dir, RunGlobs(src), why)
+	b.globs(dir, runGlobs(src), why)
 }
 
 // fileRunners run or source the file their first argument names.
@@ -257,7 +257,7 @@ func (b *closureBuilder) packageRunner(file string, c ShellCall) {
 // taskRunners are programs that run what a file in the directory lists:
 // a trigger that runs `make lint` runs the Makefile's recipe, as one
 // that runs `npm test` runs package.json's scripts.test (judged by key,
-// see JudgePackageJSON).
+// see judgePackageJSON).
 var taskRunners = map[string][]string{
 	"make":  {"GNUmakefile", "makefile", "Makefile"},
 	"gmake": {"GNUmakefile", "makefile", "Makefile"},
@@ -347,13 +347,13 @@ func (b *closureBuilder) direnvAt(rel string) {
 	why := func(what string) string {
 		return fmt.Sprintf("%s %s it, and direnv runs that when a shell enters %s", rel, what, dir)
 	}
-	calls, err := ParseShellCalls(data)
+	calls, err := parseShellCalls(data)
 	if err != nil {
 		b.failClosed("%s could not be parsed (%v): every .env* and .envrc* beside it is protected", rel, err)
 		b.direnvConservative(dir)
 		return
 	}
-	b.globs(dir, RunGlobs(data), why("runs or sources what this glob matches in"))
+	b.globs(dir, runGlobs(data), why("runs or sources what this glob matches in"))
 	for _, c := range calls {
 		for _, v := range c.Values {
 			b.addFile(dir, v, why("names"))

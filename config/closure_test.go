@@ -349,14 +349,14 @@ func FuzzJudgePackageJSON(f *testing.F) {
 	f.Add([]byte(`{}`), []byte(`[]`), false)
 	f.Add([]byte(`{"husky":{"hooks":{}}}`), []byte(`{"husky":{"hooks":{}}}`), false)
 	f.Fuzz(func(t *testing.T, old, new []byte, runner bool) {
-		why, got := JudgePackageJSON(old, new, runner)
+		why, got := judgePackageJSON(old, new, runner)
 		if got && why == "" {
 			t.Fatal("protected without a reason")
 		}
 		// The same content is never a change of a hook key, unless it
 		// cannot be judged at all.
 		if _, err := jsonObject(new); err == nil {
-			if _, same := JudgePackageJSON(new, new, runner); same {
+			if _, same := judgePackageJSON(new, new, runner); same {
 				t.Fatal("identical content judged as a hook change")
 			}
 		} else if !got && new != nil {
@@ -383,7 +383,7 @@ func FuzzDirenv(f *testing.F) {
 				t.Fatalf("closure path %q leaves the workspace", p)
 			}
 		}
-		if _, err := ParseShellCalls(envrc); err != nil {
+		if _, err := parseShellCalls(envrc); err != nil {
 			if _, ok := c.Match("a/.env.x"); !ok {
 				t.Fatal("an .envrc that cannot be parsed must protect every .env* beside it")
 			}

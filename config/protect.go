@@ -115,14 +115,14 @@ var DefaultProtectedPaths = []string{
 var GitBehaviourFiles = []string{"config", "config.worktree", "commondir", "gitdir", "hooks", "info",
 	"objects/info/alternates", "objects/info/http-alternates", "modules", "worktrees"}
 
-// GitStateDirs are the entries of a git directory that hold a
+// gitStateDirs are the entries of a git directory that hold a
 // half-done operation whose continuation runs commands: the todo lists
 // of rebase and of cherry-pick/revert (an exec line runs a shell command
 // at the owner's git rebase --continue) and the merge strategy they name
 // (git runs git-merge-<strategy>). They are judged by content (see
-// JudgeGitState): a rebase or cherry-pick stopped on a conflict in the
+// judgeGitState): a rebase or cherry-pick stopped on a conflict in the
 // sandbox leaves its state here, and that must stay.
-var GitStateDirs = []string{"rebase-merge", "rebase-apply", "sequencer"}
+var gitStateDirs = []string{"rebase-merge", "rebase-apply", "sequencer"}
 
 // Protection decides which workspace paths are protected. It is built
 // from sandbox.protected_paths; its zero value protects git metadata

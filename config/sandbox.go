@@ -214,8 +214,8 @@ func (c *Sandbox) validate() error {
 // CachesAuto is the sandbox.caches entry that mounts every detected cache.
 const CachesAuto = "auto"
 
-// CacheKinds are the dependency caches sandbox.caches can name.
-var CacheKinds = []string{"go", "cargo", "npm", "pnpm"}
+// cacheKinds are the dependency caches sandbox.caches can name.
+var cacheKinds = []string{"go", "cargo", "npm", "pnpm"}
 
 func validCacheEntry(e string) error {
 	k := strings.TrimPrefix(e, "-")
@@ -228,12 +228,12 @@ func validCacheEntry(e string) error {
 		}
 		return nil
 	}
-	for _, kind := range CacheKinds {
+	for _, kind := range cacheKinds {
 		if k == kind {
 			return nil
 		}
 	}
-	return fmt.Errorf("%q: want %q, a kind (%s), -KIND or an absolute path", e, CachesAuto, strings.Join(CacheKinds, ", "))
+	return fmt.Errorf("%q: want %q, a kind (%s), -KIND or an absolute path", e, CachesAuto, strings.Join(cacheKinds, ", "))
 }
 
 // minAutoMemoryMB is the least memory "auto" gives a container.

@@ -16,11 +16,11 @@ import (
 // container (a bind mount of BuildCache.Dir).
 const BuildCacheDir = "/.agentbox/cache"
 
-// BuildCacheEnv points the toolchains' own build and download caches at
+// buildCacheEnv points the toolchains' own build and download caches at
 // BuildCacheDir. Go's cache locks and renames its own entries, npm's
 // cacache and pip's caches write content-addressed files atomically, so
 // concurrent commands may share them.
-func BuildCacheEnv() []string {
+func buildCacheEnv() []string {
 	return []string{
 		"GOCACHE=" + BuildCacheDir + "/go-build",
 		"XDG_CACHE_HOME=" + BuildCacheDir + "/xdg",

@@ -9,7 +9,7 @@ import (
 // other interface).
 const EgressPort = 3128
 
-// EgressEnv is the environment that sends every toolchain's traffic to
+// egressEnv is the environment that sends every toolchain's traffic to
 // init's listener on 127.0.0.1:port: the proxy variables in both cases
 // (NO_PROXY empty: nothing bypasses it, there is no route anyway), Node's
 // built-in fetch (NODE_USE_ENV_PROXY), npm, pip, cargo and Java. git and
@@ -23,7 +23,7 @@ const EgressPort = 3128
 // These entries are reserved: Env applies them after passthrough and
 // Spec.Env (WithEgress), so neither config nor a call can route around
 // the proxy or point it elsewhere.
-func EgressEnv(port int, allowlist bool) []string {
+func egressEnv(port int, allowlist bool) []string {
 	u := "http://127.0.0.1:" + strconv.Itoa(port)
 	p := strconv.Itoa(port)
 	env := []string{
@@ -43,8 +43,8 @@ func EgressEnv(port int, allowlist bool) []string {
 	return env
 }
 
-// WithEgress makes Env end with EgressEnv(port, allowlist): the proxy
+// WithEgress makes Env end with egressEnv(port, allowlist): the proxy
 // settings win over passthrough and extra entries.
 func WithEgress(port int, allowlist bool) EnvOption {
-	return func(o *envOptions) { o.egress = EgressEnv(port, allowlist) }
+	return func(o *envOptions) { o.egress = egressEnv(port, allowlist) }
 }

@@ -8,7 +8,7 @@ package sandbox
 func ToolEnv(caches []DepCache, buildCache bool) []string {
 	var out []string
 	if buildCache {
-		out = append(out, BuildCacheEnv()...)
+		out = append(out, buildCacheEnv()...)
 	} else {
 		out = append(out, "npm_config_logs_dir="+Home+"/.npm/_logs")
 	}

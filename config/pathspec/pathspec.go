@@ -196,17 +196,7 @@ func Join(cwd, home, word string) string {
 
 func hasMeta(seg string) bool { return strings.ContainsAny(seg, `*?[{\`) }
 
-// Covers reports whether a rule's compiled pattern can match a path that
-// word (an anchored word pattern, see Join) can name, or a parent of it:
-// a rule on a directory covers the files below it.
-func Covers(rule, word string) bool { return NewRule(rule).Covers(Compiled(word, false)) }
-
-// CoversWord is Covers for a word that is a bash glob: its wildcards at
-// the start of a name do not match a leading dot (bash without dotglob:
-// `*` never names `.env`), while the rule's do.
-func CoversWord(rule, word string) bool { return NewRule(rule).Covers(Compiled(word, true)) }
-
-// A Rule is a rule's compiled pattern, for many Covers questions. Safe
+// A Rule is a rule's compiled pattern, for many [Rule.Covers] questions. Safe
 // for concurrent use.
 type Rule struct {
 	self, below *Glob

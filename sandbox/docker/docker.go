@@ -135,7 +135,7 @@ func openBackend(ctx context.Context, cfg *config.Config, log *slog.Logger, o sa
 		opts = append(opts, WithEgressAudit(o.Network.Audit))
 	}
 	if o.Network.Approver != nil {
-		opts = append(opts, WithEgressApprover(o.Network.Approver, 0))
+		opts = append(opts, withEgressApprover(o.Network.Approver, 0))
 	}
 	if o.EntryChanges != nil {
 		opts = append(opts, WithEntryChanges(o.EntryChanges))

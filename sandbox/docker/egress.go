@@ -15,16 +15,16 @@ import (
 	"github.com/agentbox/agentbox/sandbox/initproc"
 )
 
-// EgressDir is where the egress proxy's socket directory is mounted,
+// egressDir is where the egress proxy's socket directory is mounted,
 // read-only, in every container when network.mode is allowlist.
-const EgressDir = "/.agentbox/egress"
+const egressDir = "/.agentbox/egress"
 
 // The network of a Runner's containers. They never get an interface but
 // loopback. With network.mode none, init answers every proxied request at
 // once with "this sandbox has no network". With allowlist, the Runner
 // serves an egress proxy on a unix socket in a private directory
 // (mode 0700, owned by the containers' uid) mounted read-only at
-// EgressDir; init relays 127.0.0.1:sandbox.EgressPort to it, naming the
+// egressDir; init relays 127.0.0.1:sandbox.EgressPort to it, naming the
 // call, and the proxy checks the caller's uid (SO_PEERCRED: the
 // containers' uid, or root, the gofer, under gVisor) and a token that
 // only the Runner's requests carry.
@@ -41,9 +41,9 @@ func WithEgressAudit(f egress.AuditFunc) Option {
 	return func(o *options) { o.egressAudit = f }
 }
 
-// WithEgressApprover asks a for destinations no network rule covers,
+// withEgressApprover asks a for destinations no network rule covers,
 // waiting at most timeout (default: such destinations are refused).
-func WithEgressApprover(a egress.Approver, timeout time.Duration) Option {
+func withEgressApprover(a egress.Approver, timeout time.Duration) Option {
 	return func(o *options) { o.egressApprover, o.egressTimeout = a, timeout }
 }
 
@@ -146,14 +146,14 @@ func (r *Runner) egressSource() ([]bindSource, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the egress socket directory: %w", err)
 	}
-	return []bindSource{{target: EgressDir, fd: os.NewFile(uintptr(f), r.egress.dir), path: r.egress.dir, ro: true}}, nil
+	return []bindSource{{target: egressDir, fd: os.NewFile(uintptr(f), r.egress.dir), path: r.egress.dir, ro: true}}, nil
 }
 
 // egressReq is the network part of a command's request.
 func (r *Runner) egressReq(spec sandbox.Spec) *initproc.EgressReq {
 	e := &initproc.EgressReq{Port: sandbox.EgressPort}
 	if r.egress != nil {
-		e.Socket = EgressDir + "/" + egress.SocketName
+		e.Socket = egressDir + "/" + egress.SocketName
 		e.Token, e.Call, e.Session = r.egress.token, spec.Call, spec.Session
 	}
 	return e

@@ -60,8 +60,8 @@ type Classifier struct {
 	Local func() []netip.Addr
 }
 
-// HostAddrs returns the addresses of every interface of this host.
-func HostAddrs() []netip.Addr {
+// hostAddrs returns the addresses of every interface of this host.
+func hostAddrs() []netip.Addr {
 	as, err := net.InterfaceAddrs()
 	if err != nil {
 		return nil
@@ -101,7 +101,7 @@ func (c *Classifier) Class(a netip.Addr) string {
 	}
 	local := c.Local
 	if local == nil {
-		local = HostAddrs
+		local = hostAddrs
 	}
 	for _, l := range local() {
 		if l.Unmap() == a {

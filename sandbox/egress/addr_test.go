@@ -35,7 +35,7 @@ func TestClassifier(t *testing.T) {
 }
 
 func TestHostAddrsIncludesInterfaces(t *testing.T) {
-	as := HostAddrs()
+	as := hostAddrs()
 	if len(as) == 0 {
 		t.Fatal("no interface addresses read")
 	}

@@ -44,8 +44,8 @@ func (p Preamble) String() string {
 		url.QueryEscape(p.Token), url.QueryEscape(p.Call), url.QueryEscape(p.Session))
 }
 
-// ReadPreamble reads and parses the preamble line.
-func ReadPreamble(br *bufio.Reader) (Preamble, error) {
+// readPreamble reads and parses the preamble line.
+func readPreamble(br *bufio.Reader) (Preamble, error) {
 	var p Preamble
 	var line []byte
 	for {

@@ -30,7 +30,7 @@ func TestReadPreambleKeepsCause(t *testing.T) {
 		{"cut line", strings.NewReader(PreambleMagic + " token=x"), io.EOF},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ReadPreamble(bufio.NewReader(tt.r))
+			_, err := readPreamble(bufio.NewReader(tt.r))
 			if !errors.Is(err, ErrUnauthenticated) || !errors.Is(err, tt.cause) {
 				t.Fatalf("err = %v, want ErrUnauthenticated wrapping %v", err, tt.cause)
 			}

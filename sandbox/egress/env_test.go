@@ -201,7 +201,7 @@ func newProxyEnv(t testing.TB, cfg envConfig) *proxyEnv {
 	}
 	e := &proxyEnv{t: t, events: make(chan Event, 100),
 		resolver: &mapResolver{names: cfg.names, calls: map[string]int{}}}
-	local := append(HostAddrs(), cfg.local...)
+	local := append(hostAddrs(), cfg.local...)
 	nd := &net.Dialer{Timeout: 5 * time.Second}
 	opts := []GateOption{WithResolver(e.resolver),
 		WithClassifier(&Classifier{Local: func() []netip.Addr { return local }}),

@@ -7,7 +7,7 @@ import (
 	"io"
 )
 
-// Errors of ReadClientHello.
+// Errors of reading a ClientHello.
 var (
 	ErrNotTLS   = errors.New("not a TLS ClientHello")
 	ErrBadHello = errors.New("malformed TLS ClientHello")
@@ -31,14 +31,14 @@ type ClientHello struct {
 	ECH bool
 }
 
-// MaxHelloBytes bounds what ReadClientHello buffers.
+// MaxHelloBytes bounds what the proxy buffers of a ClientHello.
 const MaxHelloBytes = 64 << 10
 
-// ReadClientHello reads TLS records from r until one whole ClientHello
+// readClientHello reads TLS records from r until one whole ClientHello
 // handshake message has arrived (it may span records) and parses it. raw
 // is every byte read, to be replayed upstream unchanged. At most max
 // bytes are read (MaxHelloBytes when max <= 0).
-func ReadClientHello(r io.Reader, max int) (raw []byte, ch ClientHello, err error) {
+func readClientHello(r io.Reader, max int) (raw []byte, ch ClientHello, err error) {
 	if max <= 0 {
 		max = MaxHelloBytes
 	}
@@ -82,7 +82,7 @@ func ReadClientHello(r io.Reader, max int) (raw []byte, ch ClientHello, err erro
 		if len(msg) > want {
 			return raw, ch, fmt.Errorf("%w: data after the ClientHello", ErrBadHello)
 		}
-		ch, err = ParseClientHello(msg[4:])
+		ch, err = parseClientHello(msg[4:])
 		return raw, ch, err
 	}
 }
@@ -122,9 +122,9 @@ func (r *reader) u16() int {
 func (r *reader) vec8() *reader  { return &reader{b: r.bytes(r.u8()), bad: r.bad} }
 func (r *reader) vec16() *reader { return &reader{b: r.bytes(r.u16()), bad: r.bad} }
 
-// ParseClientHello parses a ClientHello body (after the 4-byte handshake
+// parseClientHello parses a ClientHello body (after the 4-byte handshake
 // header). Duplicate extensions and more than one host_name are errors.
-func ParseClientHello(body []byte) (ClientHello, error) {
+func parseClientHello(body []byte) (ClientHello, error) {
 	var ch ClientHello
 	r := &reader{b: body}
 	r.bytes(2 + 32) // legacy_version, random

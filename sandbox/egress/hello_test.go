@@ -23,7 +23,7 @@ func goHello(t testing.TB, sni string) []byte {
 		a.Close()
 	}()
 	_ = b.SetReadDeadline(time.Now().Add(5 * time.Second))
-	raw, _, err := ReadClientHello(b, 0)
+	raw, _, err := readClientHello(b, 0)
 	if err != nil {
 		t.Fatalf("reading Go's ClientHello: %v", err)
 	}
@@ -110,7 +110,7 @@ func TestReadClientHello(t *testing.T) {
 		{"trailing data in the record", shortMsg(), ClientHello{}, ErrBadHello},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			raw, ch, err := ReadClientHello(bytes.NewReader(tc.in), 0)
+			raw, ch, err := readClientHello(bytes.NewReader(tc.in), 0)
 			if tc.wantErr != nil {
 				if !errors.Is(err, tc.wantErr) {
 					t.Fatalf("err = %v; want %v", err, tc.wantErr)
@@ -129,7 +129,7 @@ func TestReadClientHello(t *testing.T) {
 
 func TestReadClientHelloCap(t *testing.T) {
 	big := splitRecords(handHello(ext(0x1234, make([]byte, 60000))), 1<<14)
-	if _, _, err := ReadClientHello(io.MultiReader(bytes.NewReader(big)), 4096); !errors.Is(err, ErrBadHello) {
+	if _, _, err := readClientHello(io.MultiReader(bytes.NewReader(big)), 4096); !errors.Is(err, ErrBadHello) {
 		t.Fatalf("err = %v; want the size cap", err)
 	}
 }
@@ -140,13 +140,13 @@ func FuzzReadClientHello(f *testing.F) {
 	f.Add(splitRecords(handHello(sniExt("x.example")), 3))
 	f.Add([]byte("CONNECT x:1 HTTP/1.1\r\n\r\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		raw, ch, err := ReadClientHello(bytes.NewReader(b), 0)
+		raw, ch, err := readClientHello(bytes.NewReader(b), 0)
 		if len(raw) > len(b) || !bytes.Equal(raw, b[:len(raw)]) {
 			t.Fatalf("raw is not a prefix of the input")
 		}
 		if err == nil && ch.ServerName != "" {
 			// The same message must parse the same when re-framed.
-			_, ch2, err2 := ReadClientHello(bytes.NewReader(splitRecords(raw[:5+int(binary.BigEndian.Uint16(raw[3:5]))], 5)), 0)
+			_, ch2, err2 := readClientHello(bytes.NewReader(splitRecords(raw[:5+int(binary.BigEndian.Uint16(raw[3:5]))], 5)), 0)
 			if len(raw) == 5+int(binary.BigEndian.Uint16(raw[3:5])) && (err2 != nil || ch2 != ch) {
 				t.Fatalf("re-framed hello differs: %+v %v vs %+v", ch2, err2, ch)
 			}

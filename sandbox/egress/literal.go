@@ -11,14 +11,14 @@ import (
 // address.
 var ErrBadHost = errors.New("invalid host")
 
-// ParseLiteral reports whether host is an IP literal and, if so, which
+// parseLiteral reports whether host is an IP literal and, if so, which
 // address it names. Bracketed and bare IPv6 are accepted (zones are not).
 // A host whose last label is numeric (decimal, 0-prefixed octal or
 // 0x-prefixed hex) is an IPv4 literal in the spelling inet_aton accepts:
 // "2130706433", "0x7f.1", "0177.0.0.1" and "127.1" all name 127.0.0.1.
 // Such a host that does not parse is an error with isLiteral true: it is
 // never looked up as a name.
-func ParseLiteral(host string) (addr netip.Addr, isLiteral bool, err error) {
+func parseLiteral(host string) (addr netip.Addr, isLiteral bool, err error) {
 	if strings.HasPrefix(host, "[") {
 		if !strings.HasSuffix(host, "]") {
 			return netip.Addr{}, true, ErrBadHost
@@ -134,7 +134,7 @@ func atonPart(p string) (uint64, bool) {
 // (IDNs must arrive in their xn-- form). IP literals are returned in
 // netip's canonical spelling.
 func NormalizeHost(host string) (string, netip.Addr, error) {
-	a, lit, err := ParseLiteral(host)
+	a, lit, err := parseLiteral(host)
 	if lit {
 		if err != nil {
 			return "", netip.Addr{}, err

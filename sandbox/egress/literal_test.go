@@ -38,19 +38,19 @@ func TestParseLiteral(t *testing.T) {
 		{in: "[127.0.0.1]", wantErr: true},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
-			a, lit, err := ParseLiteral(tc.in)
+			a, lit, err := parseLiteral(tc.in)
 			switch {
 			case tc.wantErr:
 				if !lit || err == nil {
-					t.Fatalf("ParseLiteral(%q) = %v, %v, %v; want a refused literal", tc.in, a, lit, err)
+					t.Fatalf("parseLiteral(%q) = %v, %v, %v; want a refused literal", tc.in, a, lit, err)
 				}
 			case tc.want == "":
 				if lit || err != nil {
-					t.Fatalf("ParseLiteral(%q) = %v, %v, %v; want a name", tc.in, a, lit, err)
+					t.Fatalf("parseLiteral(%q) = %v, %v, %v; want a name", tc.in, a, lit, err)
 				}
 			default:
 				if !lit || err != nil || a != netip.MustParseAddr(tc.want) {
-					t.Fatalf("ParseLiteral(%q) = %v, %v, %v; want %s", tc.in, a, lit, err, tc.want)
+					t.Fatalf("parseLiteral(%q) = %v, %v, %v; want %s", tc.in, a, lit, err, tc.want)
 				}
 			}
 		})
@@ -80,9 +80,9 @@ func FuzzParseLiteral(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		a, lit, err := ParseLiteral(s)
+		a, lit, err := parseLiteral(s)
 		if lit && err == nil {
-			b, lit2, err2 := ParseLiteral(a.String())
+			b, lit2, err2 := parseLiteral(a.String())
 			if !lit2 || err2 != nil || b != a {
 				t.Fatalf("%q → %v does not round-trip: %v %v %v", s, a, b, lit2, err2)
 			}

@@ -54,10 +54,10 @@ type Rule struct {
 	Port uint16
 }
 
-// ParseRule parses one entry: "example.org", "*.example.org",
+// parseRule parses one entry: "example.org", "*.example.org",
 // "example.org:443", "192.0.2.7", "[2001:db8::1]:443", "2001:db8::1" or
 // "*". Presets are expanded by NewPolicy, not here.
-func ParseRule(s string) (Rule, error) {
+func parseRule(s string) (Rule, error) {
 	r := Rule{Text: s}
 	t := strings.TrimSpace(s)
 	if t == "*" {
@@ -138,8 +138,8 @@ var Presets = map[string][]string{
 	"@tls-revocation": {"*.o.lencr.org:80", "*.c.lencr.org:80", "ocsp.digicert.com:80", "crl3.digicert.com:80", "crl4.digicert.com:80", "ocsp.sectigo.com:80", "crl.sectigo.com:80", "ocsp.pki.goog:80", "crl.pki.goog:80", "o.pki.goog:80", "c.pki.goog:80"},
 }
 
-// PresetNames lists the presets, sorted.
-func PresetNames() []string {
+// presetNames lists the presets, sorted.
+func presetNames() []string {
 	out := make([]string, 0, len(Presets))
 	for k := range Presets {
 		out = append(out, k)
@@ -148,8 +148,8 @@ func PresetNames() []string {
 	return out
 }
 
-// ParseRules parses entries, expanding presets.
-func ParseRules(entries []string) ([]Rule, error) {
+// parseRules parses entries, expanding presets.
+func parseRules(entries []string) ([]Rule, error) {
 	var out []Rule
 	var errs []error
 	for _, e := range entries {
@@ -157,11 +157,11 @@ func ParseRules(entries []string) ([]Rule, error) {
 		if strings.HasPrefix(e, "@") {
 			doms, ok := Presets[e]
 			if !ok {
-				errs = append(errs, fmt.Errorf("%w %q: unknown preset (known: %s)", ErrBadRule, e, strings.Join(PresetNames(), ", ")))
+				errs = append(errs, fmt.Errorf("%w %q: unknown preset (known: %s)", ErrBadRule, e, strings.Join(presetNames(), ", ")))
 				continue
 			}
 			for _, d := range doms {
-				r, err := ParseRule(d)
+				r, err := parseRule(d)
 				if err != nil {
 					errs = append(errs, err)
 					continue
@@ -171,7 +171,7 @@ func ParseRules(entries []string) ([]Rule, error) {
 			}
 			continue
 		}
-		r, err := ParseRule(e)
+		r, err := parseRule(e)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -192,8 +192,8 @@ type Policy struct {
 
 // NewPolicy parses the lists.
 func NewPolicy(allow, deny []string) (*Policy, error) {
-	a, errA := ParseRules(allow)
-	d, errD := ParseRules(deny)
+	a, errA := parseRules(allow)
+	d, errD := parseRules(deny)
 	if err := errors.Join(errA, errD); err != nil {
 		return nil, err
 	}

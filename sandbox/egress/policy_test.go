@@ -80,8 +80,8 @@ func TestParseRuleErrors(t *testing.T) {
 }
 
 func TestPresetsParse(t *testing.T) {
-	for _, name := range PresetNames() {
-		rs, err := ParseRules([]string{name})
+	for _, name := range presetNames() {
+		rs, err := parseRules([]string{name})
 		if err != nil || len(rs) == 0 {
 			t.Errorf("preset %s: %v", name, err)
 		}

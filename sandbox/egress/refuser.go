@@ -33,7 +33,7 @@ func (f Refuser) Serve(ctx context.Context, ln net.Listener) error {
 		// before it reads the answer.
 		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
 		_, _ = peekHead(bufio.NewReaderSize(c, MaxHeaderBytes))
-		WriteRefusal(c, f.Refusal)
+		writeRefusal(c, f.Refusal)
 		if f.OnRefuse != nil {
 			f.OnRefuse()
 		}

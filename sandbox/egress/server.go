@@ -208,7 +208,7 @@ func (s *Server) ServeConn(ctx context.Context, c net.Conn) {
 	var p Preamble
 	if err == nil {
 		_ = c.SetReadDeadline(time.Now().Add(min(s.helloWait, preambleWait)))
-		p, err = ReadPreamble(br)
+		p, err = readPreamble(br)
 	}
 	if err == nil {
 		if verr := s.auth.Verify(p.Token); verr != nil {
@@ -281,13 +281,13 @@ func (s *Server) refuse(w io.Writer, ev Event, r *Refusal) {
 	// Recorded before the client hears of it: a command that exits on the
 	// refusal must find it in its call's network summary.
 	s.finish(ev)
-	WriteRefusal(w, r)
+	writeRefusal(w, r)
 }
 
-// WriteRefusal writes r as a complete HTTP response that closes the
+// writeRefusal writes r as a complete HTTP response that closes the
 // connection: 403 (400 for a malformed request, 502 when the destination
 // did not answer), the reason in X-Agentbox-Error, the text as the body.
-func WriteRefusal(w io.Writer, r *Refusal) {
+func writeRefusal(w io.Writer, r *Refusal) {
 	status := http.StatusForbidden
 	switch r.Reason {
 	case ReasonBadRequest, ReasonSmuggling:
@@ -348,7 +348,7 @@ func (s *Server) connect(ctx context.Context, c Caller, conn net.Conn, br *bufio
 		return
 	}
 	_ = conn.SetReadDeadline(time.Now().Add(s.helloWait))
-	raw, ch, err := ReadClientHello(br, 0)
+	raw, ch, err := readClientHello(br, 0)
 	_ = conn.SetReadDeadline(time.Time{})
 	if r := checkHello(t, ch, err); r != nil {
 		// Past the 200 the client speaks TLS: answer with a fatal

@@ -12,7 +12,7 @@ import (
 // List, such as a cloud storage or gist domain). Data can leave through
 // any allowed domain; these make that easy.
 func Warnings(allow []string) []string {
-	rules, _ := ParseRules(allow)
+	rules, _ := parseRules(allow)
 	var out []string
 	for _, r := range rules {
 		switch {

@@ -478,11 +478,11 @@ func (l *Log) Verify() (int, error) {
 		return 0, fmt.Errorf("audit: %w", err)
 	}
 	defer f.Close()
-	return VerifyReader(f)
+	return verifyReader(f)
 }
 
-// VerifyReader checks a chain read from r.
-func VerifyReader(r io.Reader) (int, error) {
+// verifyReader checks a chain read from r.
+func verifyReader(r io.Reader) (int, error) {
 	prev := ""
 	count := 0
 	err := scan(r, func(n int, line []byte) error {

@@ -43,10 +43,10 @@ type Approver struct {
 	tty            *TTYChannel // asked when the client cannot elicit; nil: off
 }
 
-// NewApprover returns the approver for session. elicit turns elicitation
+// newApprover returns the approver for session. elicit turns elicitation
 // on; allowNonInteractive is the decision when nobody can be asked (false:
 // deny, the safe default); timeout bounds the wait for the human.
-func NewApprover(session *sdk.ServerSession, elicit, allowNonInteractive bool, timeout time.Duration) *Approver {
+func newApprover(session *sdk.ServerSession, elicit, allowNonInteractive bool, timeout time.Duration) *Approver {
 	return &Approver{session: session, elicit: elicit, nonInteractive: allowNonInteractive, timeout: timeout}
 }
 

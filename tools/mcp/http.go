@@ -22,14 +22,14 @@ func CheckListen(addr, token string) error {
 	if err != nil {
 		return fmt.Errorf("listen address %q: %w", addr, err)
 	}
-	if IsLoopback(host) || token != "" {
+	if isLoopback(host) || token != "" {
 		return nil
 	}
 	return fmt.Errorf("%w: %s (set mcp.bearer_token or AGENTBOX_MCP_BEARER_TOKEN, or listen on 127.0.0.1)", ErrInsecureListen, addr)
 }
 
-// IsLoopback reports whether host names only the loopback interface.
-func IsLoopback(host string) bool {
+// isLoopback reports whether host names only the loopback interface.
+func isLoopback(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}

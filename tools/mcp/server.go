@@ -223,7 +223,7 @@ func (s *Server) session(ctx context.Context, ss *sdk.ServerSession) (*session, 
 		ts = tools.NewSession(id, s.opts.Workspace)
 	}
 	st := &session{id: id, tools: ts,
-		approver: NewApprover(ss, s.opts.Elicit, s.opts.AllowNonInteractive, s.opts.ApprovalTimeout).WithTTY(s.opts.ApprovalTTY)}
+		approver: newApprover(ss, s.opts.Elicit, s.opts.AllowNonInteractive, s.opts.ApprovalTimeout).WithTTY(s.opts.ApprovalTTY)}
 	s.sessions[ss] = st
 	s.byID[id] = st
 	s.log.Info("session opened", "session", id)
