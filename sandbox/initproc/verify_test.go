@@ -100,6 +100,20 @@ func TestVerifyMounts(t *testing.T) {
 			}
 		})
 	}
+	// A mount point that cannot be examined is refused with the reason.
+	table, err := ParseMountinfo(strings.NewReader(sampleMountinfo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	denied := func(p string, st *unix.Stat_t) error {
+		if p == "/.agentbox/init" {
+			return unix.EACCES
+		}
+		return lstatWith(nil)(p, st)
+	}
+	if err := VerifyMounts(table, want, denied); !errors.Is(err, ErrMounts) || !errors.Is(err, unix.EACCES) {
+		t.Errorf("unreadable mount point: %v, want ErrMounts wrapping EACCES", err)
+	}
 }
 
 func dropLine(s, prefix string) []string {
