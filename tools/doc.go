@@ -1,11 +1,53 @@
-// Package tools owns the tool system agents talk to: the Tool contract,
-// the Registry, schema generation from Go structs, strict decoding with
+// Package tools owns the tool system agents talk to: the [Tool] contract,
+// the [Registry], schema generation from Go structs, strict decoding with
 // coercion, declaration export (MCP, OpenAI, Anthropic, Gemini), and the
-// pipeline that every call goes through:
+// [Pipeline] that every call goes through.
 //
-//	decode → backfill → validate → permission rules → classifier (Bash)
-//	→ mode → approval → snapshot → execute → change capture + journal
-//	→ truncate → audit
+// # Stages
+//
+// [NewPipeline] chains the stages below, in this order; each is a [Stage]
+// (middleware around a [Handler]) in its own file and can be tested alone.
+// A call passes them top to bottom on its way in; a stage that works on
+// the result does so on the way back, bottom to top. TestDocListsStages
+// fails when this list and NewPipeline disagree.
+//
+//   - [AuditStage]: outermost; once the rest returned, whatever happened,
+//     appends the call's audit record (a call that cannot be audited
+//     fails).
+//   - [Recover]: a panic anywhere below becomes an internal error; the
+//     stack goes to the log.
+//   - [Truncate]: on the way back, caps the result's Content (head and
+//     tail kept, the omitted count said).
+//   - [Lookup]: finds the tool by name or alias.
+//   - [DecodeStage]: decodes the input strictly into the tool's params,
+//     coercing slips ("10" → 10); bounds the input's size.
+//   - [Backfill]: makes path fields absolute (~, the session's cwd) and
+//     refuses paths outside the workspace.
+//   - [ValidateStage]: checks the params against the schema and their own
+//     Validate.
+//   - [ClassifyStage]: judges the command field and puts the [Verdict] on
+//     the call (no classifier or an unknown class: dangerous).
+//   - [Rules]: matches the permission rules (deny → ask → allow) against
+//     the call's paths and, for a command, the verdict's argv.
+//   - [ModeStage]: turns the rule match, verdict, grants and mode into
+//     allow, ask or deny; a deny ends the call.
+//   - [ProtectStage]: makes a call that changes a protected file ask (in
+//     dontAsk mode: refuses it) unless an explicit allow rule matched.
+//   - [ApprovalStage]: asks the call's [Approver] about an ask; no answer
+//     refuses with needs_approval; "always allow" becomes grants.
+//   - [ContainedNote]: on the way back, tells the model that a command run
+//     unasked because it was contained did so, and how to undo it.
+//   - [RunningCalls.Stage]: only with Options.Running; registers the call
+//     while it runs, so that the egress proxy can ask its approver.
+//   - [ReadBeforeWrite]: the existing target of a TrackWrite tool must
+//     have been read and be unchanged since; afterwards it records reads.
+//   - [SnapshotStage]: snapshots the call's [Scope] before it runs (no
+//     snapshot, no run) and then ends it with [EndSnapshot]: dropped, or
+//     captured and journaled, changes to protected paths reverted unless
+//     kept.
+//
+// Innermost, the pipeline runs the tool: it builds the call's [Env] and
+// calls [Tool].Run.
 //
 // Rules and "always allow" grants cover a shell command part by part (the
 // classifier's Verdict.Parts; an unresolved command only by a whole-tool
@@ -15,10 +57,9 @@
 // tools.auto_allow_sandboxed key) — and its result and audit record say
 // so and how to undo it (ContainedNote); deny and ask rules still win.
 //
-// Each stage is a Stage (middleware around a Handler) in its own file and
-// can be tested alone. A refusal at any stage is a Result with Err set,
-// written for the model; a Go error means agentbox itself failed and
-// becomes an ErrInternal result. Panics in a tool become ErrInternal.
+// A refusal at any stage is a [Result] with Err set, written for the
+// model; a Go error means agentbox itself failed and becomes an
+// [ErrInternal] result. Panics in a tool become ErrInternal.
 //
 // # Contract for tool authors (tools/builtin)
 //
