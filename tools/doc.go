@@ -150,6 +150,30 @@
 // has its own person to ask, Request.Approver). Sessions persist through
 // SessionStore (last save wins across processes).
 //
+// # The sandbox a tool gets
+//
+// env.Sandbox and env.Jobs are not the configured [Options].Sandbox and
+// Jobs themselves: for each call the pipeline wraps them (in env.go), so
+// that a tool cannot do more than its snapshot covers.
+//
+//   - Read-only: a call with nothing to snapshot (its [Scope] is
+//     [ScopeNone]: a read-only tool, or a command the classifier proved
+//     read_only) gets a Sandbox and Jobs that set [ExecRequest].ReadOnly
+//     on every command, so the sandbox mounts the workspace read-only and
+//     a wrong read-only judgement fails with EROFS instead of changing an
+//     unjournaled file; their WriteFile and [Env.WriteFile] refuse, and
+//     [Env].ReadOnly is set.
+//   - Gated: a call whose snapshot was begun Staged (a [SandboxWriter]:
+//     Write, Edit, MultiEdit) gets a Sandbox whose WriteFile puts the
+//     snapshot's gate ([StagedSnapshot]) on the [WriteRequest]: the
+//     sandbox stages the content and makes it visible only once the gate
+//     opened (the snapshot's record is on the disk), else withdraws it. A
+//     command or background job, which cannot be staged, waits for the
+//     gate before it starts. A gate that does not open fails the call
+//     with timeout (cancelled) or internal, and nothing changed.
+//   - Every call's Jobs makes a job's journal entry that a Read or Kill
+//     reports ([JobStatus].Journal) the entry of that call.
+//
 // # The seam to the domain packages
 //
 // tools imports none of classifier, sandbox and snapshot. It declares

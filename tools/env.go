@@ -31,9 +31,12 @@ type Env struct {
 	// Session is the calling session: cwd, read tracker, background jobs.
 	Session *Session
 	// Sandbox runs commands in a throwaway container. Nil when no engine
-	// is configured: tools that need it must fail with ErrInternal.
+	// is configured: tools that need it must fail with [ErrInternal].
+	// The pipeline wraps it per call, read-only or gated (see the
+	// package doc, "The sandbox a tool gets").
 	Sandbox Sandbox
 	// Jobs runs background commands (Bash run_in_background). May be nil.
+	// Wrapped per call like Sandbox.
 	Jobs Jobs
 	// Detached is the call's open snapshot when its scope is Detached; the
 	// tool hands it to the job it starts with AttachJobSnapshot.
