@@ -12,6 +12,10 @@
 // output beyond the cap keeps head and tail with the dropped byte count
 // reported.
 //
+// Runner.WriteFile writes one file in such an environment, with the mounts
+// and limits a command gets, without running a program; a FileWrite with
+// a Gate becomes visible only once the gate opens (docs/gated-writes.md).
+//
 // Backends live in sub-packages (sandbox/docker); every backend passes the
 // conformance suite in sandbox/sandboxtest. Jobs runs commands in the
 // background on top of any Runner.

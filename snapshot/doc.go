@@ -137,7 +137,8 @@
 //     Staged. Only a power loss before those fsyncs end can leave the
 //     record partial or missing, and then nothing of its call was visible
 //     under its own name (a staged write's temporary file may remain);
-//     recovery discards the record.
+//     recovery discards the record. docs/gated-writes.md describes the
+//     whole write, from the tool to the sandbox.
 //   - A call interrupted by a crash is found the next time the store is
 //     locked (for a whole-workspace call: while no shell command runs):
 //     its changeset is computed then and journaled with Interrupted set; an interrupted undo or rollback is re-applied (it is

@@ -174,6 +174,9 @@
 //   - Every call's Jobs makes a job's journal entry that a Read or Kill
 //     reports ([JobStatus].Journal) the entry of that call.
 //
+// docs/gated-writes.md follows one gated write through every package it
+// crosses, from the Write call to the bytes on the disk.
+//
 // # The seam to the domain packages
 //
 // tools imports none of classifier, sandbox and snapshot. It declares

@@ -10,7 +10,9 @@
 // WriteFile hands a write request the same way; init writes the file
 // itself (no process starts), and since nothing of the agent's ran there
 // the container is kept for the next writes (up to two such containers),
-// or goes back to the pool for the next request (write.go).
+// or goes back to the pool for the next request (write.go). A gated write
+// waits for its gate before init may rename the file into place
+// (docs/gated-writes.md).
 //
 // Every container gets: no network; a read-only root; a private /tmp
 // tmpfs with a size cap (HOME lives there); all capabilities dropped;

@@ -33,7 +33,7 @@
 // DataChunk bytes, ended by an empty Data frame, so that no frame grows
 // with the input. A gated write's content is followed by one Commit
 // frame: the executor's word that the file may become visible (see
-// WriteGated).
+// WriteGated, and docs/gated-writes.md for the whole protocol).
 package initproc
 
 import (
