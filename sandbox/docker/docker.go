@@ -1,8 +1,8 @@
-// Package docker is the Docker Engine backend of sandbox.Runner: every
+// Package docker is the Docker Engine backend of [sandbox.Runner]: every
 // command runs in a fresh, hardened container that is removed afterwards.
 //
 // Containers are started ahead of time (a warm pool of config
-// sandbox.pool_size per Runner) with the agentbox binary itself,
+// sandbox.pool_size per [Runner]) with the agentbox binary itself,
 // bind-mounted read-only, as PID 1 (`agentbox init`, package
 // sandbox/initproc). Run hands one request to a warm container over its
 // already-attached stream, reads framed output and the exit status back,
@@ -24,7 +24,7 @@
 // directories read-only. Never the Docker socket.
 //
 // Containers carry labels naming the executor (id, host, pid and the pid's
-// start time) and the workspace. Open removes labeled containers whose
+// start time) and the workspace. [Open] removes labeled containers whose
 // executor is gone; Close removes the Runner's own. Under gVisor a Runner
 // also starts a reaper process (reaper.go) that removes its containers as
 // soon as it dies without Close.

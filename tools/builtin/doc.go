@@ -1,6 +1,6 @@
 // Package builtin implements agentbox's built-in tools with Claude Code's
-// names and parameters: Read, Write, Edit, MultiEdit, Glob, Grep, LS, Bash,
-// BashOutput and KillShell.
+// names and parameters: [Read], [Write], [Edit], [MultiEdit], [Glob],
+// [Grep], [LS], [Bash], [BashOutput] and [KillShell].
 //
 // It owns the tools' behaviour and their model-facing text; the pipeline in
 // package tools owns everything around a call (decoding, path backfill and
