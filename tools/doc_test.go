@@ -223,3 +223,88 @@ func exprString(e ast.Expr) string {
 	}
 	return "?"
 }
+
+// TestDocLinksResolve: every doc link in the package's documentation
+// resolves, so go doc renders it as a link and not as bracketed text: a
+// [Name] or [Recv.Name] names an exported symbol of this package, a
+// [pkg.Name] an imported package (go/doc checks no further). It fails
+// when a linked name is renamed, removed or unexported without its
+// mentions.
+func TestDocLinksResolve(t *testing.T) {
+	fset := token.NewFileSet()
+	files, _ := parsePackage(t, fset)
+	pkg, err := doc.NewFromFiles(fset, files, "github.com/agentbox/agentbox/tools", doc.PreserveAST)
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := pkg.Parser()
+	// Anything shaped like a doc link is one to this parser.
+	loose := &comment.Parser{
+		LookupPackage: func(name string) (string, bool) { return "", token.IsIdentifier(name) },
+		LookupSym:     func(string, string) bool { return true },
+	}
+	check := func(where, text string) {
+		want, got := docLinks(loose.Parse(text)), docLinks(real.Parse(text))
+		for _, l := range want {
+			if !slices.Contains(got, l) {
+				t.Errorf("%s: the doc link [%s] names nothing that exists", where, l)
+			}
+		}
+	}
+	check("package doc", pkg.Doc)
+	values := func(vs []*doc.Value) {
+		for _, v := range vs {
+			check(strings.Join(v.Names, ", "), v.Doc)
+		}
+	}
+	funcs := func(fs []*doc.Func) {
+		for _, f := range fs {
+			check(f.Recv+" "+f.Name, f.Doc)
+		}
+	}
+	values(pkg.Consts)
+	values(pkg.Vars)
+	funcs(pkg.Funcs)
+	for _, ty := range pkg.Types {
+		check(ty.Name, ty.Doc)
+		values(ty.Consts)
+		values(ty.Vars)
+		funcs(ty.Funcs)
+		funcs(ty.Methods)
+	}
+}
+
+// docLinks returns the text of every doc link in d.
+func docLinks(d *comment.Doc) []string {
+	var out []string
+	var text func([]comment.Text)
+	text = func(ts []comment.Text) {
+		for _, x := range ts {
+			switch x := x.(type) {
+			case *comment.DocLink:
+				out = append(out, plainText(x.Text))
+			case *comment.Link:
+				text(x.Text)
+			}
+		}
+	}
+	var block func(comment.Block)
+	block = func(b comment.Block) {
+		switch b := b.(type) {
+		case *comment.Paragraph:
+			text(b.Text)
+		case *comment.Heading:
+			text(b.Text)
+		case *comment.List:
+			for _, it := range b.Items {
+				for _, c := range it.Content {
+					block(c)
+				}
+			}
+		}
+	}
+	for _, b := range d.Content {
+		block(b)
+	}
+	return out
+}
