@@ -19,12 +19,7 @@ import (
 // stage missing); this fails when a stage is added, removed or moved
 // without the doc.
 func TestDocListsStages(t *testing.T) {
-	fset := token.NewFileSet()
-	files, pipeline := parsePackage(t, fset)
-	pkg, err := doc.NewFromFiles(fset, files, "github.com/agentbox/agentbox/tools", doc.PreserveAST)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pkg, pipeline := parsePackage(t)
 	documented := docStages(t, pkg)
 	chained := chainedStages(t, pipeline)
 	if !slices.Equal(documented, chained) {
@@ -33,10 +28,12 @@ func TestDocListsStages(t *testing.T) {
 	}
 }
 
-// parsePackage parses the package's non-test files; pipeline is
-// pipeline.go's.
-func parsePackage(t *testing.T, fset *token.FileSet) (files []*ast.File, pipeline *ast.File) {
+// parsePackage parses the package's non-test files into its
+// documentation; pipeline is pipeline.go's syntax tree.
+func parsePackage(t *testing.T) (pkg *doc.Package, pipeline *ast.File) {
 	t.Helper()
+	fset := token.NewFileSet()
+	var files []*ast.File
 	names, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +58,11 @@ func parsePackage(t *testing.T, fset *token.FileSet) (files []*ast.File, pipelin
 	if pipeline == nil {
 		t.Fatal("no pipeline.go")
 	}
-	return files, pipeline
+	pkg, err = doc.NewFromFiles(fset, files, "github.com/agentbox/agentbox/tools", doc.PreserveAST)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pkg, pipeline
 }
 
 // docStages returns the symbols the list after the "Stages" heading of
@@ -231,12 +232,7 @@ func exprString(e ast.Expr) string {
 // when a linked name is renamed, removed or unexported without its
 // mentions.
 func TestDocLinksResolve(t *testing.T) {
-	fset := token.NewFileSet()
-	files, _ := parsePackage(t, fset)
-	pkg, err := doc.NewFromFiles(fset, files, "github.com/agentbox/agentbox/tools", doc.PreserveAST)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pkg, _ := parsePackage(t)
 	real := pkg.Parser()
 	// Anything shaped like a doc link is one to this parser.
 	loose := &comment.Parser{
