@@ -167,8 +167,8 @@ type Runner interface {
 
 // ClampTimeout is the timeout rule of every backend: requested, or def
 // when requested is 0, capped at max. A def or max that is not positive
-// stands for [config.DefaultTimeout] or [config.MaxTimeout]. A negative
-// requested is returned as it is, for [Normalize] to refuse.
+// stands for config.DefaultTimeout or config.MaxTimeout. A negative
+// requested is returned as it is, for Normalize to refuse.
 func ClampTimeout(requested, def, max time.Duration) time.Duration {
 	if requested < 0 {
 		return requested
@@ -186,7 +186,7 @@ func ClampTimeout(requested, def, max time.Duration) time.Duration {
 }
 
 // Normalize validates spec against the workspace and fills defaults: the
-// workdir (cleaned, default workspace), the timeout ([ClampTimeout] with
+// workdir (cleaned, default workspace), the timeout (ClampTimeout with
 // config's default and cap). It does not touch OutputCap.
 func Normalize(spec Spec, workspace string) (Spec, error) {
 	if (len(spec.Argv) == 0) == (spec.Shell == "") {
