@@ -99,8 +99,9 @@ type Spec struct {
 	// The sandbox sets no size limit of its own (it streams it); callers
 	// bound their input (tools.max_input_bytes).
 	Stdin []byte
-	// Timeout: 0 means config.DefaultTimeout; values above
-	// config.MaxTimeout are capped.
+	// Timeout: 0 means the backend's default timeout
+	// (sandbox.default_timeout); longer ones are capped at its
+	// sandbox.max_timeout (see Normalize).
 	Timeout time.Duration
 	// OutputCap is the number of bytes kept per stream (head and tail);
 	// 0 means the backend's configured cap.
@@ -165,30 +166,12 @@ type Runner interface {
 	Close(ctx context.Context) error
 }
 
-// ClampTimeout is the timeout rule of every backend: requested, or def
-// when requested is 0, capped at max. A def or max that is not positive
-// stands for config.DefaultTimeout or config.MaxTimeout. A negative
-// requested is returned as it is, for Normalize to refuse.
-func ClampTimeout(requested, def, max time.Duration) time.Duration {
-	if requested < 0 {
-		return requested
-	}
-	if def <= 0 {
-		def = config.DefaultTimeout
-	}
-	if max <= 0 {
-		max = config.MaxTimeout
-	}
-	if requested == 0 {
-		requested = def
-	}
-	return min(requested, max)
-}
-
 // Normalize validates spec against the workspace and fills defaults: the
-// workdir (cleaned, default workspace), the timeout (ClampTimeout with
-// config's default and cap). It does not touch OutputCap.
-func Normalize(spec Spec, workspace string) (Spec, error) {
+// workdir (cleaned, default workspace) and the timeout, the only place a
+// backend clamps it: 0 means defaultTimeout, anything longer than
+// maxTimeout is capped (config.ClampTimeout; a backend without a config
+// passes 0 for both, meaning config's). It does not touch OutputCap.
+func Normalize(spec Spec, workspace string, defaultTimeout, maxTimeout time.Duration) (Spec, error) {
 	if (len(spec.Argv) == 0) == (spec.Shell == "") {
 		return spec, fmt.Errorf("%w: exactly one of argv and shell must be set", ErrInvalidSpec)
 	}
@@ -218,7 +201,7 @@ func Normalize(spec Spec, workspace string) (Spec, error) {
 	if spec.Timeout < 0 {
 		return spec, fmt.Errorf("%w: negative timeout", ErrInvalidSpec)
 	}
-	spec.Timeout = ClampTimeout(spec.Timeout, config.DefaultTimeout, config.MaxTimeout)
+	spec.Timeout = config.ClampTimeout(spec.Timeout, defaultTimeout, maxTimeout)
 	if spec.OutputCap < 0 {
 		return spec, fmt.Errorf("%w: negative output cap", ErrInvalidSpec)
 	}

@@ -80,7 +80,8 @@ type Limits struct {
 	// MaxOutputBytes caps model-facing content; the truncate stage keeps
 	// head and tail and reports what it dropped.
 	MaxOutputBytes int
-	// DefaultTimeout and MaxTimeout bound commands.
+	// DefaultTimeout and MaxTimeout bound commands (config.ClampTimeout;
+	// 0 stands for config's).
 	DefaultTimeout time.Duration
 	MaxTimeout     time.Duration
 }

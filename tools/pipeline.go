@@ -16,7 +16,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/tools/audit"
 	"github.com/agentbox/agentbox/tools/permission"
 )
@@ -274,12 +273,6 @@ func NewPipeline(reg *Registry, opts Options) *Pipeline {
 	}
 	if opts.Limits.MaxOutputBytes <= 0 {
 		opts.Limits.MaxOutputBytes = 30000
-	}
-	if opts.Limits.DefaultTimeout <= 0 {
-		opts.Limits.DefaultTimeout = config.DefaultTimeout
-	}
-	if opts.Limits.MaxTimeout <= 0 {
-		opts.Limits.MaxTimeout = config.MaxTimeout
 	}
 	p := &Pipeline{reg: reg, opts: opts}
 	pc := permission.Context{Workspace: opts.Workspace, Home: opts.Home, Resolve: p.resolve, ReadDir: p.readDir}

@@ -63,18 +63,6 @@ var Bash = tools.New("Bash", runBash,
 		return tools.Scope{Kind: tools.ScopeWorkspace, Detached: p.RunInBackground}
 	}))
 
-// bashTimeout is the timeout a call gets.
-func bashTimeout(env *tools.Env, ms int) time.Duration {
-	d := env.Limits.DefaultTimeout
-	if ms > 0 {
-		d = time.Duration(ms) * time.Millisecond
-	}
-	if env.Limits.MaxTimeout > 0 && d > env.Limits.MaxTimeout {
-		d = env.Limits.MaxTimeout
-	}
-	return d
-}
-
 func runBash(ctx context.Context, env *tools.Env, p *BashParams) (tools.Result, error) {
 	if env.Sandbox == nil {
 		return tools.Result{}, tools.Errorf(tools.ErrInternal, "no sandbox is configured, so commands cannot run; ask the operator to start the engine (agentbox engine start)")
@@ -83,7 +71,10 @@ func runBash(ctx context.Context, env *tools.Env, p *BashParams) (tools.Result, 
 	if env.Session != nil && env.Session.Cwd() != "" {
 		cwd = env.Session.Cwd()
 	}
-	req := tools.ExecRequest{Command: p.Command, Dir: cwd, Timeout: bashTimeout(env, p.Timeout), OnOutput: env.Progress, Call: env.CallID}
+	// The sandbox clamps the same way with the same limits; the timeout is
+	// settled here only so that a timed-out call can say how long it had.
+	timeout := config.ClampTimeout(time.Duration(p.Timeout)*time.Millisecond, env.Limits.DefaultTimeout, env.Limits.MaxTimeout)
+	req := tools.ExecRequest{Command: p.Command, Dir: cwd, Timeout: timeout, OnOutput: env.Progress, Call: env.CallID}
 	if env.Session != nil {
 		req.Session = env.Session.ID
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/tools"
 )
 
@@ -140,6 +141,40 @@ func TestBashScripted(t *testing.T) {
 	env.Sandbox = nil
 	if r := run(t, Bash, env, `{"command":"ls"}`); errKind(r) != tools.ErrInternal {
 		t.Errorf("no sandbox: %v", r.Err)
+	}
+}
+
+// TestBashTimeout pins the timeout a call gets (config.ClampTimeout with
+// the call's limits, unset limits standing for config's) and that a
+// timed-out call names it.
+func TestBashTimeout(t *testing.T) {
+	tests := []struct {
+		name     string
+		limits   tools.Limits
+		input    string
+		want     time.Duration
+		wantText string
+	}{
+		{"default", tools.Limits{DefaultTimeout: time.Minute, MaxTimeout: 5 * time.Minute}, `{"command":"x"}`, time.Minute, "after 1m0s"},
+		{"requested", tools.Limits{DefaultTimeout: time.Minute, MaxTimeout: 5 * time.Minute}, `{"command":"x","timeout":1500}`, 1500 * time.Millisecond, "after 1.5s"},
+		{"capped", tools.Limits{DefaultTimeout: time.Minute, MaxTimeout: 5 * time.Minute}, `{"command":"x","timeout":600000}`, 5 * time.Minute, "after 5m0s"},
+		{"no limits: config's default", tools.Limits{}, `{"command":"x"}`, config.DefaultTimeout, "after 2m0s"},
+		{"no limits: config's cap", tools.Limits{}, `{"command":"x","timeout":600000}`, config.MaxTimeout, "after 10m0s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := newEnv(t)
+			env.Limits = tt.limits
+			sb := &scriptedSandbox{res: tools.ExecResult{ExitCode: 137, TimedOut: true}}
+			env.Sandbox = sb
+			r := run(t, Bash, env, tt.input)
+			if sb.req.Timeout != tt.want {
+				t.Errorf("timeout %v, want %v", sb.req.Timeout, tt.want)
+			}
+			if errKind(r) != tools.ErrTimeout || !strings.Contains(r.Err.Message, "timed out "+tt.wantText) {
+				t.Errorf("error %v, want it to say %q", r.Err, tt.wantText)
+			}
+		})
 	}
 }
 
