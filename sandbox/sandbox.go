@@ -127,7 +127,8 @@ type Result struct {
 	// Signal names the signal that ended the command ("SIGKILL"), or "".
 	Signal string
 	// Stdout and Stderr hold head and tail of each stream within the cap;
-	// when bytes were dropped, a marker line separates head from tail.
+	// when bytes were dropped, a marker line separates head from tail
+	// (see Capture.Bytes).
 	Stdout, Stderr []byte
 	// StdoutDropped and StderrDropped count the bytes left out.
 	StdoutDropped, StderrDropped int64

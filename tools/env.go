@@ -195,7 +195,9 @@ func (j readOnlyJobs) Start(ctx context.Context, req ExecRequest) (string, error
 
 // ExecResult is how a command ended.
 type ExecResult struct {
-	ExitCode       int
+	ExitCode int
+	// Stdout and Stderr carry the sandbox's marker line where it cut
+	// bytes out of their middle: the one note of that cut.
 	Stdout, Stderr string
 	// StdoutDropped/StderrDropped count bytes cut from the middle.
 	StdoutDropped, StderrDropped int64
@@ -244,11 +246,12 @@ type WriteRequest struct {
 
 // JobStatus is a background job's state and the output not yet read.
 type JobStatus struct {
-	ID             string
-	Running        bool
-	ExitCode       int // valid when !Running
+	ID       string
+	Running  bool
+	ExitCode int // valid when !Running
+	// Stdout and Stderr carry the sandbox's marker line where it cut
+	// output that exceeded its cap between reads.
 	Stdout, Stderr string
-	Dropped        int64
 	ContainerID    string
 	// Journal is the entry that recorded the job's changes, set by the
 	// Read or Kill that saw the job end (when the job took over the

@@ -85,7 +85,7 @@ func runBash(ctx context.Context, env *tools.Env, p *BashParams) (tools.Result, 
 	if err != nil {
 		return tools.Result{}, err
 	}
-	out := formatOutput(res.Stdout, res.Stderr, res.StdoutDropped, res.StderrDropped)
+	out := formatOutput(res.Stdout, res.Stderr)
 	var notes []string
 	if res.Dir != "" && res.Dir != cwd && env.Session != nil {
 		if err := env.SetCwd(res.Dir); err != nil {
@@ -216,7 +216,7 @@ func runBashOutput(ctx context.Context, env *tools.Env, p *BashOutputParams) (to
 		re := regexp.MustCompile(p.Filter)
 		stdout, stderr = filterLines(stdout, re.MatchString), filterLines(stderr, re.MatchString)
 	}
-	return withJournal(jobResult(st, formatOutput(stdout, stderr, st.Dropped, 0), false), st), nil
+	return withJournal(jobResult(st, formatOutput(stdout, stderr), false), st), nil
 }
 
 // withJournal adds the journal entry of a job that ended (Jobs report it
@@ -274,7 +274,7 @@ func runKillShell(ctx context.Context, env *tools.Env, p *KillShellParams) (tool
 	if env.Session != nil {
 		env.Session.RemoveJob(p.ShellID)
 	}
-	return withJournal(jobResult(st, formatOutput(st.Stdout, st.Stderr, st.Dropped, 0), true), st), nil
+	return withJournal(jobResult(st, formatOutput(st.Stdout, st.Stderr), true), st), nil
 }
 
 // jobResult renders a background job's state and output.
