@@ -47,6 +47,14 @@ type Call struct {
 	Input json.RawMessage
 	// Params are the decoded, backfilled parameters.
 	Params any
+	// Command is the params' shell command (the `agentbox:"command"`
+	// field; HasCommand says whether the tool has one), set by
+	// DecodeStage. Paths are the non-empty path fields as Backfill left
+	// them (absolute, inside the boundary), set by Backfill. The later
+	// stages read these instead of the params.
+	Command    string
+	HasCommand bool
+	Paths      []string
 	// Verdict is the classifier's verdict (tools with a command field).
 	Verdict *Verdict
 	// Match is the permission rule outcome; Decision the final one.
@@ -319,7 +327,7 @@ func (p *Pipeline) containedFunc() ContainedFunc {
 // changes could not be journaled when it ends — not contained, and whyNot
 // says which.
 func (p *Pipeline) contained(ctx context.Context, c *Call) (ok bool, whyNot string) {
-	if _, isCmd := CommandOf(c.Params); !isCmd || p.opts.Sandbox == nil {
+	if !c.HasCommand || p.opts.Sandbox == nil {
 		return false, "it would not run in the sandbox"
 	}
 	sc := ScopeOf(c)

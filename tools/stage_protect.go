@@ -51,16 +51,15 @@ func ProtectStage(protection func() Protection, workspace string, root *os.Root,
 			if protection == nil || c.Decision.Action == permission.Deny || c.Tool.ReadOnly(c.Params) {
 				return next(ctx, c)
 			}
-			if _, isCmd := CommandOf(c.Params); isCmd {
+			if c.HasCommand {
 				return next(ctx, c) // shell commands: the changeset check (SnapshotStage)
 			}
-			paths := PathsOf(c.Params)
-			if len(paths) == 0 {
+			if len(c.Paths) == 0 {
 				return next(ctx, c)
 			}
 			prot := protection()
 			var hits, rels, reasons []string
-			for _, p := range paths {
+			for _, p := range c.Paths {
 				forms := relForms(root, workspace, p)
 				why, ok := protectedForm(prot, root, forms, c.Params)
 				if ok {
