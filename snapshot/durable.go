@@ -231,76 +231,48 @@ func writeFileAtomic(name string, data []byte, perm os.FileMode) error {
 // writeFileRename writes data to name via a temporary file and a rename
 // (atomicfile), fsyncing both only if durable is set.
 func writeFileRename(name string, data []byte, perm os.FileMode, durable bool) error {
-	f, err := atomicfile.Create(filepath.Dir(name), filepath.Base(name))
+	f, err := writeTemp(name, data)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if _, err := f.Write(data); err != nil {
-		return err
-	}
-	if atomicWriteHook != nil {
-		atomicWriteHook()
-	}
 	if durable {
 		return f.Commit(name, perm)
 	}
 	return f.CommitNoSync(name, perm)
 }
 
-// writeFileAtomicWith is writeFileAtomic with work that must be durable
+// writeFileRenameWith is writeFileRename with work that must be durable
 // before name's new content is (syncStore: the blobs an entry references)
-// run concurrently with the temporary file's fsync: both end before the
-// rename, which stays the commit point, so the order a crash can observe
-// is unchanged and the two flushes share one wait for the disk.
-func writeFileAtomicWith(name string, data []byte, perm os.FileMode, also func() error) error {
-	if err := writeFileRenameWith(name, data, perm, also); err != nil {
-		return err
-	}
-	return syncDir(filepath.Dir(name))
-}
-
-// writeFileRenameWith is writeFileAtomicWith without the fsync of the
-// directory after the rename: the caller makes the new name durable.
+// run concurrently with the temporary file's fsync (atomicfile's
+// CommitWith): both end before the rename, which stays the commit point,
+// so the order a crash can observe is unchanged and the two flushes share
+// one wait for the disk. The directory is not fsynced: the caller makes
+// the new name durable.
 func writeFileRenameWith(name string, data []byte, perm os.FileMode, also func() error) error {
-	dir := filepath.Dir(name)
-	f, err := os.CreateTemp(dir, ".tmp-"+filepath.Base(name)+"-*")
+	f, err := writeTemp(name, data)
 	if err != nil {
 		return err
 	}
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
+	defer f.Close()
+	return f.CommitWith(name, perm, also)
+}
+
+// writeTemp writes data to a new temporary file for name, to be
+// committed by the caller, then calls the crash tests' hook.
+func writeTemp(name string, data []byte) (*atomicfile.File, error) {
+	f, err := atomicfile.Create(filepath.Dir(name), filepath.Base(name))
+	if err != nil {
+		return nil, err
+	}
 	if _, err := f.Write(data); err != nil {
-		return err
+		f.Close()
+		return nil, err
 	}
 	if atomicWriteHook != nil {
 		atomicWriteHook()
 	}
-	if err := f.Chmod(perm); err != nil {
-		return err
-	}
-	alsoErr := make(chan error, 1)
-	go func() { alsoErr <- also() }()
-	err = f.Sync()
-	if aerr := <-alsoErr; aerr != nil {
-		return aerr
-	}
-	if err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), name); err != nil {
-		return err
-	}
-	ok = true
-	return nil
+	return f, nil
 }
 
 // retirePending removes the pending record of call id, whose entry
