@@ -6,7 +6,7 @@ import (
 
 // Capture keeps the head and the tail of a byte stream within a cap and
 // counts what it drops in between. The zero value keeps nothing; use
-// NewCapture. Not safe for concurrent use.
+// [NewCapture]. Not safe for concurrent use.
 type Capture struct {
 	cap     int
 	head    []byte
@@ -16,7 +16,7 @@ type Capture struct {
 	tailCap int
 }
 
-// NewCapture returns a Capture keeping at most limit bytes: the first half
+// NewCapture returns a [Capture] keeping at most limit bytes: the first half
 // as written and the most recent half.
 func NewCapture(limit int) *Capture {
 	if limit < 0 {

@@ -1,19 +1,23 @@
 // Package sandbox owns the contract for running one command in a fresh,
-// hardened, throwaway environment: Spec in, Result out.
+// hardened, throwaway environment: [Spec] in, [Result] out.
 //
-// A Runner runs exactly one command per container (or whatever isolation
+// A [Runner] runs exactly one command per container (or whatever isolation
 // unit its backend uses) and destroys it afterwards. It promises that the
 // command sees only the workspace (at the same absolute path), a
 // read-only toolchain and a private /tmp; that its environment is
-// scrubbed (see Env), with every git configuration key that names a
+// scrubbed (see [Env]), with every git configuration key that names a
 // program overridden wherever the environment can override it
-// (GitSafeEnv, which also lists the keys it cannot); that it is killed as
+// ([GitSafeEnv], which also lists the keys it cannot); that it is killed as
 // a whole when its timeout expires or its ctx is cancelled; and that
 // output beyond the cap keeps head and tail with the dropped byte count
 // reported.
 //
+// Runner.WriteFile writes one file in such an environment, with the mounts
+// and limits a command gets, without running a program; a [FileWrite] with
+// a Gate becomes visible only once the gate opens (docs/gated-writes.md).
+//
 // Backends live in sub-packages (sandbox/docker); every backend passes the
-// conformance suite in sandbox/sandboxtest. Jobs runs commands in the
+// conformance suite in sandbox/sandboxtest. [Jobs] runs commands in the
 // background on top of any Runner.
 //
 // This package knows nothing of classification, tools or snapshots.
@@ -30,7 +34,7 @@ import (
 	"github.com/agentbox/agentbox/config"
 )
 
-// DefaultOutputCap is the bytes kept per stream when Spec.OutputCap is 0.
+// DefaultOutputCap is the bytes kept per stream when [Spec].OutputCap is 0.
 const DefaultOutputCap = 1 << 20
 
 // Sentinel errors. Backends wrap them; test with errors.Is.

@@ -88,7 +88,7 @@ type Approver interface {
 	Approve(ctx context.Context, req ApprovalRequest) (Approval, error)
 }
 
-// ApproverFunc adapts a function to Approver.
+// ApproverFunc adapts a function to [Approver].
 type ApproverFunc func(ctx context.Context, req ApprovalRequest) (Approval, error)
 
 func (f ApproverFunc) Approve(ctx context.Context, req ApprovalRequest) (Approval, error) {

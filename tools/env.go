@@ -32,8 +32,11 @@ type Env struct {
 	Session *Session
 	// Sandbox runs commands in a throwaway container. Nil when no engine
 	// is configured: tools that need it must fail with ErrInternal.
+	// The pipeline wraps it per call, read-only or gated (see the
+	// package doc, "The sandbox a tool gets").
 	Sandbox Sandbox
 	// Jobs runs background commands (Bash run_in_background). May be nil.
+	// Wrapped per call like Sandbox.
 	Jobs Jobs
 	// Detached is the call's open snapshot when its scope is Detached; the
 	// tool hands it to the job it starts with AttachJobSnapshot.
@@ -218,7 +221,7 @@ type Sandbox interface {
 	WriteFile(ctx context.Context, req WriteRequest) error
 }
 
-// WriteRequest is one file for Sandbox.WriteFile.
+// WriteRequest is one file for [Sandbox].WriteFile.
 type WriteRequest struct {
 	// Path is absolute and clean, inside the workspace; Rel is the same
 	// path relative to the workspace, slash-separated.
@@ -299,7 +302,7 @@ func (j callJobs) Kill(ctx context.Context, id string) (JobStatus, error) {
 // container's read-only mounts apply; no process is started. mode applies
 // to a new file; an existing one keeps its own. Missing parent
 // directories are created; a symlink anywhere on the path is refused. It
-// fails with ErrInternal when no sandbox is configured, and for a call
+// fails with [ErrInternal] when no sandbox is configured, and for a call
 // judged read-only.
 func (e *Env) WriteFile(ctx context.Context, path string, data []byte, mode fs.FileMode) error {
 	if e.Sandbox == nil {

@@ -21,7 +21,7 @@ import (
 //
 // A refusal says who refused and, when no person did, exactly what would
 // allow the call (see allowHints); text a person typed when refusing
-// (Approval.Feedback) is passed on as theirs, and only that.
+// ([Approval].Feedback) is passed on as theirs, and only that.
 func ApprovalStage(ap Approver, store GrantStore, rs permission.Rules, pctx permission.Context, now func() time.Time) Stage {
 	workspace := pctx.Workspace
 	return func(next Handler) Handler {

@@ -14,7 +14,7 @@ import (
 	"github.com/agentbox/agentbox/tools/permission"
 )
 
-// Protection is what ProtectStage asks of the workspace's protection at
+// Protection is what [ProtectStage] asks of the workspace's protection at
 // the moment of a call (config.Closure implements it): whether a path is
 // protected by name or by the host-run closure, and the content judge of
 // a path protected by what a change does to its content (package.json's
@@ -41,7 +41,7 @@ type ContentPreview interface {
 // call; the composition root keeps it while nothing it depends on
 // changed, config.ClosureCache); a content-judged path (package.json while a hook
 // runner is present) asks only when the call's new content changes a
-// protected part (ContentPreview; unknown content asks). The question
+// protected part ([ContentPreview]; unknown content asks). The question
 // says why. The path is checked as written and as it resolves beneath the
 // workspace (a symlink into .git is no way around it). The approved paths
 // are recorded on the call so that the snapshot stage keeps their changes.

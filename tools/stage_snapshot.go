@@ -13,10 +13,10 @@ import (
 // store (nil) mutating calls still run, unjournaled. If the snapshot
 // cannot be taken the call does not run: no change without a way back.
 //
-// A Detached scope (Bash run_in_background) with a DetachedSnapshotter
+// A Detached scope (Bash run_in_background) with a [DetachedSnapshotter]
 // store begins a detached snapshot: the pre-scan is taken now, the store
 // lock is not held while the job runs, and once the tool has attached the
-// snapshot to its job (Env.AttachJobSnapshot) the job's end journals it.
+// snapshot to its job ([Env.AttachJobSnapshot]) the job's end journals it.
 // If the tool attached nothing (the job did not start) it is finished or
 // aborted here like any call.
 //
@@ -155,7 +155,7 @@ func ReportReverted(res *Result, e JournalEntry) {
 	}
 }
 
-// Sentinels wrapped by SnapshotLimitError.
+// Sentinels wrapped by [SnapshotLimitError].
 var (
 	// ErrSnapshotTooLarge: the call's snapshot would need more new content
 	// than the per-call limit (snapshot.max_call_bytes).
@@ -165,7 +165,7 @@ var (
 	ErrSnapshotNoSpace = errors.New("snapshot disk nearly full")
 )
 
-// SnapshotLimitError is a Snapshotter's refusal to begin because one of
+// SnapshotLimitError is a [Snapshotter]'s refusal to begin because one of
 // the store's limits would be passed. The composition root translates the
 // store's own limit errors to it; the snapshot stage turns it into a
 // message the model can act on.
