@@ -45,8 +45,9 @@
 //   - History and diff (List, Get, Diff) read committed entries without
 //     any lock: they never wait.
 //
-// The shell lock is always taken before the store lock, never while
-// holding it. Begin and Finish wait for the locks until their ctx is
+// The shell lock is always taken before the store lock, never waited for
+// while holding it (lock.go gives the whole order, the in-process
+// mutexes included). Begin and Finish wait for the locks until their ctx is
 // done. [WithSerialCalls] (config snapshot.serial_calls) makes a
 // whole-workspace call hold the store lock from Begin to Finish as
 // well, as before: every mutating call then waits for a running command.
