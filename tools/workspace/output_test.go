@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"encoding/json"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,6 +32,15 @@ func TestBashCutOutputOneNote(t *testing.T) {
 			r := run("Bash", string(in))
 			if got := strings.Count(r.Content, "omitted"); got != 1 || !strings.HasSuffix(r.Content, "\nlast") {
 				t.Errorf("%d notes of the cut, want 1; content ends %q", got, r.Content[max(0, len(r.Content)-300):])
+			}
+			// The one note counts every byte the model does not see.
+			m := regexp.MustCompile(`\[\.\.\. (\d+) bytes omitted`).FindStringSubmatch(r.Content)
+			if m == nil {
+				t.Fatalf("no count in the note: %q", r.Content[max(0, len(r.Content)-300):])
+			}
+			shown := len(r.Content) - len(m[0])
+			if noted, _ := strconv.Atoi(m[1]); noted+shown < n+len("\nlast\n")-1 || noted > n+len("\nlast\n") {
+				t.Errorf("the note says %d bytes omitted, but %d of %d bytes are missing from what the model sees", noted, n+len("\nlast\n")-shown, n+len("\nlast\n"))
 			}
 		})
 	}
