@@ -12,7 +12,8 @@
 // A loaded *Config is read-only and safe for concurrent use.
 //
 // Being the bottom of the import graph, it also holds the few things
-// every layer shares: the command timeouts (MaxTimeout, DefaultTimeout),
+// every layer shares: the command timeouts (MaxTimeout, DefaultTimeout and
+// ClampTimeout, the one rule that applies them),
 // the "is this path inside the workspace" check (Within), the protection
 // of paths a host program runs or loads (Protection, and Closure: the
 // host-run closure computed from what the workspace holds at the moment

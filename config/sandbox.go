@@ -144,13 +144,33 @@ var backendName = regexp.MustCompile(`^[a-z][a-z0-9_.-]{0,31}$`)
 
 // The timeouts of commands, in one place for every layer: MaxTimeout is
 // the hard ceiling on any command's timeout (sandbox.max_timeout may only
-// lower it; the sandbox, the pipeline and the Bash tool all cap with it);
-// DefaultTimeout is sandbox.default_timeout's default and what a layer
-// without a config applies.
+// lower it); DefaultTimeout is sandbox.default_timeout's default and what
+// a layer without a config applies. ClampTimeout applies them.
 const (
 	MaxTimeout     = 10 * time.Minute
 	DefaultTimeout = 2 * time.Minute
 )
+
+// ClampTimeout is the one timeout rule of every layer (the sandbox's
+// Normalize, a sandboxed write, the Bash tool): requested, or def when
+// requested is 0, capped at max. A def or max that is not positive stands
+// for DefaultTimeout or MaxTimeout. A negative requested is returned as it
+// is, for the caller to refuse.
+func ClampTimeout(requested, def, max time.Duration) time.Duration {
+	if requested < 0 {
+		return requested
+	}
+	if def <= 0 {
+		def = DefaultTimeout
+	}
+	if max <= 0 {
+		max = MaxTimeout
+	}
+	if requested == 0 {
+		requested = def
+	}
+	return min(requested, max)
+}
 
 func (c *Sandbox) validate() error {
 	if strings.TrimSpace(c.Image) == "" {

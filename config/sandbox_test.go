@@ -108,3 +108,27 @@ func TestSandboxAutoLimits(t *testing.T) {
 		}
 	}
 }
+
+func TestClampTimeout(t *testing.T) {
+	const def, max = 30 * time.Second, 5 * time.Minute
+	tests := []struct {
+		name                string
+		requested, def, max time.Duration
+		want                time.Duration
+	}{
+		{"requested", 10 * time.Second, def, max, 10 * time.Second},
+		{"zero takes the default", 0, def, max, def},
+		{"capped", time.Hour, def, max, max},
+		{"default capped", 0, time.Hour, max, max},
+		{"negative left for the caller", -time.Second, def, max, -time.Second},
+		{"no default: config's", 0, 0, max, min(DefaultTimeout, max)},
+		{"no cap: config's", time.Hour, def, 0, MaxTimeout},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ClampTimeout(tt.requested, tt.def, tt.max); got != tt.want {
+				t.Errorf("ClampTimeout(%v, %v, %v) = %v, want %v", tt.requested, tt.def, tt.max, got, tt.want)
+			}
+		})
+	}
+}

@@ -13,11 +13,11 @@ import (
 )
 
 // BuildCacheDir is where the persistent build cache appears in every
-// container (a bind mount of BuildCache.Dir).
+// container (a bind mount of [BuildCache].Dir).
 const BuildCacheDir = "/.agentbox/cache"
 
 // buildCacheEnv points the toolchains' own build and download caches at
-// BuildCacheDir. Go's cache locks and renames its own entries, npm's
+// [BuildCacheDir]. Go's cache locks and renames its own entries, npm's
 // cacache and pip's caches write content-addressed files atomically, so
 // concurrent commands may share them.
 func buildCacheEnv() []string {

@@ -6,7 +6,7 @@ import (
 
 // Capture keeps the head and the tail of a byte stream within a cap and
 // counts what it drops in between. The zero value keeps nothing; use
-// NewCapture. Not safe for concurrent use.
+// [NewCapture]. Not safe for concurrent use.
 type Capture struct {
 	cap     int
 	head    []byte
@@ -16,7 +16,7 @@ type Capture struct {
 	tailCap int
 }
 
-// NewCapture returns a Capture keeping at most limit bytes: the first half
+// NewCapture returns a [Capture] keeping at most limit bytes: the first half
 // as written and the most recent half.
 func NewCapture(limit int) *Capture {
 	if limit < 0 {
@@ -62,7 +62,9 @@ func (c *Capture) Total() int64 { return c.total }
 func (c *Capture) Dropped() int64 { return c.total - int64(len(c.head)+len(c.tail)) }
 
 // Bytes returns the kept bytes. When bytes were dropped, a marker line
-// saying how many separates head from tail.
+// saying how many, "[... N bytes omitted ...]", separates head from tail:
+// it is the note of the cut (callers add none of their own, and may
+// recognise the line by its form to keep it through a filter).
 func (c *Capture) Bytes() []byte {
 	out := make([]byte, 0, len(c.head)+len(c.tail)+64)
 	out = append(out, c.head...)

@@ -20,8 +20,8 @@ const EgressPort = 3128
 // gets the proxy's immediate "this sandbox has no network" answer instead
 // of retrying DNS.
 //
-// These entries are reserved: Env applies them after passthrough and
-// Spec.Env (WithEgress), so neither config nor a call can route around
+// These entries are reserved: [Env] applies them after passthrough and
+// [Spec].Env ([WithEgress]), so neither config nor a call can route around
 // the proxy or point it elsewhere.
 func egressEnv(port int, allowlist bool) []string {
 	u := "http://127.0.0.1:" + strconv.Itoa(port)
@@ -43,7 +43,7 @@ func egressEnv(port int, allowlist bool) []string {
 	return env
 }
 
-// WithEgress makes Env end with egressEnv(port, allowlist): the proxy
+// WithEgress makes [Env] end with egressEnv(port, allowlist): the proxy
 // settings win over passthrough and extra entries.
 func WithEgress(port int, allowlist bool) EnvOption {
 	return func(o *envOptions) { o.egress = egressEnv(port, allowlist) }

@@ -34,7 +34,7 @@ var baseEnv = []string{
 // environment predictable); Spec.Env may still set them explicitly.
 var fixedKeys = map[string]bool{"PATH": true, "HOME": true}
 
-// EnvOption changes what Env builds.
+// EnvOption changes what [Env] builds.
 type EnvOption func(*envOptions)
 
 type envOptions struct {
@@ -42,7 +42,7 @@ type envOptions struct {
 	egress    []string // reserved entries applied last (WithEgress)
 }
 
-// WithGitSafeConfig turns the git overrides of GitSafeEnv on or off
+// WithGitSafeConfig turns the git overrides of [GitSafeEnv] on or off
 // (config sandbox.git_safe_config). They are on unless an option turns
 // them off.
 func WithGitSafeConfig(on bool) EnvOption {
@@ -52,12 +52,12 @@ func WithGitSafeConfig(on bool) EnvOption {
 // Env builds a command's environment: the scrubbed base (with PATH set to
 // path, or Path when ""), then the named
 // passthrough variables taken from getenv when set (never PATH or HOME),
-// then extra KEY=VALUE entries (later ones win), then GitSafeEnv unless
+// then extra KEY=VALUE entries (later ones win), then [GitSafeEnv] unless
 // WithGitSafeConfig(false) is given: its variables win over passthrough
 // and extra, and command-scope git config given in passthrough or extra
 // (GIT_CONFIG_COUNT, GIT_CONFIG_KEY_n, GIT_CONFIG_VALUE_n) is kept ahead of
 // it, so the overrides win for the same key (GIT_CONFIG_PARAMETERS is
-// dropped: it would beat them). WithEgress entries come last of all. The
+// dropped: it would beat them). [WithEgress] entries come last of all. The
 // result is sorted by key and has one
 // entry per key.
 func Env(path string, passthrough []string, getenv func(string) (string, bool), extra []string, opts ...EnvOption) []string {

@@ -139,12 +139,12 @@ var gitSafeVars = [...]struct{ key, value string }{
 	{"GIT_ALLOW_PROTOCOL", "file:git:http:https:ssh"},
 }
 
-// GitSafeEnv returns the KEY=VALUE entries Env adds to make git run no
+// GitSafeEnv returns the KEY=VALUE entries [Env] adds to make git run no
 // program named by configuration the agent can write (see the comment at
 // the top of gitconfig.go for what it covers and what it cannot). The
 // command-scope config comes as GIT_CONFIG_COUNT, GIT_CONFIG_KEY_n and
 // GIT_CONFIG_VALUE_n numbered from 0; a caller adding its own entries (say
-// user.name) gives them to Env in Spec.Env the same way, and Env puts them
+// user.name) gives them to Env in [Spec].Env the same way, and Env puts them
 // before these. It returns a new slice on each call; safe for concurrent
 // use.
 func GitSafeEnv() []string {

@@ -45,8 +45,8 @@ type JobStatus struct {
 	Result  *Result
 }
 
-// JobTable implements Jobs on top of a Runner. Each job's new output is
-// kept within the spec's OutputCap (DefaultOutputCap when 0) between reads.
+// JobTable implements [Jobs] on top of a [Runner]. Each job's new output is
+// kept within the spec's OutputCap ([DefaultOutputCap] when 0) between reads.
 type JobTable struct {
 	runner Runner
 
@@ -74,7 +74,7 @@ type job struct {
 
 var _ Jobs = (*JobTable)(nil)
 
-// NewJobs returns a JobTable running its jobs through r.
+// NewJobs returns a [JobTable] running its jobs through r.
 func NewJobs(r Runner) *JobTable {
 	return &JobTable{runner: r, jobs: map[string]*job{}}
 }
@@ -183,7 +183,7 @@ func (t *JobTable) List() []JobStatus {
 }
 
 // Close kills every job and waits for them (within ctx). It does not close
-// the Runner.
+// the [Runner].
 func (t *JobTable) Close(ctx context.Context) error {
 	t.mu.Lock()
 	t.closed = true

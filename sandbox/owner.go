@@ -10,7 +10,7 @@ import (
 // sandboxed commands run as the workspace's owner, and agentbox never runs
 // them as uid 0 by default (a root process is what turns any reachable
 // root-owned socket or file into host root). The error wraps
-// ErrUnsafeWorkspace and says, for a person, what to do. It needs no
+// [ErrUnsafeWorkspace] and says, for a person, what to do. It needs no
 // engine, so front ends can give the real reason before they try one.
 func CheckOwner(ws string, allowRoot bool) error {
 	fi, err := os.Stat(ws)

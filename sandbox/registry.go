@@ -11,7 +11,7 @@ import (
 	"github.com/agentbox/agentbox/config"
 )
 
-// Opener opens a Runner of one backend for cfg (its workspace, its
+// Opener opens a [Runner] of one backend for cfg (its workspace, its
 // sandbox and network sections) with what the caller wires in (o): the
 // host-side network hooks, the workspace's entry changes. log may be nil.
 type Opener func(ctx context.Context, cfg *config.Config, log *slog.Logger, o OpenOptions) (Runner, error)
@@ -30,10 +30,10 @@ type OpenOptions struct {
 	EntryChanges func() (paths map[string]bool, ok bool)
 }
 
-// OpenOption sets an OpenOptions field.
+// OpenOption sets an [OpenOptions] field.
 type OpenOption func(*OpenOptions)
 
-// WithEntryChanges sets OpenOptions.EntryChanges.
+// WithEntryChanges sets [OpenOptions].EntryChanges.
 func WithEntryChanges(f func() (map[string]bool, bool)) OpenOption {
 	return func(o *OpenOptions) { o.EntryChanges = f }
 }
@@ -49,7 +49,7 @@ var registry struct {
 	openers map[string]Opener
 }
 
-// Register makes a backend available under name to Open. Backends call it
+// Register makes a backend available under name to [Open]. Backends call it
 // from an init function, and the binary imports them for that side effect
 // (as database/sql drivers do), so package sandbox imports no backend.
 // Register panics when name is empty, opener nil, or name taken. It is
@@ -82,7 +82,7 @@ func Backends() []string {
 }
 
 // BackendName is the backend cfg selects (sandbox.backend, default
-// DefaultBackend).
+// [DefaultBackend]).
 func BackendName(cfg *config.Config) string {
 	if cfg.Sandbox.Backend == "" {
 		return DefaultBackend
@@ -90,8 +90,8 @@ func BackendName(cfg *config.Config) string {
 	return cfg.Sandbox.Backend
 }
 
-// Open opens a Runner of the backend cfg selects. An unregistered name is
-// an error wrapping ErrUnknownBackend and ErrUnavailable that lists the
+// Open opens a [Runner] of the backend cfg selects. An unregistered name is
+// an error wrapping [ErrUnknownBackend] and [ErrUnavailable] that lists the
 // registered ones.
 func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...OpenOption) (Runner, error) {
 	name := BackendName(cfg)

@@ -1,19 +1,23 @@
 // Package sandbox owns the contract for running one command in a fresh,
-// hardened, throwaway environment: Spec in, Result out.
+// hardened, throwaway environment: [Spec] in, [Result] out.
 //
-// A Runner runs exactly one command per container (or whatever isolation
+// A [Runner] runs exactly one command per container (or whatever isolation
 // unit its backend uses) and destroys it afterwards. It promises that the
 // command sees only the workspace (at the same absolute path), a
 // read-only toolchain and a private /tmp; that its environment is
-// scrubbed (see Env), with every git configuration key that names a
+// scrubbed (see [Env]), with every git configuration key that names a
 // program overridden wherever the environment can override it
-// (GitSafeEnv, which also lists the keys it cannot); that it is killed as
+// ([GitSafeEnv], which also lists the keys it cannot); that it is killed as
 // a whole when its timeout expires or its ctx is cancelled; and that
 // output beyond the cap keeps head and tail with the dropped byte count
 // reported.
 //
+// Runner.WriteFile writes one file in such an environment, with the mounts
+// and limits a command gets, without running a program; a [FileWrite] with
+// a Gate becomes visible only once the gate opens (docs/gated-writes.md).
+//
 // Backends live in sub-packages (sandbox/docker); every backend passes the
-// conformance suite in sandbox/sandboxtest. Jobs runs commands in the
+// conformance suite in sandbox/sandboxtest. [Jobs] runs commands in the
 // background on top of any Runner.
 //
 // This package knows nothing of classification, tools or snapshots.
@@ -30,7 +34,7 @@ import (
 	"github.com/agentbox/agentbox/config"
 )
 
-// DefaultOutputCap is the bytes kept per stream when Spec.OutputCap is 0.
+// DefaultOutputCap is the bytes kept per stream when [Spec].OutputCap is 0.
 const DefaultOutputCap = 1 << 20
 
 // Sentinel errors. Backends wrap them; test with errors.Is.
@@ -95,8 +99,9 @@ type Spec struct {
 	// The sandbox sets no size limit of its own (it streams it); callers
 	// bound their input (tools.max_input_bytes).
 	Stdin []byte
-	// Timeout: 0 means config.DefaultTimeout; values above
-	// config.MaxTimeout are capped.
+	// Timeout: 0 means the backend's default timeout
+	// (sandbox.default_timeout); longer ones are capped at its
+	// sandbox.max_timeout (see Normalize).
 	Timeout time.Duration
 	// OutputCap is the number of bytes kept per stream (head and tail);
 	// 0 means the backend's configured cap.
@@ -122,7 +127,8 @@ type Result struct {
 	// Signal names the signal that ended the command ("SIGKILL"), or "".
 	Signal string
 	// Stdout and Stderr hold head and tail of each stream within the cap;
-	// when bytes were dropped, a marker line separates head from tail.
+	// when bytes were dropped, a marker line separates head from tail
+	// (see Capture.Bytes).
 	Stdout, Stderr []byte
 	// StdoutDropped and StderrDropped count the bytes left out.
 	StdoutDropped, StderrDropped int64
@@ -161,30 +167,12 @@ type Runner interface {
 	Close(ctx context.Context) error
 }
 
-// ClampTimeout is the timeout rule of every backend: requested, or def
-// when requested is 0, capped at max. A def or max that is not positive
-// stands for config.DefaultTimeout or config.MaxTimeout. A negative
-// requested is returned as it is, for Normalize to refuse.
-func ClampTimeout(requested, def, max time.Duration) time.Duration {
-	if requested < 0 {
-		return requested
-	}
-	if def <= 0 {
-		def = config.DefaultTimeout
-	}
-	if max <= 0 {
-		max = config.MaxTimeout
-	}
-	if requested == 0 {
-		requested = def
-	}
-	return min(requested, max)
-}
-
 // Normalize validates spec against the workspace and fills defaults: the
-// workdir (cleaned, default workspace), the timeout (ClampTimeout with
-// config's default and cap). It does not touch OutputCap.
-func Normalize(spec Spec, workspace string) (Spec, error) {
+// workdir (cleaned, default workspace) and the timeout, the only place a
+// backend clamps it: 0 means defaultTimeout, anything longer than
+// maxTimeout is capped (config.ClampTimeout; a backend without a config
+// passes 0 for both, meaning config's). It does not touch OutputCap.
+func Normalize(spec Spec, workspace string, defaultTimeout, maxTimeout time.Duration) (Spec, error) {
 	if (len(spec.Argv) == 0) == (spec.Shell == "") {
 		return spec, fmt.Errorf("%w: exactly one of argv and shell must be set", ErrInvalidSpec)
 	}
@@ -214,7 +202,7 @@ func Normalize(spec Spec, workspace string) (Spec, error) {
 	if spec.Timeout < 0 {
 		return spec, fmt.Errorf("%w: negative timeout", ErrInvalidSpec)
 	}
-	spec.Timeout = ClampTimeout(spec.Timeout, config.DefaultTimeout, config.MaxTimeout)
+	spec.Timeout = config.ClampTimeout(spec.Timeout, defaultTimeout, maxTimeout)
 	if spec.OutputCap < 0 {
 		return spec, fmt.Errorf("%w: negative output cap", ErrInvalidSpec)
 	}

@@ -3,7 +3,7 @@ package sandbox
 // ToolEnv is the environment that points the toolchains at the mounted
 // caches: the persistent build cache (when buildCache) and each
 // dependency cache, later entries winning (a host npm cache, read-only,
-// replaces the build cache's writable one). Commands' own Spec.Env comes
+// replaces the build cache's writable one). Commands' own [Spec].Env comes
 // on top of it.
 func ToolEnv(caches []DepCache, buildCache bool) []string {
 	var out []string

@@ -10,7 +10,7 @@ import (
 	"github.com/agentbox/agentbox/config"
 )
 
-// Errors of Runner.WriteFile, besides those of Run. A *WriteError wraps
+// Errors of [Runner].WriteFile, besides those of Run. A *[WriteError] wraps
 // one of them (or none, for other failures).
 var (
 	// ErrProtected: the path is protected (config.Protection) and the
@@ -27,7 +27,7 @@ var (
 	ErrNoSpace = errors.New("no space for the file")
 )
 
-// FileWrite is one file for Runner.WriteFile.
+// FileWrite is one file for [Runner].WriteFile.
 type FileWrite struct {
 	// Path is absolute, clean and beneath the workspace (not the
 	// workspace itself). No component may be a symlink.

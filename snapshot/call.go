@@ -19,7 +19,7 @@ import (
 // A file-scoped call holds the store lock from Begin to Finish (the
 // duration of one file write). A whole-workspace call holds the shell lock
 // from Begin to Finish and the store lock only while it scans (see the
-// package documentation); WithSerialCalls makes it hold the store lock
+// package documentation); [WithSerialCalls] makes it hold the store lock
 // throughout instead.
 type Call struct {
 	s      *Store
@@ -62,7 +62,7 @@ func (c *Call) Durable(ctx context.Context) error {
 }
 
 // Staged reports whether Begin returned before the pending record was on
-// the disk (Scope.Staged, and the file's parent directory exists): the
+// the disk ([Scope].Staged, and the file's parent directory exists): the
 // caller must wait for Durable before its change becomes visible.
 func (c *Call) Staged() bool { return c.staged }
 
@@ -159,7 +159,7 @@ func (s *Store) relPath(p string) (string, error) {
 }
 
 // Begin starts a mutating call and takes the pre-image of scope. The
-// returned Call must be finished with Finish (the tool ran, or may have)
+// returned [Call] must be finished with Finish (the tool ran, or may have)
 // or Abort (nothing ran).
 //
 // A file scope waits for the store lock, which it holds until Finish or

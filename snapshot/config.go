@@ -28,15 +28,15 @@ func Policy(cfg *config.Config) GCPolicy {
 }
 
 // ProtectConfig is the protection of cfg's sandbox section
-// (config.Protection) over cfg's workspace, with the host-run closure
-// (config.Closure) computed from the workspace when the returned
+// ([config.Protection]) over cfg's workspace, with the host-run closure
+// ([config.Closure]) computed from the workspace when the returned
 // function's first path is judged: once per call, at the moment of use.
 func ProtectConfig(cfg *config.Config) func() ProtectFunc {
 	return ProtectClosure(func() *config.Closure { return cfg.Closure(false) })
 }
 
-// ProtectClosure is ProtectConfig with the closure from get (a
-// config.ClosureCache's Get), asked once per call when its first path is
+// ProtectClosure is [ProtectConfig] with the closure from get (a
+// [config.ClosureCache]'s Get), asked once per call when its first path is
 // judged.
 func ProtectClosure(get func() *config.Closure) func() ProtectFunc {
 	return func() ProtectFunc {
@@ -46,7 +46,7 @@ func ProtectClosure(get func() *config.Closure) func() ProtectFunc {
 }
 
 // ContentConfig is the content judgement of cfg's protection
-// (config.Closure.Judge): package.json while a hook runner is present,
+// ([config.Closure.Judge]): package.json while a hook runner is present,
 // the todo lists of a half-done rebase or cherry-pick. A package.json is
 // judged against the whole-tree closure (a nested repository's hook, an
 // .envrc below the root that runs npm are runners too); other paths,
@@ -64,7 +64,7 @@ func ContentConfig(cfg *config.Config) func() ContentFunc {
 	}
 }
 
-// ContentClosure is ContentConfig with the closure from get, asked once
+// ContentClosure is [ContentConfig] with the closure from get, asked once
 // per call when its first path is judged.
 func ContentClosure(get func() *config.Closure) func() ContentFunc {
 	return func() ContentFunc {

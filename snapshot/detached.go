@@ -13,7 +13,7 @@ import (
 )
 
 // Detached is a call whose command outlives the tool call that started it
-// (a background job). Unlike a Call it does not hold the store lock while
+// (a background job). Unlike a [Call] it does not hold the store lock while
 // the command runs, so other calls go on; it holds a "live" flock of its
 // own instead, which tells recovery that its owner is alive.
 //
@@ -34,7 +34,7 @@ import (
 // change. If the job had already changed the path before the first of
 // those entries, or between two of them, that change is not in the
 // detached entry (the other entry starts from the job's version) and the
-// path is listed in Entry.Overlapped. Changes the job made while a
+// path is listed in [Entry].Overlapped. Changes the job made while a
 // foreground shell command ran cannot be told apart from that command's
 // own and are journaled with it.
 //
@@ -64,7 +64,7 @@ var ErrFinished = errors.New("snapshot: detached call already finished")
 
 func (s *Store) livePath(id string) string { return s.path("pending", id+".live") }
 
-// BeginDetached starts a detached call (see Detached): it waits for the
+// BeginDetached starts a detached call (see [Detached]): it waits for the
 // shell lock (a running foreground shell command) and the store lock,
 // scans the whole workspace, and returns once the pre-scan is durable,
 // with both locks released.
@@ -159,7 +159,7 @@ func (s *Store) beginDetached(ctx context.Context, info CallInfo, shell bool) (*
 // gets a new ID when it is finished.
 func (d *Detached) ID() string { return d.rec.ID }
 
-// Finish journals what changed since BeginDetached (see Detached for
+// Finish journals what changed since BeginDetached (see [Detached] for
 // overlapping calls). It waits for the shell lock (a running foreground
 // shell command) and the store lock until ctx is done. If it
 // fails the call stays pending and open; a later Finish may retry, and if

@@ -5,8 +5,9 @@
 // It owns a content-addressed blob store, manifests of the workspace tree,
 // a stat cache that makes re-scans incremental, change capture from the
 // kernel's reports (so a scan costs what changed, not the tree), and a
-// journal with one entry per mutating call. It knows nothing of containers or tools: callers
-// bracket whatever they run with Begin and Finish.
+// journal with one entry per mutating call. It knows nothing of containers
+// or tools: callers bracket whatever they run with [Store.Begin] and
+// [Call.Finish].
 //
 // # Using it
 //
@@ -15,8 +16,8 @@
 //	... run the command ...
 //	entry, err := call.Finish(ctx) // or call.Abort(ctx) when nothing ran
 //
-// For single-file tools (Write, Edit, MultiEdit) use snapshot.File(path) as
-// the scope: only the pre-image of that file (and of parent directories the
+// For single-file tools (Write, Edit, MultiEdit) use [File](path) as the
+// scope: only the pre-image of that file (and of parent directories the
 // tool may create) is taken, which costs one stat and one read, and the
 // manifest is updated for those paths only (see Promises).
 //
@@ -36,7 +37,7 @@
 //     and commit in Finish. Two shell commands on one workspace
 //     serialize; a Write, an Edit, an undo do not wait for one.
 //   - Every other whole-workspace scan takes the shell lock too, briefly:
-//     a background job's start and end (BeginDetached, Detached.Finish),
+//     a background job's start and end (BeginDetached, [Detached.Finish]),
 //     a checkpoint, and recovery of a dead whole-workspace call (tried
 //     without waiting; deferred to a later lock while a command runs). A
 //     scan cannot tell a running command's writes from anyone else's, so
@@ -44,9 +45,10 @@
 //   - History and diff (List, Get, Diff) read committed entries without
 //     any lock: they never wait.
 //
-// The shell lock is always taken before the store lock, never while
-// holding it. Begin and Finish wait for the locks until their ctx is
-// done. WithSerialCalls (config snapshot.serial_calls) makes a
+// The shell lock is always taken before the store lock, never waited for
+// while holding it (lock.go gives the whole order, the in-process
+// mutexes included). Begin and Finish wait for the locks until their ctx is
+// done. [WithSerialCalls] (config snapshot.serial_calls) makes a
 // whole-workspace call hold the store lock from Begin to Finish as
 // well, as before: every mutating call then waits for a running command.
 //
@@ -77,13 +79,13 @@
 //     undoing that Write never reverts the command's later change (it
 //     conflicts with it, as with any later change).
 //   - The entry of a shell call whose command ran while other entries
-//     were journaled gets a new ID when it is committed (Call.ID reports
+//     were journaled gets a new ID when it is committed ([Call.ID] reports
 //     it after Finish), so that it sorts after them.
 //
-// Protected paths (WithProtection) are judged per call against the
+// Protected paths ([WithProtection]) are judged per call against the
 // workspace as it is after the call: the configured protection computes
 // the host-run closure then (config.Closure), and paths judged by content
-// (WithContentProtection: package.json's hook-relevant keys, a rebase
+// ([WithContentProtection]: package.json's hook-relevant keys, a rebase
 // todo list's exec lines) compare the old content from the blob store
 // with the new. A second round judges what is left after the first
 // reverted something (a reverted change can bring a trigger back).
@@ -102,7 +104,7 @@
 // A command that outlives its tool call (a background job) uses
 // BeginDetached instead: the pre-scan is taken under the lock, which is
 // then released; Detached.Finish re-takes it when the job ends and
-// journals the job's changes as one entry by the same rule (see Detached
+// journals the job's changes as one entry by the same rule (see [Detached]
 // for crash recovery of an open one). A foreground shell call is such a
 // detached call that also holds the shell lock while it runs. While a
 // background job of this process is open, a store opened WithProtection
@@ -117,7 +119,7 @@
 //     library's, which uses the SHA-NI instructions on amd64: hashing is a
 //     small part of a scan next to reading and writing files), written to
 //     a temporary file and renamed into place, deduplicated, optionally
-//     deflate-compressed (WithCompression; manifests and large journal
+//     deflate-compressed ([WithCompression]; manifests and large journal
 //     entries always are). A journal entry is written to a temporary
 //     file; it and the new blobs it references are made durable together
 //     (concurrent fsyncs of each and of their directories, which share the
@@ -129,15 +131,16 @@
 //   - A call's pending record (what recovery completes) is durable before
 //     the tool changes anything: a new record is renamed into place
 //     complete, then it and its directory are fsynced together. Begin
-//     waits for that, except for a Staged single-file call (Scope.Staged),
+//     waits for that, except for a Staged single-file call ([Scope].Staged),
 //     whose caller stages the change (the sandbox's init writes and
 //     fsyncs a temporary file) while the fsyncs run and makes it visible
-//     only once Call.Durable returned nil; Finish and Abort wait for them
+//     only once [Call.Durable] returned nil; Finish and Abort wait for them
 //     too. A call that would create a missing parent directory is never
 //     Staged. Only a power loss before those fsyncs end can leave the
 //     record partial or missing, and then nothing of its call was visible
 //     under its own name (a staged write's temporary file may remain);
-//     recovery discards the record.
+//     recovery discards the record. docs/gated-writes.md describes the
+//     whole write, from the tool to the sandbox.
 //   - A call interrupted by a crash is found the next time the store is
 //     locked (for a whole-workspace call: while no shell command runs):
 //     its changeset is computed then and journaled with Interrupted set; an interrupted undo or rollback is re-applied (it is
@@ -181,22 +184,22 @@
 //     the next entry commits. A whole call's or checkpoint's manifest
 //     blob is the index file itself (hard-linked), so those save it whole
 //     first when records are pending.
-//   - Excludes (WithExclude) are the only paths not recorded; the default is
+//   - Excludes ([WithExclude]) are the only paths not recorded; the default is
 //     to exclude nothing.
 //   - The store cannot fill the host's disk unnoticed: a per-call cap on
-//     new content (WithMaxCallBytes) and a free-space floor
-//     (WithMinFreeBytes) refuse a call before it runs (ErrTooLarge,
-//     ErrNoSpace, as a *LimitError) rather than let it run without its
+//     new content ([WithMaxCallBytes]) and a free-space floor
+//     ([WithMinFreeBytes]) refuse a call before it runs ([ErrTooLarge],
+//     [ErrNoSpace], as a *[LimitError]) rather than let it run without its
 //     pre-images; content a call wrote past them is recorded by hash but
-//     not kept (Node.Unstored). GC runs automatically when the store
-//     passes its size limit (WithAutoGC), from a running size, without
+//     not kept ([Node].Unstored). GC runs automatically when the store
+//     passes its size limit ([WithAutoGC]), from a running size, without
 //     walking the store on every call. See limits.go.
 //
 // # Change capture
 //
 // A whole-workspace call scans before and after it runs; the difference is
-// its changeset. With WithChangeCapture(CaptureAuto) (config
-// snapshot.change_capture: auto, the default of OpenConfig) and
+// its changeset. With [WithChangeCapture]([CaptureAuto]) (config
+// snapshot.change_capture: auto, the default of [OpenConfig]) and
 // CAP_SYS_ADMIN, the store starts a watcher when it opens: a fanotify
 // group with FAN_REPORT_DFID_NAME|FAN_REPORT_FID and a FAN_MARK_FILESYSTEM
 // mark on the workspace's filesystem (watch_linux.go). Every event names a
@@ -228,7 +231,7 @@
 // exactly as a full pre-scan takes them.
 //
 // Other consumers can follow the workspace's directory entries through
-// the same watcher (Store.EntryChanges, entries.go): each subscription
+// the same watcher ([Store.EntryChanges], entries.go): each subscription
 // collects the paths created, removed or moved in or out since it last
 // took them, drains the queue before it answers (so a change whose system
 // call returned before Take is in it) and reports lost on anything the
@@ -244,10 +247,10 @@
 // beneath it since; anything else (an index another process wrote, the
 // first scan after opening, more changed paths than half the tree) is a
 // full scan, which becomes the new base. Every 100 incremental scans or 10
-// minutes (WithCaptureCheck) one is checked against a full scan, which
+// minutes ([WithCaptureCheck]) one is checked against a full scan, which
 // judges racy mtimes by the incremental scan's moment (else a second
 // boundary passing between the two would flag a racy file as a
-// difference); a mismatch is logged with the paths, counted (CaptureStats,
+// difference); a mismatch is logged with the paths, counted ([CaptureStats],
 // and the store's capture.json for `agentbox doctor`) and the full result
 // is used.
 //
@@ -282,6 +285,6 @@
 // from `to` onwards to its state just before `to`; paths no entry touched
 // are left alone.
 //
-// A *Store is safe for concurrent use; a *Call belongs to one goroutine.
+// A *[Store] is safe for concurrent use; a *[Call] belongs to one goroutine.
 // Close a store opened with change capture to stop its watcher.
 package snapshot

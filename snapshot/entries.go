@@ -14,7 +14,7 @@ var ErrNoWatcher = errors.New("snapshot: no change capture watcher")
 type EntryChanges struct{ f *entryFeed }
 
 // EntryChanges subscribes to the workspace's entry changes from now on.
-// It fails with ErrNoWatcher when the store has no watcher. Close it when
+// It fails with [ErrNoWatcher] when the store has no watcher. Close it when
 // done.
 func (s *Store) EntryChanges() (*EntryChanges, error) {
 	c := s.cap

@@ -56,7 +56,7 @@ type ProtectFunc func(rel string) (reason string, protected bool)
 type ContentFunc func(rel string) func(old, new []byte) (reason string, protected bool)
 
 // WithContentProtection makes the store judge changes to content-judged
-// paths (ContentFunc) like changes to protected paths: reverted unless
+// paths ([ContentFunc]) like changes to protected paths: reverted unless
 // kept. newFn makes the judge for one call.
 func WithContentProtection(newFn func() ContentFunc) Option {
 	return func(o *options) { o.content = newFn }
@@ -74,7 +74,7 @@ type Protected struct {
 type KeepFunc func(ctx context.Context, changes []Protected) (keep []string)
 
 // WithProtection makes the store revert changes to protected paths before
-// journaling them (see Protected). newFn makes the matcher for one call
+// journaling them (see [Protected]). newFn makes the matcher for one call
 // (it may cache what it looks up on disk for that call).
 func WithProtection(newFn func() ProtectFunc) Option { return func(o *options) { o.protect = newFn } }
 

@@ -143,7 +143,7 @@ func parseID(id string) (uint64, bool) {
 }
 
 // NoCallError is a call ID the journal does not hold (or text that is no
-// call ID at all, NotAnID). It wraps ErrNotFound.
+// call ID at all, NotAnID). It wraps [ErrNotFound].
 type NoCallError struct {
 	ID      string
 	NotAnID bool

@@ -43,8 +43,8 @@ import (
 //     current tree alone is larger than that, the next automatic GC waits
 //     until the store grew by another tenth of MaxBytes.
 
-// LimitError is why a snapshot would pass a limit. It wraps ErrTooLarge
-// or ErrNoSpace; its text is written for a person and names the setting.
+// LimitError is why a snapshot would pass a limit. It wraps [ErrTooLarge]
+// or [ErrNoSpace]; its text is written for a person and names the setting.
 type LimitError struct {
 	Err error // ErrTooLarge or ErrNoSpace
 	// Path is the file being stored when the limit was reached, if any.
@@ -97,7 +97,7 @@ func humanBytes(n int64) string {
 }
 
 // WithMaxCallBytes caps the new content one call may store (see
-// LimitError); 0 means no cap.
+// [LimitError]); 0 means no cap.
 func WithMaxCallBytes(n int64) Option { return func(o *options) { o.maxCall = n } }
 
 // WithMinFreeBytes refuses calls when the store's filesystem has less

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/agentbox/agentbox/config/atomicfile"
 )
 
 // recover completes or discards work a dead process left pending. It runs
@@ -65,7 +67,7 @@ func (s *Store) removeLeftovers() {
 	for _, d := range []string{"", "journal", "pending"} {
 		des, _ := os.ReadDir(s.path(d))
 		for _, de := range des {
-			if strings.HasPrefix(de.Name(), ".tmp-") {
+			if strings.HasPrefix(de.Name(), atomicfile.TempPrefix) {
 				os.Remove(s.path(d, de.Name()))
 			}
 		}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agentbox/agentbox/config/atomicfile"
 )
 
 // noTemps fails if dir holds a temporary file of an atomic write.
@@ -18,13 +20,13 @@ func noTemps(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	for _, de := range des {
-		if strings.HasPrefix(de.Name(), ".tmp-") {
+		if strings.HasPrefix(de.Name(), atomicfile.TempPrefix) {
 			t.Errorf("temporary file left behind: %s", de.Name())
 		}
 	}
 }
 
-func TestWriteFileAtomicWith(t *testing.T) {
+func TestWriteFileRenameWith(t *testing.T) {
 	tests := []struct {
 		name    string
 		old     string // "" = no file before
@@ -55,7 +57,7 @@ func TestWriteFileAtomicWith(t *testing.T) {
 				}
 				return tc.alsoErr
 			}
-			err := writeFileAtomicWith(name, []byte("new"), 0o600, also)
+			err := writeFileRenameWith(name, []byte("new"), 0o600, also)
 			if !called {
 				t.Error("the concurrent work did not run")
 			}

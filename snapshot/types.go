@@ -32,7 +32,7 @@ var (
 // Type is the kind of a tree node.
 type Type string
 
-// Node types. Special files (fifo, socket, device) are recorded, never read.
+// [Node] types. Special files (fifo, socket, device) are recorded, never read.
 const (
 	TypeFile    Type = "file"
 	TypeDir     Type = "dir"
@@ -107,7 +107,7 @@ func sameContent(a, b *Node) bool {
 // Op says what happened to a path.
 type Op string
 
-// Change operations, exactly the strings of the history contract.
+// [Change] operations, exactly the strings of the history contract.
 const (
 	OpAdded       Op = "added"
 	OpModified    Op = "modified"
@@ -150,7 +150,7 @@ func classify(path string, old, new *Node) (Change, bool) {
 // Kind says what made a journal entry.
 type Kind string
 
-// Entry kinds.
+// [Entry] kinds.
 const (
 	KindCall       Kind = "call"
 	KindUndo       Kind = "undo"
@@ -235,7 +235,7 @@ type Conflict struct {
 	By string `json:"by,omitempty"`
 }
 
-// ConflictError lists every conflict found; it wraps ErrConflict.
+// ConflictError lists every conflict found; it wraps [ErrConflict].
 type ConflictError struct {
 	ID        string
 	Conflicts []Conflict

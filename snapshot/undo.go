@@ -10,12 +10,12 @@ import (
 )
 
 // Undo reverts the changeset of entry id and journals that as a new entry
-// (Kind "undo"). With id "" it reverts the newest entry that changed
+// ([Kind] "undo"). With id "" it reverts the newest entry that changed
 // something and has not been undone (empty entries, checkpoints, and undo
 // entries together with the entries they reverted are skipped), so repeated
 // calls walk back through history. If a path was changed since by a later
-// call or by anyone else, it returns a *ConflictError (wrapping
-// ErrConflict) and changes nothing, unless force is set.
+// call or by anyone else, it returns a *[ConflictError] (wrapping
+// [ErrConflict]) and changes nothing, unless force is set.
 func (s *Store) Undo(ctx context.Context, id string, force bool, info CallInfo) (Entry, error) {
 	unlock, err := s.lock(ctx)
 	if err != nil {
@@ -230,7 +230,7 @@ func (s *Store) entriesAfter(ctx context.Context, id string) ([]Entry, error) {
 
 // Rollback restores every path changed by entry toID and the entries after
 // it to its state just before toID (for a checkpoint: its state at the
-// checkpoint), and journals that as an entry of Kind "rollback". Paths that
+// checkpoint), and journals that as an entry of [Kind] "rollback". Paths that
 // no entry since toID touched are left alone.
 func (s *Store) Rollback(ctx context.Context, toID string, info CallInfo) (Entry, error) {
 	unlock, err := s.lock(ctx)
@@ -415,7 +415,7 @@ func (s *Store) applyAndCommit(ctx context.Context, rec *pendingRec, interrupted
 }
 
 // Checkpoint scans the whole workspace, stores everything in it, and
-// journals an entry (Kind "checkpoint") holding the manifest, so that
+// journals an entry ([Kind] "checkpoint") holding the manifest, so that
 // Rollback(entry.ID) later restores the state of this moment for every path
 // changed since. Its changes are what changed outside any call since the
 // previous scan (none for the first scan); undo skips checkpoints. It

@@ -88,7 +88,7 @@ type Approver interface {
 	Approve(ctx context.Context, req ApprovalRequest) (Approval, error)
 }
 
-// ApproverFunc adapts a function to Approver.
+// ApproverFunc adapts a function to [Approver].
 type ApproverFunc func(ctx context.Context, req ApprovalRequest) (Approval, error)
 
 func (f ApproverFunc) Approve(ctx context.Context, req ApprovalRequest) (Approval, error) {
@@ -131,13 +131,13 @@ func GrantRule(g Grant) string {
 	if len(g.Prefix) == 0 {
 		return g.Tool
 	}
-	return g.Tool + "(" + QuoteWords(g.Prefix) + ":*)"
+	return g.Tool + "(" + quoteWords(g.Prefix) + ":*)"
 }
 
-// QuoteWords joins argv words so that the permission rule parser splits
+// quoteWords joins argv words so that the permission rule parser splits
 // them back into the same words: a word with blanks, quotes, backslashes,
 // glob characters or a colon is single-quoted.
-func QuoteWords(words []string) string {
+func quoteWords(words []string) string {
 	out := make([]string, len(words))
 	for i, w := range words {
 		if w != "" && !strings.ContainsAny(w, " \t\n'\"\\*?[]():") {

@@ -97,7 +97,7 @@ func TestRefusalNamesTheFix(t *testing.T) {
 				t.Fatalf("err = %v, want %s (%q)", r.Err, tt.kind, r.Content)
 			}
 			for _, w := range tt.want {
-				w = strings.ReplaceAll(w, "{ws}", ShellQuote(h.ws))
+				w = strings.ReplaceAll(w, "{ws}", shellQuote(h.ws))
 				if !strings.Contains(r.Content, w) {
 					t.Errorf("refusal lacks %q:\n%s", w, r.Content)
 				}
@@ -167,8 +167,8 @@ func TestGrantID(t *testing.T) {
 
 func TestShellQuote(t *testing.T) {
 	for in, want := range map[string]string{"/w/x": "/w/x", "/w/a b": "'/w/a b'", "it's": `'it'"'"'s'`, "": "''", "Bash(npm:*)": "'Bash(npm:*)'"} {
-		if got := ShellQuote(in); got != want {
-			t.Errorf("ShellQuote(%q) = %q, want %q", in, got, want)
+		if got := shellQuote(in); got != want {
+			t.Errorf("shellQuote(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -38,7 +38,7 @@ func NewTTYApprover(in io.Reader, out io.Writer) *TTYApprover {
 	return &TTYApprover{in: bufio.NewReader(in), out: out}
 }
 
-// Approve implements Approver.
+// Approve implements [Approver].
 func (a *TTYApprover) Approve(ctx context.Context, req ApprovalRequest) (Approval, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -51,6 +51,9 @@ func New[P any](name string, run RunFunc[P], opts ...BuildOption) Tool {
 	for _, o := range opts {
 		o(t)
 	}
+	if t.scope != nil {
+		return &scopedTool{t}
+	}
 	return t
 }
 
@@ -149,26 +152,9 @@ func (b *built) Run(ctx context.Context, env *Env, p any) (Result, error) {
 	return b.run(ctx, env, p)
 }
 
-// Scope implements Scoper.
-func (b *built) Scope(p any) Scope {
-	if b.scope != nil {
-		return b.scope(p)
-	}
-	return DefaultScope(b, p)
-}
+// scopedTool is a tool made by New with WithScope, the only kind that
+// implements Scoper; the others get the default (ScopeOf).
+type scopedTool struct{ *built }
 
-// DefaultScope is the scope of a tool that does not say: nothing for a
-// read-only call, the path fields for edit/delete/move tools, else the
-// whole workspace.
-func DefaultScope(t Tool, p any) Scope {
-	if t.ReadOnly(p) {
-		return Scope{Kind: ScopeNone}
-	}
-	switch t.Kind() {
-	case KindEdit, KindDelete, KindMove:
-		if paths := PathsOf(p); len(paths) > 0 {
-			return Scope{Kind: ScopeFiles, Paths: paths}
-		}
-	}
-	return Scope{Kind: ScopeWorkspace}
-}
+// Scope implements Scoper.
+func (t *scopedTool) Scope(p any) Scope { return t.scope(p) }

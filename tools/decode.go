@@ -16,7 +16,7 @@ import (
 // are rejected by name, required fields must be present, and values of
 // the wrong JSON type are coerced where a model's intent is clear ("10" →
 // 10, "true" → true, 10 → "10", a JSON-encoded array or object inside a
-// string → the array or object). Anything else is a validation ToolError
+// string → the array or object). Anything else is a validation [ToolError]
 // naming the field.
 //
 // Params that are not pointers to structs (MCP-sourced tools) are decoded

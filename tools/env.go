@@ -32,8 +32,11 @@ type Env struct {
 	Session *Session
 	// Sandbox runs commands in a throwaway container. Nil when no engine
 	// is configured: tools that need it must fail with ErrInternal.
+	// The pipeline wraps it per call, read-only or gated (see the
+	// package doc, "The sandbox a tool gets").
 	Sandbox Sandbox
 	// Jobs runs background commands (Bash run_in_background). May be nil.
+	// Wrapped per call like Sandbox.
 	Jobs Jobs
 	// Detached is the call's open snapshot when its scope is Detached; the
 	// tool hands it to the job it starts with AttachJobSnapshot.
@@ -77,7 +80,8 @@ type Limits struct {
 	// MaxOutputBytes caps model-facing content; the truncate stage keeps
 	// head and tail and reports what it dropped.
 	MaxOutputBytes int
-	// DefaultTimeout and MaxTimeout bound commands.
+	// DefaultTimeout and MaxTimeout bound commands (config.ClampTimeout;
+	// 0 stands for config's).
 	DefaultTimeout time.Duration
 	MaxTimeout     time.Duration
 }
@@ -191,7 +195,9 @@ func (j readOnlyJobs) Start(ctx context.Context, req ExecRequest) (string, error
 
 // ExecResult is how a command ended.
 type ExecResult struct {
-	ExitCode       int
+	ExitCode int
+	// Stdout and Stderr carry the sandbox's marker line where it cut
+	// bytes out of their middle: the one note of that cut.
 	Stdout, Stderr string
 	// StdoutDropped/StderrDropped count bytes cut from the middle.
 	StdoutDropped, StderrDropped int64
@@ -218,7 +224,7 @@ type Sandbox interface {
 	WriteFile(ctx context.Context, req WriteRequest) error
 }
 
-// WriteRequest is one file for Sandbox.WriteFile.
+// WriteRequest is one file for [Sandbox].WriteFile.
 type WriteRequest struct {
 	// Path is absolute and clean, inside the workspace; Rel is the same
 	// path relative to the workspace, slash-separated.
@@ -240,11 +246,12 @@ type WriteRequest struct {
 
 // JobStatus is a background job's state and the output not yet read.
 type JobStatus struct {
-	ID             string
-	Running        bool
-	ExitCode       int // valid when !Running
+	ID       string
+	Running  bool
+	ExitCode int // valid when !Running
+	// Stdout and Stderr carry the sandbox's marker line where it cut
+	// output that exceeded its cap between reads.
 	Stdout, Stderr string
-	Dropped        int64
 	ContainerID    string
 	// Journal is the entry that recorded the job's changes, set by the
 	// Read or Kill that saw the job end (when the job took over the
@@ -299,7 +306,7 @@ func (j callJobs) Kill(ctx context.Context, id string) (JobStatus, error) {
 // container's read-only mounts apply; no process is started. mode applies
 // to a new file; an existing one keeps its own. Missing parent
 // directories are created; a symlink anywhere on the path is refused. It
-// fails with ErrInternal when no sandbox is configured, and for a call
+// fails with [ErrInternal] when no sandbox is configured, and for a call
 // judged read-only.
 func (e *Env) WriteFile(ctx context.Context, path string, data []byte, mode fs.FileMode) error {
 	if e.Sandbox == nil {

@@ -19,7 +19,7 @@ type DetachedSnapshotter interface {
 
 // DetachedSnapshot is the open snapshot of a call whose scope is Detached
 // (Bash with run_in_background). The tool hands it to the job it started
-// with Env.AttachJobSnapshot; if it does not, the snapshot stage finishes
+// with [Env.AttachJobSnapshot]; if it does not, the snapshot stage finishes
 // it when the call returns, like any other.
 type DetachedSnapshot struct {
 	call  SnapshotCall
@@ -30,7 +30,7 @@ type DetachedSnapshot struct {
 func (d *DetachedSnapshot) Taken() bool { return d != nil && d.taken.Load() }
 
 // AttachJobSnapshot hands the call's detached snapshot to background job
-// jobID (Jobs.AttachSnapshot). It reports false when there is none to
+// jobID ([Jobs].AttachSnapshot). It reports false when there is none to
 // hand over or the Jobs does not take it (the call is then journaled when
 // it returns, as before).
 func (e *Env) AttachJobSnapshot(jobID string) bool {
@@ -49,7 +49,7 @@ func (e *Env) AttachJobSnapshot(jobID string) bool {
 }
 
 // JobSnapshots keeps the snapshots attached to background jobs until the
-// jobs end; Jobs implementations embed it (it implements
+// jobs end; [Jobs] implementations embed it (it implements
 // Jobs.AttachSnapshot) and call FinishJob when a job is seen to end, or
 // FinishOnExit to finish it the moment it exits.
 // Safe for concurrent use.
@@ -79,7 +79,7 @@ func (j *JobSnapshots) wait() time.Duration {
 	return 30 * time.Second
 }
 
-// AttachSnapshot implements Jobs.AttachSnapshot: it always takes snap.
+// AttachSnapshot implements [Jobs].AttachSnapshot: it always takes snap.
 func (j *JobSnapshots) AttachSnapshot(id string, snap SnapshotCall) bool {
 	j.mu.Lock()
 	defer j.mu.Unlock()

@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Kinds of journal entry (JournalEntry.Kind).
+// Kinds of journal entry ([JournalEntry].Kind).
 const (
 	EntryCall       = "call"
 	EntryUndo       = "undo"

@@ -12,8 +12,9 @@ import (
 )
 
 // NetworkTool is the name grants and approval requests for a network
-// destination carry: a Grant{Tool: NetworkTool, Prefix: [host]} allows
-// the sandbox's connections to host (any port) without asking again.
+// destination carry: a [Grant] with Tool NetworkTool and Prefix
+// []string{host} allows the sandbox's connections to host (any port)
+// without asking again.
 const NetworkTool = "Network"
 
 // RunningCalls lets what works on a call's behalf while it runs — the

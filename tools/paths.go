@@ -18,7 +18,7 @@ import (
 
 // Rel returns path relative to the workspace ("." for the workspace
 // itself). path must be absolute and inside the workspace, else a
-// validation ToolError.
+// validation [ToolError].
 func (e *Env) Rel(path string) (string, error) {
 	if !filepath.IsAbs(path) {
 		return "", Errorf(ErrValidation, "path %q is not absolute", path)
@@ -119,7 +119,7 @@ func (e *Env) Stamp(path string) (ReadStamp, error) {
 	return st, nil
 }
 
-// ErrLeavesRoot is wrapped by ResolveBeneath when a symlink (or a '..' in
+// ErrLeavesRoot is wrapped by [ResolveBeneath] when a symlink (or a '..' in
 // one) leads out of the directory paths are resolved beneath.
 var ErrLeavesRoot = errors.New("leads out of the workspace")
 
@@ -134,7 +134,7 @@ const maxSymlinks = 40
 // and the rest are taken as written, so a new file resolves through its
 // parent and a dangling symlink through its target. A symlink whose
 // target leads out of base, or too many symlinks, is an error (wrapping
-// ErrLeavesRoot for the former). It reads only metadata.
+// [ErrLeavesRoot] for the former). It reads only metadata.
 func ResolveBeneath(root *os.Root, base, p string) (string, error) {
 	if !config.Within(p, base) {
 		return "", fmt.Errorf("%s is not below %s: %w", p, base, ErrLeavesRoot)
@@ -258,7 +258,7 @@ func splitPath(p string) []string {
 }
 
 // RealPath resolves the absolute path p beneath the workspace, or beneath
-// the read-only directory that holds it (see ResolveBeneath). A path in
+// the read-only directory that holds it (see [ResolveBeneath]). A path in
 // neither is returned as it is.
 func (e *Env) RealPath(p string) (string, error) {
 	return realPath(e.Workspace, e.Root, e.ReadOnlyDirs, e.ReadRoots, p)

@@ -16,7 +16,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/tools/audit"
 	"github.com/agentbox/agentbox/tools/permission"
 )
@@ -48,6 +47,14 @@ type Call struct {
 	Input json.RawMessage
 	// Params are the decoded, backfilled parameters.
 	Params any
+	// Command is the params' shell command (the `agentbox:"command"`
+	// field; HasCommand says whether the tool has one), set by
+	// DecodeStage. Paths are the non-empty path fields as Backfill left
+	// them (absolute, inside the boundary), set by Backfill. The later
+	// stages read these instead of the params.
+	Command    string
+	HasCommand bool
+	Paths      []string
 	// Verdict is the classifier's verdict (tools with a command field).
 	Verdict *Verdict
 	// Match is the permission rule outcome; Decision the final one.
@@ -275,12 +282,6 @@ func NewPipeline(reg *Registry, opts Options) *Pipeline {
 	if opts.Limits.MaxOutputBytes <= 0 {
 		opts.Limits.MaxOutputBytes = 30000
 	}
-	if opts.Limits.DefaultTimeout <= 0 {
-		opts.Limits.DefaultTimeout = config.DefaultTimeout
-	}
-	if opts.Limits.MaxTimeout <= 0 {
-		opts.Limits.MaxTimeout = config.MaxTimeout
-	}
 	p := &Pipeline{reg: reg, opts: opts}
 	pc := permission.Context{Workspace: opts.Workspace, Home: opts.Home, Resolve: p.resolve, ReadDir: p.readDir}
 	running := func(next Handler) Handler { return next }
@@ -326,7 +327,7 @@ func (p *Pipeline) containedFunc() ContainedFunc {
 // changes could not be journaled when it ends — not contained, and whyNot
 // says which.
 func (p *Pipeline) contained(ctx context.Context, c *Call) (ok bool, whyNot string) {
-	if _, isCmd := CommandOf(c.Params); !isCmd || p.opts.Sandbox == nil {
+	if !c.HasCommand || p.opts.Sandbox == nil {
 		return false, "it would not run in the sandbox"
 	}
 	sc := ScopeOf(c)

@@ -22,8 +22,8 @@ type RawSpec struct {
 	Run                                    func(ctx context.Context, env *Env, args map[string]any) (Result, error)
 }
 
-// NewRaw makes a Tool from a RawSpec. An empty Kind is KindOther; a nil
-// schema accepts any object.
+// NewRaw makes a [Tool] from a [RawSpec]. An empty [Kind] is [KindOther]; a
+// nil schema accepts any object.
 func NewRaw(s RawSpec) (Tool, error) {
 	if s.Run == nil {
 		return nil, fmt.Errorf("tool %s: no Run", s.Name)

@@ -190,7 +190,7 @@ func (r *Registry) ByKind(k Kind) []Tool {
 // Bash runs in plan mode only when its command is proven read-only).
 func PlanMode(t Tool) bool {
 	p := t.NewParams()
-	if _, ok := CommandOf(p); ok {
+	if _, ok := commandOf(p); ok {
 		return true
 	}
 	return t.ReadOnly(p)

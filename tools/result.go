@@ -31,13 +31,13 @@ type ToolError struct {
 
 func (e *ToolError) Error() string { return string(e.Kind) + ": " + e.Message }
 
-// Errorf builds a *ToolError. A tool may return it as its error from Run,
-// or put it in Result.Err; both reach the model the same way.
+// Errorf builds a *[ToolError]. A tool may return it as its error from Run,
+// or put it in [Result].Err; both reach the model the same way.
 func Errorf(kind ErrorKind, format string, args ...any) *ToolError {
 	return &ToolError{Kind: kind, Message: fmt.Sprintf(format, args...)}
 }
 
-// AsToolError returns err's *ToolError if it wraps one, else an internal
+// AsToolError returns err's *[ToolError] if it wraps one, else an internal
 // ToolError whose message is generic (the Go error is logged, not shown).
 func AsToolError(err error) *ToolError {
 	if err == nil {
@@ -72,7 +72,7 @@ type Result struct {
 // IsError reports whether the call failed.
 func (r Result) IsError() bool { return r.Err != nil }
 
-// Fail returns a failed Result whose content repeats the message, so that
+// Fail returns a failed [Result] whose content repeats the message, so that
 // front ends that only show Content still tell the model what happened.
 func Fail(kind ErrorKind, format string, args ...any) Result {
 	te := Errorf(kind, format, args...)

@@ -175,8 +175,9 @@ func structValue(p any) (reflect.Value, bool) {
 	return v.Elem(), true
 }
 
-// PathsOf returns the non-empty values of the params' path fields.
-func PathsOf(p any) []string {
+// pathsOf returns the non-empty values of the params' path fields
+// (Backfill sets Call.Paths with it).
+func pathsOf(p any) []string {
 	v, ok := structValue(p)
 	if !ok {
 		return nil
@@ -192,8 +193,9 @@ func PathsOf(p any) []string {
 	return out
 }
 
-// CommandOf returns the params' shell command field, if it has one.
-func CommandOf(p any) (string, bool) {
+// commandOf returns the params' shell command field, if it has one
+// (DecodeStage sets Call.Command with it).
+func commandOf(p any) (string, bool) {
 	v, ok := structValue(p)
 	if !ok {
 		return "", false

@@ -39,7 +39,7 @@ func (r ReadStamp) Same(o ReadStamp) bool {
 
 // Session is one agent's conversation with agentbox: its working
 // directory, what it has read, its background jobs and its "always allow"
-// grants. Safe for concurrent use. A SessionStore persists it.
+// grants. Safe for concurrent use. A [SessionStore] persists it.
 type Session struct {
 	ID string
 
@@ -63,7 +63,7 @@ func (s *Session) Cwd() string {
 }
 
 // SetCwd changes the working directory. Callers (Bash) must pass an
-// absolute directory inside the workspace; Env.SetCwd checks that.
+// absolute directory inside the workspace; [Env.SetCwd] checks that.
 func (s *Session) SetCwd(dir string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -21,7 +21,7 @@ import (
 //
 // A refusal says who refused and, when no person did, exactly what would
 // allow the call (see allowHints); text a person typed when refusing
-// (Approval.Feedback) is passed on as theirs, and only that.
+// ([Approval].Feedback) is passed on as theirs, and only that.
 func ApprovalStage(ap Approver, store GrantStore, rs permission.Rules, pctx permission.Context, now func() time.Time) Stage {
 	workspace := pctx.Workspace
 	return func(next Handler) Handler {
@@ -49,9 +49,9 @@ func ApprovalStage(ap Approver, store GrantStore, rs permission.Rules, pctx perm
 				c.Decision.Action = permission.Deny
 				c.Decision.By = "approver"
 				if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-					return Fail(ErrNeedsApproval, "this %s call needs a person's approval (%s) and none came before the call was cancelled: %s", c.Tool.Name(), c.Decision.Reason, Summarize(c))
+					return Fail(ErrNeedsApproval, "this %s call needs a person's approval (%s) and none came before the call was cancelled: %s", c.Tool.Name(), c.Decision.Reason, summarize(c))
 				}
-				return Fail(ErrNeedsApproval, "this %s call needs a person's approval (%s) and none could be asked: %s.%s", c.Tool.Name(), c.Decision.Reason, Summarize(c), allowHints(c, req.Prefixes, askedBy, workspace))
+				return Fail(ErrNeedsApproval, "this %s call needs a person's approval (%s) and none could be asked: %s.%s", c.Tool.Name(), c.Decision.Reason, summarize(c), allowHints(c, req.Prefixes, askedBy, workspace))
 			}
 			c.Decision.By = ans.By
 			if !ans.Allow {
@@ -97,7 +97,7 @@ func offeredPrefixes(cv permission.Coverage) [][]string {
 // without a prefix would allow every command.
 func chosenGrants(c *Call, req ApprovalRequest, ans Approval, at time.Time) []Grant {
 	g := Grant{Tool: c.Tool.Name(), Scope: ans.Remember, At: at, By: ans.By}
-	if _, hasCmd := CommandOf(c.Params); !hasCmd {
+	if !c.HasCommand {
 		return []Grant{g}
 	}
 	var out []Grant
@@ -120,12 +120,12 @@ func refuseAfterApproval(c *Call, req ApprovalRequest, ans Approval, askedBy, wo
 	switch {
 	case !asked:
 		kind = ErrNeedsApproval
-		fmt.Fprintf(&b, "this %s call needs approval (%s) and nobody could be asked, so it was refused: %s.", c.Tool.Name(), c.Decision.Reason, Summarize(c))
+		fmt.Fprintf(&b, "this %s call needs approval (%s) and nobody could be asked, so it was refused: %s.", c.Tool.Name(), c.Decision.Reason, summarize(c))
 	case ans.Unanswered:
 		kind = ErrNeedsApproval
-		fmt.Fprintf(&b, "this %s call needs approval (%s) and nobody answered in time, so it was refused: %s.", c.Tool.Name(), c.Decision.Reason, Summarize(c))
+		fmt.Fprintf(&b, "this %s call needs approval (%s) and nobody answered in time, so it was refused: %s.", c.Tool.Name(), c.Decision.Reason, summarize(c))
 	default:
-		fmt.Fprintf(&b, "a person refused this %s call (%s): %s.", c.Tool.Name(), c.Decision.Reason, Summarize(c))
+		fmt.Fprintf(&b, "a person refused this %s call (%s): %s.", c.Tool.Name(), c.Decision.Reason, summarize(c))
 	}
 	if ans.Message != "" {
 		b.WriteString(" ")
@@ -150,16 +150,16 @@ func allowHints(c *Call, prefixes [][]string, askedBy, workspace string) string 
 	var b strings.Builder
 	const userConfig = "the user config (~/.config/agentbox/config.yaml, or AGENTBOX_TOOLS_ALLOW; a project's .agentbox/config.yaml cannot allow)"
 	grantCmd := func(rules string) string {
-		return fmt.Sprintf("agentbox --workspace %s grants add %s", ShellQuote(workspace), rules)
+		return fmt.Sprintf("agentbox --workspace %s grants add %s", shellQuote(workspace), rules)
 	}
 	name := c.Tool.Name()
-	_, isCmd := CommandOf(c.Params)
+	isCmd := c.HasCommand
 	b.WriteString("\nWhat would allow it (a person must do one of these):")
 	switch {
 	case askedBy == "protected":
 		rule := name
-		if paths := PathsOf(c.Params); len(paths) > 0 {
-			rule = name + "(" + ruleFor(workspace, paths[0]) + ")"
+		if len(c.Paths) > 0 {
+			rule = name + "(" + ruleFor(workspace, c.Paths[0]) + ")"
 		}
 		fmt.Fprintf(&b, "\n- add the allow rule %s to tools.allow in %s;", rule, userConfig)
 		b.WriteString("\n- or approve it when asked: run it where a person can answer (see above).")
@@ -176,7 +176,7 @@ func allowHints(c *Call, prefixes [][]string, askedBy, workspace string) string 
 			rules[i] = GrantRule(Grant{Tool: name, Prefix: p})
 		}
 		if len(prefixes) == 1 {
-			fmt.Fprintf(&b, "\n- grant it for this workspace: `%s` (commands starting with %q);", grantCmd(ShellQuote(rules[0])), strings.Join(prefixes[0], " "))
+			fmt.Fprintf(&b, "\n- grant it for this workspace: `%s` (commands starting with %q);", grantCmd(shellQuote(rules[0])), strings.Join(prefixes[0], " "))
 			fmt.Fprintf(&b, "\n- or add the allow rule %s to tools.allow in %s;", rules[0], userConfig)
 			break
 		}
@@ -185,51 +185,51 @@ func allowHints(c *Call, prefixes [][]string, askedBy, workspace string) string 
 	case isCmd:
 		b.WriteString("\n- no rule or grant can cover this command: the classifier could not break it into simple commands with a safe prefix to allow (substitutions, variables, eval, loops, functions and wrappers are never covered); a person can run it themselves;")
 	default:
-		fmt.Fprintf(&b, "\n- grant it for this workspace: `%s` (every %s call);", grantCmd(ShellQuote(name)), name)
+		fmt.Fprintf(&b, "\n- grant it for this workspace: `%s` (every %s call);", grantCmd(shellQuote(name)), name)
 		fmt.Fprintf(&b, "\n- or add the allow rule %s to tools.allow in %s;", name, userConfig)
 	}
 	b.WriteString("\n- or use the mode bypassPermissions (`--mode bypassPermissions` on the agentbox command line, or tools.mode in the user config): everything not forbidden runs, still in the sandbox.")
 	return b.String()
 }
 
-// quoted is each of words ShellQuoted.
+// quoted is each of words shellQuoted.
 func quoted(words []string) []string {
 	out := make([]string, len(words))
 	for i, w := range words {
-		out[i] = ShellQuote(w)
+		out[i] = shellQuote(w)
 	}
 	return out
 }
 
-// ShellQuote quotes s for a POSIX shell (single quotes) unless it is made
+// shellQuote quotes s for a POSIX shell (single quotes) unless it is made
 // only of characters that need none.
-func ShellQuote(s string) string {
+func shellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=,+@%") == "" {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'"
 }
 
-// Summarize is a one-line description of a call for a person.
-func Summarize(c *Call) string {
-	if cmd, ok := CommandOf(c.Params); ok {
-		return c.Tool.Name() + ": " + oneLine(cmd, 200)
+// summarize is a one-line description of a call for a person.
+func summarize(c *Call) string {
+	if c.HasCommand {
+		return c.Tool.Name() + ": " + oneLine(c.Command, 200)
 	}
-	if paths := PathsOf(c.Params); len(paths) > 0 {
-		return c.Tool.Name() + " " + strings.Join(paths, ", ")
+	if len(c.Paths) > 0 {
+		return c.Tool.Name() + " " + strings.Join(c.Paths, ", ")
 	}
 	return c.Tool.Name() + " " + oneLine(string(c.Input), 200)
 }
 
-// approvalSummary is what a person approving c is shown: like Summarize,
+// approvalSummary is what a person approving c is shown: like summarize,
 // but a command is shown whole and exactly as it will run (no cut, no
 // whitespace folded), so that nothing after a long comment or a newline
 // escapes the person's eyes. Every surface escapes it (termtext.Line).
 func approvalSummary(c *Call) string {
-	if cmd, ok := CommandOf(c.Params); ok {
-		return c.Tool.Name() + ": " + cmd
+	if c.HasCommand {
+		return c.Tool.Name() + ": " + c.Command
 	}
-	return Summarize(c)
+	return summarize(c)
 }
 
 func oneLine(s string, max int) string {

@@ -57,7 +57,8 @@ func (pp PathPolicy) Resolve(p, cwd string, readOnly bool) (string, error) {
 
 // Backfill expands ~, resolves relative paths against the session's cwd,
 // fills empty `agentbox:"path,cwd"` fields with the cwd, and refuses paths
-// outside the workspace (or, for read-only calls, the read-only dirs).
+// outside the workspace (or, for read-only calls, the read-only dirs). It
+// sets Call.Paths.
 func Backfill(pp PathPolicy) Stage {
 	return func(next Handler) Handler {
 		return func(ctx context.Context, c *Call) Result {
@@ -65,6 +66,7 @@ func Backfill(pp PathPolicy) Stage {
 				te := AsToolError(err)
 				return Result{Content: te.Message, Display: string(te.Kind), Err: te}
 			}
+			c.Paths = pathsOf(c.Params)
 			return next(ctx, c)
 		}
 	}

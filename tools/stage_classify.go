@@ -10,15 +10,14 @@ import (
 func ClassifyStage(classify ClassifyFunc) Stage {
 	return func(next Handler) Handler {
 		return func(ctx context.Context, c *Call) Result {
-			cmd, ok := CommandOf(c.Params)
-			if !ok {
+			if !c.HasCommand {
 				return next(ctx, c)
 			}
 			var v Verdict
 			if classify == nil {
 				v = Verdict{Class: ClassDangerous, Reasons: []Reason{{Rule: "no-classifier", Message: "no classifier is configured"}}}
 			} else {
-				v = classify(ctx, cmd)
+				v = classify(ctx, c.Command)
 			}
 			switch v.Class {
 			case ClassReadOnly, ClassDangerous, ClassForbidden:

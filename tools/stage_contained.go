@@ -9,7 +9,7 @@ import (
 
 // ContainedNote tells the model, at the end of the result of a command
 // that ran without asking because it was contained
-// (permission.ByContained), that it did and how to undo what it changed:
+// ([permission.ByContained]), that it did and how to undo what it changed:
 // the Undo tool when hasUndo says the model has one, `agentbox undo ID`
 // always; the audit record's reason names the undo too. Other calls pass
 // through untouched.

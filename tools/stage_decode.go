@@ -44,6 +44,7 @@ func DecodeStage(maxInput int) Stage {
 				coerceBySchema(c.Tool.Schema(), *m)
 			}
 			c.Params = p
+			c.Command, c.HasCommand = commandOf(p)
 			return next(ctx, c)
 		}
 	}

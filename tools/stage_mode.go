@@ -19,7 +19,7 @@ type ContainedFunc func(ctx context.Context, c *Call) (ok bool, whyNot string)
 
 // ModeStage turns the rule match, the verdict, grants and the mode into
 // allow, ask or deny. Allow rules and grants together cover a command
-// part by part (permission.Rules.Cover). A dangerous command that no rule
+// part by part ([permission.Rules.Cover]). A dangerous command that no rule
 // or grant covers runs unasked in the default and acceptEdits modes when
 // contained says it is contained (nil: never). A deny ends the call with
 // a result that says what was refused and why; allow and ask go on (ask

@@ -14,7 +14,7 @@ import (
 	"github.com/agentbox/agentbox/tools/permission"
 )
 
-// Protection is what ProtectStage asks of the workspace's protection at
+// Protection is what [ProtectStage] asks of the workspace's protection at
 // the moment of a call (config.Closure implements it): whether a path is
 // protected by name or by the host-run closure, and the content judge of
 // a path protected by what a change does to its content (package.json's
@@ -41,7 +41,7 @@ type ContentPreview interface {
 // call; the composition root keeps it while nothing it depends on
 // changed, config.ClosureCache); a content-judged path (package.json while a hook
 // runner is present) asks only when the call's new content changes a
-// protected part (ContentPreview; unknown content asks). The question
+// protected part ([ContentPreview]; unknown content asks). The question
 // says why. The path is checked as written and as it resolves beneath the
 // workspace (a symlink into .git is no way around it). The approved paths
 // are recorded on the call so that the snapshot stage keeps their changes.
@@ -51,16 +51,15 @@ func ProtectStage(protection func() Protection, workspace string, root *os.Root,
 			if protection == nil || c.Decision.Action == permission.Deny || c.Tool.ReadOnly(c.Params) {
 				return next(ctx, c)
 			}
-			if _, isCmd := CommandOf(c.Params); isCmd {
+			if c.HasCommand {
 				return next(ctx, c) // shell commands: the changeset check (SnapshotStage)
 			}
-			paths := PathsOf(c.Params)
-			if len(paths) == 0 {
+			if len(c.Paths) == 0 {
 				return next(ctx, c)
 			}
 			prot := protection()
 			var hits, rels, reasons []string
-			for _, p := range paths {
+			for _, p := range c.Paths {
 				forms := relForms(root, workspace, p)
 				why, ok := protectedForm(prot, root, forms, c.Params)
 				if ok {

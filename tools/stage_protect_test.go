@@ -54,7 +54,7 @@ func TestProtectStage(t *testing.T) {
 			}
 			defer root.Close()
 			h := Chain(reached(&got), ProtectStage(func() Protection { return nameOnly(protected) }, ws, root, tt.mode))
-			c := &Call{Tool: tt.tool, Params: tt.params, Decision: Decision{Action: permission.Allow}, Match: tt.match}
+			c := decoded(&Call{Tool: tt.tool, Params: tt.params, Decision: Decision{Action: permission.Allow}, Match: tt.match})
 			res := h(context.Background(), c)
 			if c.Decision.Action != tt.action {
 				t.Errorf("action %s, want %s (%s)", c.Decision.Action, tt.action, c.Decision.Reason)
@@ -125,7 +125,7 @@ func TestProtectStageClosure(t *testing.T) {
 			defer root.Close()
 			var got *Call
 			h := Chain(reached(&got), ProtectStage(func() Protection { return cfg.Closure(false) }, ws, root, permission.ModeDefault))
-			c := &Call{Tool: write, Params: &writeParams{FilePath: filepath.Join(ws, tt.path), Content: tt.content}, Decision: Decision{Action: permission.Allow}}
+			c := decoded(&Call{Tool: write, Params: &writeParams{FilePath: filepath.Join(ws, tt.path), Content: tt.content}, Decision: Decision{Action: permission.Allow}})
 			h(context.Background(), c)
 			if c.Decision.Action != tt.action {
 				t.Errorf("action %s, want %s (%s)", c.Decision.Action, tt.action, c.Decision.Reason)

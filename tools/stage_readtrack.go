@@ -19,7 +19,7 @@ func ReadBeforeWrite(newEnv func(*Call) *Env) Stage {
 				return next(ctx, c)
 			}
 			env := newEnv(c)
-			paths := PathsOf(c.Params)
+			paths := c.Paths
 			if rt.ReadTracking() == TrackWrite {
 				for _, p := range paths {
 					if err := checkFresh(env, c.Session, p); err != nil {

@@ -12,9 +12,9 @@ func permissionCall(c *Call) permission.Call {
 		Tool:    c.Tool.Name(),
 		Aliases: c.Tool.Aliases(),
 		Kind:    string(c.Tool.Kind()),
-		Paths:   PathsOf(c.Params),
+		Paths:   c.Paths,
 	}
-	if _, ok := CommandOf(c.Params); ok {
+	if c.HasCommand {
 		pc.HasCommand = true
 		if c.Verdict != nil {
 			pc.Commands = c.Verdict.Commands

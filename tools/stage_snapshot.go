@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -13,10 +14,10 @@ import (
 // store (nil) mutating calls still run, unjournaled. If the snapshot
 // cannot be taken the call does not run: no change without a way back.
 //
-// A Detached scope (Bash run_in_background) with a DetachedSnapshotter
+// A Detached scope (Bash run_in_background) with a [DetachedSnapshotter]
 // store begins a detached snapshot: the pre-scan is taken now, the store
 // lock is not held while the job runs, and once the tool has attached the
-// snapshot to its job (Env.AttachJobSnapshot) the job's end journals it.
+// snapshot to its job ([Env.AttachJobSnapshot]) the job's end journals it.
 // If the tool attached nothing (the job did not start) it is finished or
 // aborted here like any call.
 //
@@ -32,7 +33,7 @@ func SnapshotStage(store Snapshotter, ap Approver) Stage {
 			if sc.Kind == ScopeNone || store == nil {
 				return next(ctx, c)
 			}
-			info := SnapshotInfo{CallID: c.ID, Session: c.Session.ID, Tool: c.Tool.Name(), Summary: Summarize(c), Keep: keepFor(c, ap)}
+			info := SnapshotInfo{CallID: c.ID, Session: c.Session.ID, Tool: c.Tool.Name(), Summary: summarize(c), Keep: keepFor(c, ap)}
 			if w, ok := c.Tool.(SandboxWriter); ok {
 				info.Staged = w.WritesOnlyFiles() && sc.Kind == ScopeFiles
 			}
@@ -114,7 +115,9 @@ func EndSnapshot(ctx context.Context, snap SnapshotCall, acted bool) (*JournalEn
 	return &entry, nil
 }
 
-// ScopeOf is what the call can touch.
+// ScopeOf is what the call can touch: the tool's own Scope, or by
+// default nothing for a read-only call, the call's paths for edit, delete
+// and move tools, else the whole workspace.
 func ScopeOf(c *Call) Scope {
 	if c.Verdict != nil && c.Verdict.Class == ClassReadOnly {
 		return Scope{Kind: ScopeNone} // proven read-only: nothing to capture
@@ -122,7 +125,16 @@ func ScopeOf(c *Call) Scope {
 	if s, ok := c.Tool.(Scoper); ok {
 		return s.Scope(c.Params)
 	}
-	return DefaultScope(c.Tool, c.Params)
+	if c.Tool.ReadOnly(c.Params) {
+		return Scope{Kind: ScopeNone}
+	}
+	switch c.Tool.Kind() {
+	case KindEdit, KindDelete, KindMove:
+		if len(c.Paths) > 0 {
+			return Scope{Kind: ScopeFiles, Paths: slices.Clone(c.Paths)}
+		}
+	}
+	return Scope{Kind: ScopeWorkspace}
 }
 
 // refusedBeforeActing reports whether a tool error of this kind means the
@@ -155,7 +167,7 @@ func ReportReverted(res *Result, e JournalEntry) {
 	}
 }
 
-// Sentinels wrapped by SnapshotLimitError.
+// Sentinels wrapped by [SnapshotLimitError].
 var (
 	// ErrSnapshotTooLarge: the call's snapshot would need more new content
 	// than the per-call limit (snapshot.max_call_bytes).
@@ -165,7 +177,7 @@ var (
 	ErrSnapshotNoSpace = errors.New("snapshot disk nearly full")
 )
 
-// SnapshotLimitError is a Snapshotter's refusal to begin because one of
+// SnapshotLimitError is a [Snapshotter]'s refusal to begin because one of
 // the store's limits would be passed. The composition root translates the
 // store's own limit errors to it; the snapshot stage turns it into a
 // message the model can act on.

@@ -3,16 +3,20 @@ package tools
 import (
 	"context"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
 // Truncate caps Content at max bytes, keeping the head and the tail and
 // saying in the middle how much was left out (Meta "truncated_bytes").
+// When the cut takes away the note of an earlier cut (the sandbox's
+// output cap, Meta "output_dropped_bytes"), its own note counts those
+// bytes too: one note, the whole loss.
 func Truncate(max int) Stage {
 	return func(next Handler) Handler {
 		return func(ctx context.Context, c *Call) Result {
 			res := next(ctx, c)
-			if s, cut := truncateText(res.Content, max); cut > 0 {
+			if s, cut := truncateText(res.Content, max, earlierCut(res)); cut > 0 {
 				res.Content = s
 				res.SetMeta("truncated_bytes", cut)
 			}
@@ -21,16 +25,39 @@ func Truncate(max int) Stage {
 	}
 }
 
+// earlierCut is how many bytes a cut before this stage left out (the
+// sandbox's output cap), 0 when none.
+func earlierCut(res Result) int64 {
+	switch n := res.Meta["output_dropped_bytes"].(type) {
+	case int64:
+		return n
+	case int:
+		return int64(n)
+	}
+	return 0
+}
+
+// cutNote is how an earlier cut marks its place in the text
+// (sandbox.Capture's "[... N bytes omitted ...]").
+const cutNote = " bytes omitted ...]"
+
 // truncateText keeps the first and last parts of s within max bytes
 // (cutting at UTF-8 boundaries) and returns how many bytes it dropped.
-func truncateText(s string, max int) (string, int) {
+// earlier is the size of a cut made before; when the dropped middle holds
+// that cut's note, the new note counts it.
+func truncateText(s string, max int, earlier int64) (string, int) {
 	if max <= 0 || len(s) <= max {
 		return s, 0
 	}
-	marker := func(n int) string {
-		return fmt.Sprintf("\n\n[... %d bytes omitted; narrow the request (offset/limit, head_limit, a more specific pattern) to see them ...]\n\n", n)
+	marker := func(n int, earlier int64) string {
+		of := ""
+		if earlier > 0 {
+			n += int(earlier)
+			of = fmt.Sprintf(" (%d of them by the sandbox's output cap)", earlier)
+		}
+		return fmt.Sprintf("\n\n[... %d bytes omitted%s; narrow the request (offset/limit, head_limit, a more specific pattern) to see them ...]\n\n", n, of)
 	}
-	budget := max - len(marker(len(s)))
+	budget := max - len(marker(len(s), earlier))
 	if budget < 2 {
 		budget = 2
 	}
@@ -44,5 +71,8 @@ func truncateText(s string, max int) (string, int) {
 		start++
 	}
 	dropped := start - head
-	return s[:head] + marker(dropped) + s[start:], dropped
+	if !strings.Contains(s[head:start], cutNote) {
+		earlier = 0 // the earlier cut's own note is still in the text
+	}
+	return s[:head] + marker(dropped, earlier) + s[start:], dropped
 }

@@ -2,6 +2,8 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -13,6 +15,14 @@ func reached(got **Call) Handler {
 		*got = c
 		return Result{Content: "ran"}
 	}
+}
+
+// decoded sets what DecodeStage and Backfill carry on a call built with
+// its Params already final (Command, Paths), for a stage tested alone.
+func decoded(c *Call) *Call {
+	c.Command, c.HasCommand = commandOf(c.Params)
+	c.Paths = pathsOf(c.Params)
+	return c
 }
 
 func TestPathPolicyResolve(t *testing.T) {
@@ -66,6 +76,45 @@ func TestRecoverStage(t *testing.T) {
 	}
 }
 
+// TestCallCarriesFacts: DecodeStage sets the call's command and Backfill
+// its paths as the later stages must see them (resolved against the
+// session's cwd), once.
+func TestCallCarriesFacts(t *testing.T) {
+	ts := testTools(t)
+	echo, read, write, bash := ts[0], ts[1], ts[2], ts[3]
+	reg := NewRegistry()
+	for _, tl := range ts {
+		if err := reg.Register(SourceBuiltin, tl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		tool       Tool
+		input      string
+		command    string
+		hasCommand bool
+		paths      []string
+	}{
+		{bash, `{"command":"ls -l"}`, "ls -l", true, nil},
+		{write, `{"file_path":"a/b.txt","content":"x"}`, "", false, []string{"/ws/sub/a/b.txt"}},
+		{read, `{"file_path":"/ws/c.txt"}`, "", false, []string{"/ws/c.txt"}},
+		{echo, `{"text":"hi"}`, "", false, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.tool.Name(), func(t *testing.T) {
+			var got *Call
+			h := Chain(reached(&got), Lookup(reg), DecodeStage(1<<20), Backfill(PathPolicy{Workspace: "/ws"}))
+			c := &Call{Name: tt.tool.Name(), Session: NewSession("s", "/ws/sub"), Input: json.RawMessage(tt.input)}
+			if r := h(context.Background(), c); r.Err != nil {
+				t.Fatalf("%s: %s", r.Err.Kind, r.Err.Message)
+			}
+			if got.Command != tt.command || got.HasCommand != tt.hasCommand || !slices.Equal(got.Paths, tt.paths) {
+				t.Errorf("command %q (%v) paths %q, want %q (%v) %q", got.Command, got.HasCommand, got.Paths, tt.command, tt.hasCommand, tt.paths)
+			}
+		})
+	}
+}
+
 func TestClassifyStage(t *testing.T) {
 	tools := testTools(t)
 	bash, echo := tools[3], tools[0]
@@ -82,7 +131,7 @@ func TestClassifyStage(t *testing.T) {
 		{fakeClassify, echo, &echoParams{Text: "ls"}, ""},
 	} {
 		got = nil
-		Chain(reached(&got), ClassifyStage(tt.classify))(context.Background(), &Call{Tool: tt.tool, Params: tt.params})
+		Chain(reached(&got), ClassifyStage(tt.classify))(context.Background(), decoded(&Call{Tool: tt.tool, Params: tt.params}))
 		class := ""
 		if got.Verdict != nil {
 			class = got.Verdict.Class

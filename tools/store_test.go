@@ -90,7 +90,7 @@ func TestTruncateText(t *testing.T) {
 		{"ééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééé", 200, true},
 	}
 	for i, tt := range tests {
-		out, n := truncateText(tt.in, tt.max)
+		out, n := truncateText(tt.in, tt.max, 0)
 		if (n > 0) != tt.cut {
 			t.Errorf("%d: cut %d", i, n)
 		}

@@ -74,7 +74,7 @@ func (d Description) Render() string {
 //
 // params is always the value NewParams returned, after decoding, backfill
 // and validation (a pointer to the tool's params struct for tools made by
-// New).
+// [New]).
 type Tool interface {
 	Name() string
 	Aliases() []string
@@ -126,8 +126,8 @@ type Scope struct {
 }
 
 // Scoper is implemented by tools that say what a call can change. Tools
-// without it get: read-only → ScopeNone; path fields and kind edit, delete
-// or move → ScopeFiles of those paths; anything else → ScopeWorkspace
+// without it get: read-only → [ScopeNone]; path fields and kind edit, delete
+// or move → [ScopeFiles] of those paths; anything else → [ScopeWorkspace]
 // (unknown → the widest snapshot).
 type Scoper interface {
 	Scope(params any) Scope
@@ -170,7 +170,7 @@ type Verdict struct {
 	Parts []Part `json:"parts,omitempty"`
 }
 
-// Part is one simple command of a resolved command (Verdict.Parts).
+// Part is one simple command of a resolved command ([Verdict].Parts).
 type Part struct {
 	Argv  []string `json:"argv"`
 	Class string   `json:"class"`

@@ -6,6 +6,9 @@
 //
 // CommitNoSync is the same without the two fsyncs, for files that can be
 // rebuilt (caches): still atomic for concurrent readers, not durable.
+// CommitWith is for a caller that orders several durable writes itself:
+// its own work runs during the file's fsync, before the rename, and the
+// caller fsyncs the directory (SyncDir) when the new name must be durable.
 //
 // Temporary files are named ".tmp-<base>-<random>" so that a process
 // recovering after a crash can recognise and remove leftovers.
@@ -68,15 +71,29 @@ func (f *File) Name() string { return f.f.Name() }
 // Commit gives the file mode perm, fsyncs it, renames it to name (in the
 // directory given to Create) and fsyncs the directory.
 func (f *File) Commit(name string, perm os.FileMode) error {
-	return f.commit(name, perm, true)
+	return f.commit(name, perm, true, true, nil)
 }
 
 // CommitNoSync is Commit without the fsyncs: atomic, not durable.
 func (f *File) CommitNoSync(name string, perm os.FileMode) error {
-	return f.commit(name, perm, false)
+	return f.commit(name, perm, false, false, nil)
 }
 
-func (f *File) commit(name string, perm os.FileMode, durable bool) error {
+// CommitWith is Commit for a caller that orders several durable writes:
+// also (which may be nil) runs concurrently with the file's fsync, and
+// both end before the rename, so what also makes durable is durable
+// before anyone can see the new content, for one wait on the disk instead
+// of two. If either fails the destination is left as it was and the
+// error is returned (also's first). The directory is not fsynced: the new
+// name is durable once the caller has called SyncDir, later or once for
+// several files.
+func (f *File) CommitWith(name string, perm os.FileMode, also func() error) error {
+	return f.commit(name, perm, true, false, also)
+}
+
+// commit gives the file mode perm, fsyncs it if syncFile is set (while
+// also runs), renames it to name and fsyncs the directory if syncDir is set.
+func (f *File) commit(name string, perm os.FileMode, syncFile, syncDir bool, also func() error) error {
 	if f.done {
 		return errors.New("atomicfile: already committed or closed")
 	}
@@ -86,8 +103,8 @@ func (f *File) commit(name string, perm os.FileMode, durable bool) error {
 	if err := f.f.Chmod(perm); err != nil {
 		return err
 	}
-	if durable {
-		if err := f.f.Sync(); err != nil {
+	if syncFile {
+		if err := f.syncWith(also); err != nil {
 			return err
 		}
 	}
@@ -98,10 +115,25 @@ func (f *File) commit(name string, perm os.FileMode, durable bool) error {
 		return err
 	}
 	f.done = true
-	if !durable {
+	if !syncDir {
 		return nil
 	}
 	return SyncDir(f.dir)
+}
+
+// syncWith fsyncs the file while also (if not nil) runs, and returns
+// also's error, else the fsync's.
+func (f *File) syncWith(also func() error) error {
+	if also == nil {
+		return f.f.Sync()
+	}
+	alsoErr := make(chan error, 1)
+	go func() { alsoErr <- also() }()
+	err := f.f.Sync()
+	if aerr := <-alsoErr; aerr != nil {
+		return aerr
+	}
+	return err
 }
 
 // Close removes the temporary file unless it was committed.

@@ -1,6 +1,7 @@
 package atomicfile_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -109,5 +110,77 @@ func TestCommitNoSync(t *testing.T) {
 	}
 	if fi, _ := os.Stat(name); fi.Mode().Perm() != 0o640 {
 		t.Fatalf("mode %v", fi.Mode().Perm())
+	}
+}
+
+func TestCommitWith(t *testing.T) {
+	disk := errors.New("disk")
+	tests := []struct {
+		name    string
+		old     string // "" = no file before
+		alsoErr error
+		noAlso  bool   // also is nil
+		want    string // content after; "" = absent
+	}{
+		{name: "new file", want: "new"},
+		{name: "replaces", old: "old", want: "new"},
+		{name: "no work", noAlso: true, want: "new"},
+		{name: "work fails: nothing written", alsoErr: disk},
+		{name: "work fails: old content kept", old: "old", alsoErr: disk, want: "old"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			name := filepath.Join(dir, "entry.json")
+			if tc.old != "" {
+				if err := os.WriteFile(name, []byte(tc.old), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			called := false
+			also := func() error {
+				called = true
+				// The rename, which makes the new content visible, comes
+				// after this work.
+				b, err := os.ReadFile(name)
+				if tc.old == "" && !errors.Is(err, os.ErrNotExist) || tc.old != "" && string(b) != tc.old {
+					t.Errorf("the new content was in place before the work that must precede it (%q, %v)", b, err)
+				}
+				return tc.alsoErr
+			}
+			if tc.noAlso {
+				also = nil
+			}
+			f, err := atomicfile.Create(dir, "entry.json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.Write([]byte("new")); err != nil {
+				t.Fatal(err)
+			}
+			err = f.CommitWith(name, 0o640, also)
+			f.Close()
+			if !tc.noAlso && !called {
+				t.Error("the concurrent work did not run")
+			}
+			if !errors.Is(err, tc.alsoErr) || (err != nil) != (tc.alsoErr != nil) {
+				t.Fatalf("err = %v, want %v", err, tc.alsoErr)
+			}
+			b, rerr := os.ReadFile(name)
+			switch {
+			case tc.want == "" && !errors.Is(rerr, os.ErrNotExist):
+				t.Errorf("file exists (%q), want none", b)
+			case tc.want != "" && string(b) != tc.want:
+				t.Errorf("content %q (%v), want %q", b, rerr, tc.want)
+			}
+			if tc.want == "new" {
+				if fi, _ := os.Stat(name); fi.Mode().Perm() != 0o640 {
+					t.Errorf("mode %v, want 0640", fi.Mode().Perm())
+				}
+			}
+			if l := leftovers(t, dir); len(l) != 0 {
+				t.Errorf("temporary files left: %v", l)
+			}
+		})
 	}
 }

@@ -1,8 +1,8 @@
-// Package docker is the Docker Engine backend of sandbox.Runner: every
+// Package docker is the Docker Engine backend of [sandbox.Runner]: every
 // command runs in a fresh, hardened container that is removed afterwards.
 //
 // Containers are started ahead of time (a warm pool of config
-// sandbox.pool_size per Runner) with the agentbox binary itself,
+// sandbox.pool_size per [Runner]) with the agentbox binary itself,
 // bind-mounted read-only, as PID 1 (`agentbox init`, package
 // sandbox/initproc). Run hands one request to a warm container over its
 // already-attached stream, reads framed output and the exit status back,
@@ -10,7 +10,9 @@
 // WriteFile hands a write request the same way; init writes the file
 // itself (no process starts), and since nothing of the agent's ran there
 // the container is kept for the next writes (up to two such containers),
-// or goes back to the pool for the next request (write.go).
+// or goes back to the pool for the next request (write.go). A gated write
+// waits for its gate before init may rename the file into place
+// (docs/gated-writes.md).
 //
 // Every container gets: no network; a read-only root; a private /tmp
 // tmpfs with a size cap (HOME lives there); all capabilities dropped;
@@ -22,7 +24,7 @@
 // directories read-only. Never the Docker socket.
 //
 // Containers carry labels naming the executor (id, host, pid and the pid's
-// start time) and the workspace. Open removes labeled containers whose
+// start time) and the workspace. [Open] removes labeled containers whose
 // executor is gone; Close removes the Runner's own. Under gVisor a Runner
 // also starts a reaper process (reaper.go) that removes its containers as
 // soon as it dies without Close.

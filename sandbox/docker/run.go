@@ -22,8 +22,7 @@ const killGrace = 15 * time.Second
 
 // Run runs spec in a fresh container; see sandbox.Runner.
 func (r *Runner) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
-	spec.Timeout = sandbox.ClampTimeout(spec.Timeout, r.cfg.DefaultTimeout, r.cfg.MaxTimeout)
-	spec, err := sandbox.Normalize(spec, r.workspace)
+	spec, err := sandbox.Normalize(spec, r.workspace, r.cfg.DefaultTimeout, r.cfg.MaxTimeout)
 	if err != nil {
 		return sandbox.Result{}, err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/sandbox"
 	"github.com/agentbox/agentbox/sandbox/initproc"
 )
@@ -58,7 +59,7 @@ func (r *Runner) WriteFile(ctx context.Context, w sandbox.FileWrite) error {
 	r.mu.Unlock()
 	defer r.runs.Done()
 
-	timeout := sandbox.ClampTimeout(0, r.cfg.DefaultTimeout, r.cfg.MaxTimeout)
+	timeout := config.ClampTimeout(0, r.cfg.DefaultTimeout, r.cfg.MaxTimeout)
 	req := initproc.Req{
 		Workdir:   r.workspace,
 		TimeoutMS: timeout.Milliseconds(),

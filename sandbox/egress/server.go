@@ -401,18 +401,21 @@ func checkHello(t Target, ch ClientHello, err error) *Refusal {
 // silent that long at a time. (A variable for tests.)
 var lingerAfterClose = 10 * time.Second
 
-// lingerReader reads from c; once closed is set, each read waits at most
-// lingerAfterClose.
-type lingerReader struct {
-	c      net.Conn
-	closed *atomic.Bool
-}
-
-func (r lingerReader) Read(p []byte) (int, error) {
-	if r.closed.Load() {
-		_ = r.c.SetReadDeadline(time.Now().Add(lingerAfterClose))
+// copyLinger copies src to dst like io.Copy (so the kernel splices a TCP
+// source into a unix socket) until src ends. Once closed is set a
+// deadline on src ends a copy that stalls: each window of
+// lingerAfterClose that moved bytes arms the next, a silent one ends it.
+func copyLinger(dst io.Writer, src net.Conn, closed *atomic.Bool) int64 {
+	var total int64
+	for {
+		n, err := io.Copy(dst, src)
+		total += n
+		var ne net.Error
+		if err == nil || !errors.As(err, &ne) || !ne.Timeout() || !closed.Load() || n == 0 {
+			return total
+		}
+		_ = src.SetReadDeadline(time.Now().Add(lingerAfterClose))
 	}
-	return r.c.Read(p)
 }
 
 // relay copies both ways until both directions end and returns the bytes
@@ -436,8 +439,7 @@ func relay(client net.Conn, br *bufio.Reader, up net.Conn) (out, in int64) {
 	}()
 	go func() {
 		defer wg.Done()
-		n, _ := io.Copy(client, lingerReader{c: up, closed: &clientClosed})
-		i.Store(n)
+		i.Store(copyLinger(client, up, &clientClosed))
 		closeWrite(client)
 		// The destination is done; do not wait forever for a client
 		// that never closes its side.

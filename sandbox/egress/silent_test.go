@@ -133,3 +133,52 @@ func TestProxySilentDestinationAfterClientHangsUp(t *testing.T) {
 	}
 	s.waitClosed(t, 5*time.Second, "tunnel")
 }
+
+// After the client half-closes, a destination that keeps sending (more
+// slowly than it takes to fill a window, for several windows) keeps the
+// tunnel: only a window with no bytes at all ends it. The whole stream
+// arrives.
+func TestProxyTunnelStreamsAfterClientHalfClose(t *testing.T) {
+	old := lingerAfterClose
+	lingerAfterClose = 200 * time.Millisecond
+	t.Cleanup(func() { lingerAfterClose = old })
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	const chunks = 12 // 12 × 80 ms ≈ 5 windows
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = io.Copy(io.Discard, c) // the hello, then the client's FIN
+		for i := range chunks {
+			time.Sleep(80 * time.Millisecond)
+			fmt.Fprintf(c, "chunk %02d\n", i)
+		}
+	}()
+	e := newProxyEnv(t, envConfig{
+		allow: []string{"stream.test", "127.0.0.2"},
+		names: map[string][][]netip.Addr{"stream.test": {addrs("127.0.0.2")}},
+	})
+	c, br, resp := e.connect(fmt.Sprintf("stream.test:%d", ln.Addr().(*net.TCPAddr).Port))
+	if resp.StatusCode != 200 {
+		t.Fatalf("CONNECT = %d %s", resp.StatusCode, resp.Header.Get("X-Agentbox-Error"))
+	}
+	if _, err := c.Write(goHello(t, "stream.test")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(br)
+	if err != nil {
+		t.Fatalf("after %q: %v", got, err)
+	}
+	if want := chunks * len("chunk 00\n"); len(got) != want {
+		t.Fatalf("got %d bytes (%q), want %d: the tunnel ended while the destination was still sending", len(got), got, want)
+	}
+}

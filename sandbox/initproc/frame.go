@@ -2,9 +2,9 @@
 // the wire protocol between it and the executor.
 //
 // The init runs as PID 1 of a throwaway container. It announces itself
-// with a Ready frame, reads exactly one Request frame from its stdin (the
+// with a [Ready] frame, reads exactly one [Request] frame from its stdin (the
 // container's attached stream), runs the command, streams its output as
-// Stdout/Stderr frames, and ends with one Exit frame carrying the exit
+// [Stdout]/[Stderr] frames, and ends with one [Exit] frame carrying the exit
 // status, the final working directory and whether the memory limit
 // killed something. Then it returns: PID 1 exiting takes every other
 // process in the container with it, so nothing the command started
@@ -12,7 +12,7 @@
 //
 // A frame is one type byte, a big-endian uint32 payload length and the
 // payload. Request and Ready payloads are JSON; the Exit payload is JSON
-// sealed with the request's key (see SealExit); output and data payloads
+// sealed with the request's key (see [SealExit]); output and data payloads
 // are raw bytes.
 //
 // The Exit frame is sealed because init's stdout is not always out of the
@@ -27,13 +27,13 @@
 // fails the seal and the executor refuses the result; what the command
 // can still do is garble the stream, which fails its own call.
 //
-// Besides a command, a request may ask init to write one file (Req.Write,
+// Besides a command, a request may ask init to write one file ([Req].Write,
 // see write.go) without starting any process. Bulk input — a command's
-// stdin, a file's content — follows the request as Data frames of at most
-// DataChunk bytes, ended by an empty Data frame, so that no frame grows
-// with the input. A gated write's content is followed by one Commit
+// stdin, a file's content — follows the request as [Data] frames of at most
+// [DataChunk] bytes, ended by an empty Data frame, so that no frame grows
+// with the input. A gated write's content is followed by one [Commit]
 // frame: the executor's word that the file may become visible (see
-// WriteGated).
+// [WriteGated], and docs/gated-writes.md for the whole protocol).
 package initproc
 
 import (

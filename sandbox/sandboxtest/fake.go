@@ -58,7 +58,7 @@ func (f *Fake) Calls() int { return int(f.calls.Load()) }
 // Run implements sandbox.Runner.
 func (f *Fake) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
 	f.calls.Add(1)
-	spec, err := sandbox.Normalize(spec, f.workspace)
+	spec, err := sandbox.Normalize(spec, f.workspace, 0, 0) // config's default and cap
 	if err != nil {
 		return sandbox.Result{}, err
 	}

@@ -63,18 +63,6 @@ var Bash = tools.New("Bash", runBash,
 		return tools.Scope{Kind: tools.ScopeWorkspace, Detached: p.RunInBackground}
 	}))
 
-// bashTimeout is the timeout a call gets.
-func bashTimeout(env *tools.Env, ms int) time.Duration {
-	d := env.Limits.DefaultTimeout
-	if ms > 0 {
-		d = time.Duration(ms) * time.Millisecond
-	}
-	if env.Limits.MaxTimeout > 0 && d > env.Limits.MaxTimeout {
-		d = env.Limits.MaxTimeout
-	}
-	return d
-}
-
 func runBash(ctx context.Context, env *tools.Env, p *BashParams) (tools.Result, error) {
 	if env.Sandbox == nil {
 		return tools.Result{}, tools.Errorf(tools.ErrInternal, "no sandbox is configured, so commands cannot run; ask the operator to start the engine (agentbox engine start)")
@@ -83,7 +71,10 @@ func runBash(ctx context.Context, env *tools.Env, p *BashParams) (tools.Result, 
 	if env.Session != nil && env.Session.Cwd() != "" {
 		cwd = env.Session.Cwd()
 	}
-	req := tools.ExecRequest{Command: p.Command, Dir: cwd, Timeout: bashTimeout(env, p.Timeout), OnOutput: env.Progress, Call: env.CallID}
+	// The sandbox clamps the same way with the same limits; the timeout is
+	// settled here only so that a timed-out call can say how long it had.
+	timeout := config.ClampTimeout(time.Duration(p.Timeout)*time.Millisecond, env.Limits.DefaultTimeout, env.Limits.MaxTimeout)
+	req := tools.ExecRequest{Command: p.Command, Dir: cwd, Timeout: timeout, OnOutput: env.Progress, Call: env.CallID}
 	if env.Session != nil {
 		req.Session = env.Session.ID
 	}
@@ -94,7 +85,7 @@ func runBash(ctx context.Context, env *tools.Env, p *BashParams) (tools.Result, 
 	if err != nil {
 		return tools.Result{}, err
 	}
-	out := formatOutput(res.Stdout, res.Stderr, res.StdoutDropped, res.StderrDropped)
+	out := formatOutput(res.Stdout, res.Stderr)
 	var notes []string
 	if res.Dir != "" && res.Dir != cwd && env.Session != nil {
 		if err := env.SetCwd(res.Dir); err != nil {
@@ -225,7 +216,7 @@ func runBashOutput(ctx context.Context, env *tools.Env, p *BashOutputParams) (to
 		re := regexp.MustCompile(p.Filter)
 		stdout, stderr = filterLines(stdout, re.MatchString), filterLines(stderr, re.MatchString)
 	}
-	return withJournal(jobResult(st, formatOutput(stdout, stderr, st.Dropped, 0), false), st), nil
+	return withJournal(jobResult(st, formatOutput(stdout, stderr), false), st), nil
 }
 
 // withJournal adds the journal entry of a job that ended (Jobs report it
@@ -283,7 +274,7 @@ func runKillShell(ctx context.Context, env *tools.Env, p *KillShellParams) (tool
 	if env.Session != nil {
 		env.Session.RemoveJob(p.ShellID)
 	}
-	return withJournal(jobResult(st, formatOutput(st.Stdout, st.Stderr, st.Dropped, 0), true), st), nil
+	return withJournal(jobResult(st, formatOutput(st.Stdout, st.Stderr), true), st), nil
 }
 
 // jobResult renders a background job's state and output.

@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/sandbox"
 	"github.com/agentbox/agentbox/tools"
 )
 
@@ -114,12 +117,12 @@ func TestBashRunsAndKeepsCwd(t *testing.T) {
 
 func TestBashScripted(t *testing.T) {
 	env := newEnv(t)
-	sb := &scriptedSandbox{res: tools.ExecResult{ExitCode: 0, Stdout: "head...tail\n", StdoutDropped: 5000, Duration: time.Millisecond}}
+	sb := &scriptedSandbox{res: tools.ExecResult{ExitCode: 0, Stdout: "head\n[... 5000 bytes omitted ...]\ntail\n", StdoutDropped: 5000, Duration: time.Millisecond}}
 	env.Sandbox = sb
 	env.Verdict = &tools.Verdict{Class: tools.ClassReadOnly, Commands: [][]string{{"cat", "big"}}}
 	r := run(t, Bash, env, `{"command":"cat big","timeout":1000}`)
-	if r.Content != "head...tail\n[stdout: 4.9 KiB omitted from the middle; the start and the end are shown]" {
-		t.Errorf("content %q", r.Content)
+	if r.Content != "head\n[... 5000 bytes omitted ...]\ntail" || r.Meta["output_dropped_bytes"] != int64(5000) {
+		t.Errorf("content %q meta %v", r.Content, r.Meta)
 	}
 	if sb.req.Timeout != time.Second || sb.req.Dir != env.Workspace || sb.req.Command != "cat big" || sb.req.Call != env.CallID {
 		t.Errorf("request %+v", sb.req)
@@ -148,6 +151,95 @@ func TestBashScripted(t *testing.T) {
 	env.Sandbox = nil
 	if r := run(t, Bash, env, `{"command":"ls"}`); errKind(r) != tools.ErrInternal {
 		t.Errorf("no sandbox: %v", r.Err)
+	}
+}
+
+// TestBashTimeout pins the timeout a call gets (config.ClampTimeout with
+// the call's limits, unset limits standing for config's) and that a
+// timed-out call names it.
+func TestBashTimeout(t *testing.T) {
+	tests := []struct {
+		name     string
+		limits   tools.Limits
+		input    string
+		want     time.Duration
+		wantText string
+	}{
+		{"default", tools.Limits{DefaultTimeout: time.Minute, MaxTimeout: 5 * time.Minute}, `{"command":"x"}`, time.Minute, "after 1m0s"},
+		{"requested", tools.Limits{DefaultTimeout: time.Minute, MaxTimeout: 5 * time.Minute}, `{"command":"x","timeout":1500}`, 1500 * time.Millisecond, "after 1.5s"},
+		{"capped", tools.Limits{DefaultTimeout: time.Minute, MaxTimeout: 5 * time.Minute}, `{"command":"x","timeout":600000}`, 5 * time.Minute, "after 5m0s"},
+		{"no limits: config's default", tools.Limits{}, `{"command":"x"}`, config.DefaultTimeout, "after 2m0s"},
+		{"no limits: config's cap", tools.Limits{}, `{"command":"x","timeout":600000}`, config.MaxTimeout, "after 10m0s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := newEnv(t)
+			env.Limits = tt.limits
+			sb := &scriptedSandbox{res: tools.ExecResult{ExitCode: 137, TimedOut: true}}
+			env.Sandbox = sb
+			r := run(t, Bash, env, tt.input)
+			if sb.req.Timeout != tt.want {
+				t.Errorf("timeout %v, want %v", sb.req.Timeout, tt.want)
+			}
+			if errKind(r) != tools.ErrTimeout || !strings.Contains(r.Err.Message, "timed out "+tt.wantText) {
+				t.Errorf("error %v, want it to say %q", r.Err, tt.wantText)
+			}
+		})
+	}
+}
+
+// captured is what the sandbox returns for a stream of n bytes ending in
+// a newline, kept within limit: head and tail with the sandbox's own
+// marker line between them when bytes were dropped.
+func captured(n, limit int) (string, int64) {
+	c := sandbox.NewCapture(limit)
+	c.Write([]byte(strings.Repeat("x", n-1) + "\n"))
+	return string(c.Bytes()), c.Dropped()
+}
+
+// TestBashOneNotePerCut: a stream the sandbox cut shows the model exactly
+// one note of that cut (the sandbox's marker line), none for a stream it
+// kept whole.
+func TestBashOneNotePerCut(t *testing.T) {
+	tests := []struct {
+		name             string
+		stdoutN, stderrN int
+		want             int // notes in the content
+	}{
+		{"nothing cut", 100, 10, 0},
+		{"stdout cut", 5000, 10, 1},
+		{"stderr cut", 10, 5000, 1},
+		{"both cut", 5000, 5000, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := newEnv(t)
+			var res tools.ExecResult
+			res.Stdout, res.StdoutDropped = captured(tt.stdoutN, 1024)
+			res.Stderr, res.StderrDropped = captured(tt.stderrN, 1024)
+			env.Sandbox = &scriptedSandbox{res: res}
+			r := run(t, Bash, env, `{"command":"big"}`)
+			if got := strings.Count(r.Content, "omitted"); got != tt.want {
+				t.Errorf("%d notes, want %d:\n%s", got, tt.want, r.Content)
+			}
+		})
+	}
+}
+
+// TestBashOutputFilterKeepsCutNote: a filtered read of a job's output
+// still carries the sandbox's note where it cut that output, once.
+func TestBashOutputFilterKeepsCutNote(t *testing.T) {
+	env := newEnv(t)
+	jobs := &fakeJobs{}
+	env.Jobs = jobs
+	id := run(t, Bash, env, `{"command":"make","run_in_background":true}`).Meta["bash_id"].(string)
+	c := sandbox.NewCapture(64)
+	c.Write([]byte("WARN first\n" + strings.Repeat("noise\n", 100) + "WARN last\n"))
+	jobs.emit(id, string(c.Bytes()))
+	r := run(t, BashOutput, env, `{"bash_id":"`+id+`","filter":"WARN"}`)
+	want := fmt.Sprintf("Shell %s is running.\n\nWARN first\n[... %d bytes omitted ...]\nWARN last", id, c.Dropped())
+	if r.Content != want {
+		t.Errorf("content %q\nwant %q", r.Content, want)
 	}
 }
 

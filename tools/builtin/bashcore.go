@@ -3,6 +3,7 @@ package builtin
 import (
 	"fmt"
 	"path"
+	"regexp"
 	"strings"
 )
 
@@ -109,37 +110,37 @@ func guessProgram(command string) string {
 }
 
 // formatOutput joins a command's streams for the model: stdout, then
-// stderr, each with a note where the sandbox cut bytes out of its middle.
-func formatOutput(stdout, stderr string, stdoutDropped, stderrDropped int64) string {
+// stderr. Where the sandbox cut bytes out of a stream's middle, its
+// marker line there (sandbox.Result) is the only note of the cut: none is
+// added here.
+func formatOutput(stdout, stderr string) string {
 	var b strings.Builder
-	write := func(s string, dropped int64, name string) {
-		if s == "" && dropped == 0 {
-			return
+	for _, s := range []string{stdout, stderr} {
+		if s == "" {
+			continue
 		}
 		if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
 			b.WriteByte('\n')
 		}
 		b.WriteString(s)
-		if dropped > 0 {
-			if !strings.HasSuffix(s, "\n") {
-				b.WriteByte('\n')
-			}
-			fmt.Fprintf(&b, "[%s: %s omitted from the middle; the start and the end are shown]\n", name, humanBytes(dropped))
-		}
 	}
-	write(stdout, stdoutDropped, "stdout")
-	write(stderr, stderrDropped, "stderr")
 	return strings.TrimRight(b.String(), "\n")
 }
 
-// filterLines keeps the lines of s that re matches.
+// omittedLine is the marker line the sandbox writes where it cut bytes
+// out of a stream's middle (sandbox.Capture). filterLines keeps it, so
+// that a filtered read still says that output is missing.
+var omittedLine = regexp.MustCompile(`^\[\.\.\. [0-9]+ bytes omitted \.\.\.\]$`)
+
+// filterLines keeps the lines of s that match matches, and the sandbox's
+// marker lines of a cut (omittedLine).
 func filterLines(s string, match func(string) bool) string {
 	if s == "" {
 		return s
 	}
 	var out []string
 	for _, l := range strings.Split(strings.TrimSuffix(s, "\n"), "\n") {
-		if match(l) {
+		if match(l) || omittedLine.MatchString(l) {
 			out = append(out, l)
 		}
 	}

@@ -220,7 +220,6 @@ func (j sandboxJobs) Read(ctx context.Context, id string) (tools.JobStatus, erro
 	if out.Result != nil {
 		st.ExitCode = out.Result.ExitCode
 		st.ContainerID = out.Result.ContainerID
-		st.Dropped = out.Result.StdoutDropped + out.Result.StderrDropped
 	}
 	return st, nil
 }

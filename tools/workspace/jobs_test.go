@@ -10,16 +10,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/sandbox/sandboxtest"
 	"github.com/agentbox/agentbox/snapshot"
 	"github.com/agentbox/agentbox/tools"
 	"github.com/agentbox/agentbox/tools/builtin"
 )
 
-func openJobSystem(t *testing.T) (*Tools, *tools.Session, func(tool, in string) tools.Response) {
+// openJobSystem opens the tools over the shared fake runner in
+// bypassPermissions mode, with edits applied to the config; run fails the
+// test on a call that fails.
+func openJobSystem(t *testing.T, edits ...func(*config.Config)) (*Tools, *tools.Session, func(tool, in string) tools.Response) {
 	t.Helper()
 	cfg := testConfig(t)
 	cfg.Tools.Mode = "bypassPermissions"
+	for _, edit := range edits {
+		edit(cfg)
+	}
 	ctx := context.Background()
 	sys, err := Open(ctx, cfg, Options{Register: builtin.Register, Runner: sandboxtest.NewFake(cfg.Workspace)})
 	if err != nil {
