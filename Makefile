@@ -46,8 +46,8 @@ integration: images integration-backends integration-runsc
 	@echo "integration tests (one line per test as it finishes; test images are removed at the end) ..."
 	AGENTBOX_BIN=$(CURDIR)/$(BIN) $(GOTESTSUM) --format testname -- -tags integration -count=1 -p 1 -timeout 30m ./integration/...
 
-## integration-backends: the sandbox conformance and escape suites under Podman's Docker API
-BACKEND_TESTS := TestSandboxConformance|TestEscape|TestSandboxHardening
+## integration-backends: the sandbox conformance, escape and egress suites under Podman's Docker API
+BACKEND_TESTS := TestSandboxConformance|TestEscape|TestSandboxHardening|TestEgressAllowlist|TestEgressModeNoneFailsFast|TestEgressGitClone|TestEgressAttack|TestEgressProxyFailsToStartFailsClosed|TestEgressWorkspaceSocket|TestEgressToolchains
 integration-backends: images
 	AGENTBOX_SANDBOX_BACKEND=podman AGENTBOX_BIN=$(CURDIR)/$(BIN) $(GO) test -tags integration -count=1 -p 1 -timeout 20m -run '$(BACKEND_TESTS)' ./integration/
 
