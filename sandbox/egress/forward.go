@@ -119,7 +119,7 @@ func headerHasToken(h textproto.MIMEHeader, key, token string) bool {
 }
 
 // counter counts the bytes through an upstream connection; with idle
-// set, each read waits at most that long.
+// set, each read and each write waits at most that long.
 type counter struct {
 	net.Conn
 	out, in int64
@@ -127,6 +127,9 @@ type counter struct {
 }
 
 func (c *counter) Write(p []byte) (int, error) {
+	if c.idle > 0 {
+		_ = c.Conn.SetWriteDeadline(time.Now().Add(c.idle))
+	}
 	n, err := c.Conn.Write(p)
 	c.out += int64(n)
 	return n, err

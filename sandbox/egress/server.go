@@ -359,15 +359,14 @@ func (s *Server) connect(ctx context.Context, c Caller, conn net.Conn, br *bufio
 		return
 	}
 	ev.Decision = "allow"
-	n, err := up.Write(raw)
-	ev.BytesOut = int64(n)
-	if err != nil {
-		s.finish(ev)
-		return
+	// Every write to the destination waits at most the idle timeout: one
+	// that takes no bytes must not hold the tunnel once the client is
+	// gone (nothing reads the client while the copy waits to write).
+	cu := &counter{Conn: up, idle: s.idle}
+	if _, err := cu.Write(raw); err == nil {
+		ev.BytesIn = relay(conn, br, cu)
 	}
-	out, in := relay(conn, br, up)
-	ev.BytesOut += out
-	ev.BytesIn = in
+	ev.BytesOut = cu.out
 	s.finish(ev)
 }
 
@@ -419,19 +418,25 @@ func copyLinger(dst io.Writer, src net.Conn, closed *atomic.Bool) int64 {
 }
 
 // relay copies both ways until both directions end and returns the bytes
-// each way (client → upstream, upstream → client). Neither side can hold
-// the tunnel (its sockets and goroutines) open forever once the other
-// has closed.
-func relay(client net.Conn, br *bufio.Reader, up net.Conn) (out, in int64) {
+// from upstream to the client (up counts the other way). Neither side can
+// hold the tunnel (its sockets and goroutines) open forever once the
+// other has closed, and a destination that takes no bytes for up.idle
+// ends it: the copy to it would otherwise wait forever, whether or not
+// the client is still there. The upload goes through up's counting
+// writer; the download is spliced.
+func relay(client net.Conn, br *bufio.Reader, up *counter) (in int64) {
 	var wg sync.WaitGroup
-	var o, i atomic.Int64
 	var clientClosed atomic.Bool
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		n, _ := io.Copy(up, br)
-		o.Store(n)
-		closeWrite(up)
+		if _, err := io.Copy(up, br); err != nil {
+			// The destination stopped taking bytes or the client
+			// failed: nothing more goes either way.
+			_ = up.Close()
+		} else {
+			closeWrite(up.Conn)
+		}
 		// The client is done (or gone): a destination that neither
 		// answers nor closes must not keep the tunnel forever.
 		clientClosed.Store(true)
@@ -439,14 +444,14 @@ func relay(client net.Conn, br *bufio.Reader, up net.Conn) (out, in int64) {
 	}()
 	go func() {
 		defer wg.Done()
-		i.Store(copyLinger(client, up, &clientClosed))
+		in = copyLinger(client, up.Conn, &clientClosed)
 		closeWrite(client)
 		// The destination is done; do not wait forever for a client
 		// that never closes its side.
 		_ = client.SetReadDeadline(time.Now().Add(lingerAfterClose))
 	}()
 	wg.Wait()
-	return o.Load(), i.Load()
+	return in
 }
 
 func closeWrite(c net.Conn) {

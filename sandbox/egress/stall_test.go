@@ -1,0 +1,132 @@
+package egress
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+)
+
+// deafServer accepts connections on 127.0.0.2 and then neither reads nor
+// writes nor closes: a destination the sandbox controls that lets the
+// proxy's writes to it fill every buffer and stall.
+type deafServer struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func serveDeaf(t *testing.T) *deafServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &deafServer{ln: ln}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.mu.Lock()
+			s.conns = append(s.conns, c)
+			s.mu.Unlock()
+		}
+	}()
+	return s
+}
+
+func (s *deafServer) port() int { return s.ln.Addr().(*net.TCPAddr).Port }
+
+// stop closes everything; registered after the proxy's cleanup so that
+// it runs first (a proxy stuck on the destination must not hang the test
+// binary).
+func (s *deafServer) stop() {
+	s.ln.Close()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.conns {
+		c.Close()
+	}
+}
+
+func deafEnv(t *testing.T, idle time.Duration) (*proxyEnv, *deafServer) {
+	t.Helper()
+	s := serveDeaf(t)
+	e := newProxyEnv(t, envConfig{
+		allow:      []string{"deaf.test", "127.0.0.2"},
+		names:      map[string][][]netip.Addr{"deaf.test": {addrs("127.0.0.2")}},
+		serverOpts: []ServerOption{WithTimeouts(time.Second, idle)},
+	})
+	t.Cleanup(s.stop)
+	return e, s
+}
+
+// fill writes to c until a write makes no progress for a while (every
+// buffer between c and a destination that does not read is full) and
+// returns the bytes written.
+func fill(t *testing.T, c net.Conn) int64 {
+	t.Helper()
+	chunk := make([]byte, 64<<10)
+	var total int64
+	for total < 1<<30 {
+		_ = c.SetWriteDeadline(time.Now().Add(300 * time.Millisecond))
+		n, err := c.Write(chunk)
+		total += int64(n)
+		if err != nil {
+			return total
+		}
+	}
+	t.Fatal("1 GiB went into a destination that reads nothing")
+	return 0
+}
+
+// A client that uploads into a tunnel whose destination stops reading,
+// and then goes away, must not leave the tunnel (two goroutines, both
+// sockets, a place under the proxy's connection cap) stuck in a write to
+// the destination for the life of the executor; the tunnel's audit
+// record must come.
+func TestProxyTunnelStalledUploadAfterClientGone(t *testing.T) {
+	old := lingerAfterClose
+	lingerAfterClose = 300 * time.Millisecond
+	t.Cleanup(func() { lingerAfterClose = old })
+	e, s := deafEnv(t, 500*time.Millisecond)
+	c, _, resp := e.connect(fmt.Sprintf("deaf.test:%d", s.port()))
+	if resp.StatusCode != 200 {
+		t.Fatalf("CONNECT = %d %s", resp.StatusCode, resp.Header.Get("X-Agentbox-Error"))
+	}
+	if _, err := c.Write(goHello(t, "deaf.test")); err != nil {
+		t.Fatal(err)
+	}
+	sent := fill(t, c)
+	c.Close()
+	select {
+	case ev := <-e.events:
+		if ev.Kind != "connect" || ev.Decision != "allow" || ev.BytesOut <= 0 || ev.BytesOut > sent+int64(len(goHello(t, "deaf.test"))) {
+			t.Fatalf("audit event %+v (the client sent %d bytes)", ev, sent)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the tunnel's audit record never came: after the client sent %d bytes and left, the proxy still waits to write to a destination that does not read", sent)
+	}
+}
+
+// The same on a forwarded request: a request body the destination does
+// not read, from a client that then goes away.
+func TestProxyForwardStalledBodyAfterClientGone(t *testing.T) {
+	e, s := deafEnv(t, 500*time.Millisecond)
+	c, _ := e.raw()
+	fmt.Fprintf(c, "POST http://deaf.test:%d/ HTTP/1.1\r\nHost: deaf.test:%d\r\nContent-Length: %d\r\n\r\n", s.port(), s.port(), 1<<30)
+	sent := fill(t, c)
+	c.Close()
+	select {
+	case ev := <-e.events:
+		if ev.Kind != "http" || ev.BytesOut <= 0 {
+			t.Fatalf("audit event %+v (the client sent %d bytes)", ev, sent)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the request's audit record never came: after the client sent %d bytes of body and left, the proxy still waits to write to a destination that does not read", sent)
+	}
+}
