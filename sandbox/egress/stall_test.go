@@ -2,6 +2,7 @@ package egress
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"sync"
@@ -128,5 +129,99 @@ func TestProxyForwardStalledBodyAfterClientGone(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatalf("the request's audit record never came: after the client sent %d bytes of body and left, the proxy still waits to write to a destination that does not read", sent)
+	}
+}
+
+// The idle bound is on writes that make no progress, not on the
+// client's silence: a tunnel whose client says nothing for longer than
+// the idle timeout and then sends still carries its bytes both ways.
+func TestProxyTunnelQuietClientOutlastsIdle(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	hello := goHello(t, "echo.test")
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		if _, err := io.ReadFull(c, make([]byte, len(hello))); err != nil {
+			return
+		}
+		_, _ = io.Copy(c, c) // echo the rest
+	}()
+	e := newProxyEnv(t, envConfig{
+		allow:      []string{"echo.test", "127.0.0.2"},
+		names:      map[string][][]netip.Addr{"echo.test": {addrs("127.0.0.2")}},
+		serverOpts: []ServerOption{WithTimeouts(time.Second, 200*time.Millisecond)},
+	})
+	c, br, resp := e.connect(fmt.Sprintf("echo.test:%d", ln.Addr().(*net.TCPAddr).Port))
+	if resp.StatusCode != 200 {
+		t.Fatalf("CONNECT = %d %s", resp.StatusCode, resp.Header.Get("X-Agentbox-Error"))
+	}
+	if _, err := c.Write(hello); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(700 * time.Millisecond) // 3.5 idle timeouts without a byte
+	if _, err := io.WriteString(c, "still here"); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len("still here"))
+	if _, err := io.ReadFull(br, got); err != nil || string(got) != "still here" {
+		t.Fatalf("after a quiet client: read %q, %v", got, err)
+	}
+}
+
+// When the download ends on the linger deadline (the client half-closed,
+// the destination sent and then went silent without closing), the
+// client gets every byte the destination sent and the audit record counts
+// exactly those bytes each way.
+func TestProxyTunnelBytesWhenLingerEnds(t *testing.T) {
+	old := lingerAfterClose
+	lingerAfterClose = 300 * time.Millisecond
+	t.Cleanup(func() { lingerAfterClose = old })
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	const size = 3<<20 + 17 // several splice rounds, not a round number
+	hold := make(chan struct{})
+	t.Cleanup(func() { close(hold) })
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = io.Copy(io.Discard, c) // the hello, then the client's FIN
+		_, _ = c.Write(make([]byte, size))
+		<-hold // silent, never closes
+	}()
+	e := newProxyEnv(t, envConfig{
+		allow: []string{"linger.test", "127.0.0.2"},
+		names: map[string][][]netip.Addr{"linger.test": {addrs("127.0.0.2")}},
+	})
+	c, br, resp := e.connect(fmt.Sprintf("linger.test:%d", ln.Addr().(*net.TCPAddr).Port))
+	if resp.StatusCode != 200 {
+		t.Fatalf("CONNECT = %d %s", resp.StatusCode, resp.Header.Get("X-Agentbox-Error"))
+	}
+	hello := goHello(t, "linger.test")
+	if _, err := c.Write(hello); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.Copy(io.Discard, br)
+	if err != nil || got != size {
+		t.Fatalf("the client got %d bytes (%v), the destination sent %d", got, err, size)
+	}
+	ev := e.event()
+	if ev.Kind != "connect" || ev.Decision != "allow" || ev.BytesIn != size || ev.BytesOut != int64(len(hello)) {
+		t.Fatalf("audit event %+v; want %d bytes in, %d out", ev, size, len(hello))
 	}
 }
