@@ -345,6 +345,10 @@ func (s *Server) connect(ctx context.Context, c Caller, conn net.Conn, br *bufio
 	stop := context.AfterFunc(ctx, func() { up.Close() })
 	defer stop()
 	if _, err := io.WriteString(conn, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		// The client left while the destination was dialed: the proxy
+		// did connect, so the record is kept.
+		ev.Decision = "allow"
+		s.finish(ev)
 		return
 	}
 	_ = conn.SetReadDeadline(time.Now().Add(s.helloWait))

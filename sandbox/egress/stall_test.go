@@ -1,10 +1,14 @@
 package egress
 
 import (
+	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/netip"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -223,5 +227,143 @@ func TestProxyTunnelBytesWhenLingerEnds(t *testing.T) {
 	ev := e.event()
 	if ev.Kind != "connect" || ev.Decision != "allow" || ev.BytesIn != size || ev.BytesOut != int64(len(hello)) {
 		t.Fatalf("audit event %+v; want %d bytes in, %d out", ev, size, len(hello))
+	}
+}
+
+// Stopping the proxy (the executor closes) while a tunnel is mid-splice
+// toward a client that does not read ends the tunnel at once: Serve
+// returns, the tunnel's record comes with the bytes that got through,
+// and its goroutines are gone.
+func TestProxyShutdownMidSplice(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		chunk := make([]byte, 64<<10)
+		for {
+			if _, err := c.Write(chunk); err != nil {
+				return
+			}
+		}
+	}()
+	before := runtime.NumGoroutine()
+	p, err := NewPolicy([]string{"127.0.0.2"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth, token, err := NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := make(chan Event, 4)
+	srv := NewServer(NewGate(p), auth, WithAudit(func(ev Event) { events <- ev }))
+	sln, err := Listen(t.TempDir() + "/egress")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, sln) }()
+
+	c, err := net.Dial("unix", sln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	target := fmt.Sprintf("127.0.0.2:%d", ln.Addr().(*net.TCPAddr).Port)
+	pre := Preamble{Token: token, Caller: Caller{Call: "call-1", Session: "sess-1"}}.String()
+	fmt.Fprintf(c, "%sCONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", pre, target, target)
+	br := bufio.NewReader(c)
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %v %v", resp, err)
+	}
+	if _, err := c.Write(goHello(t, "")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // every buffer toward the client fills
+	cancel()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("Serve did not return: a tunnel stuck writing to a client that does not read outlives the proxy")
+	}
+	select {
+	case ev := <-events:
+		if ev.Kind != "connect" || ev.Decision != "allow" || ev.BytesIn <= 0 {
+			t.Fatalf("audit event %+v", ev)
+		}
+	default:
+		t.Fatal("no audit record for the tunnel the shutdown ended")
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for runtime.NumGoroutine() > before+2 && time.Now().Before(deadline) { // the destination's goroutine may still be closing
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before+2 {
+		t.Fatalf("%d goroutines left after the proxy stopped (%d before)", n, before)
+	}
+}
+
+// A CONNECT whose client is gone by the time the destination is dialed
+// (init's relay closes its socket when the command ends, for example
+// while the person is still being asked) still leaves its record: the
+// proxy did connect to the destination.
+func TestProxyConnectAuditedWhenClientGoneBeforeAnswer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	accepted := make(chan struct{}, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		accepted <- struct{}{}
+		_, _ = io.Copy(io.Discard, c)
+		c.Close()
+	}()
+	gone := make(chan struct{})
+	e := newProxyEnv(t, envConfig{
+		allow: []string{"127.0.0.2"},
+		names: map[string][][]netip.Addr{"late.test": {addrs("127.0.0.2")}},
+		approver: func(ctx context.Context, q Question) (Verdict, error) {
+			<-gone // the person answers after the command has ended
+			return Allow, nil
+		}, timeout: 5 * time.Second})
+	c := dialSocket(t, e, Preamble{Token: e.token, Caller: Caller{Call: "call-1", Session: "sess-1"}}.String())
+	target := fmt.Sprintf("late.test:%d", ln.Addr().(*net.TCPAddr).Port)
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target)
+	for e.asked.Load() == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	c.Close()
+	close(gone)
+	select {
+	case <-accepted:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the approved destination was not dialed")
+	}
+	select {
+	case ev := <-e.events:
+		if ev.Kind != "connect" || ev.Host != "late.test" || ev.Addr == "" || ev.Decision != "allow" || ev.By != "approver" {
+			t.Fatalf("audit event %+v", ev)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("the proxy connected to late.test but wrote no audit record")
 	}
 }
