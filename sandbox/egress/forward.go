@@ -3,6 +3,8 @@ package egress
 import (
 	"bufio"
 	"context"
+	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/textproto"
@@ -79,9 +81,12 @@ func (s *Server) forward(ctx context.Context, c Caller, conn net.Conn, br *bufio
 		s.refuse(conn, ev, refusef(ReasonDial, "", "sending the request failed"))
 		return false
 	}
-	ubr := bufio.NewReader(cu)
+	hl := &headLimit{r: cu}
+	ubr := bufio.NewReader(hl)
 	for {
+		hl.left = MaxResponseHeadBytes
 		resp, err := http.ReadResponse(ubr, req)
+		hl.left = -1 // the body is not bounded here
 		if err != nil {
 			ev.BytesOut, ev.BytesIn = cu.out, cu.in
 			s.refuse(conn, ev, refusef(ReasonDial, "", "no valid response from %s", t.Host))
@@ -116,6 +121,33 @@ func headerHasToken(h textproto.MIMEHeader, key, token string) bool {
 		}
 	}
 	return false
+}
+
+// MaxResponseHeadBytes bounds a response's status line and headers
+// from a destination (net/http's reader itself has no bound).
+const MaxResponseHeadBytes = 64 << 10
+
+var errResponseHeadTooLarge = errors.New("response head too large")
+
+// headLimit reads from r; while left is not negative, at most left
+// bytes more.
+type headLimit struct {
+	r    io.Reader
+	left int64
+}
+
+func (h *headLimit) Read(p []byte) (int, error) {
+	if h.left >= 0 {
+		if h.left == 0 {
+			return 0, errResponseHeadTooLarge
+		}
+		p = p[:min(int64(len(p)), h.left)]
+	}
+	n, err := h.r.Read(p)
+	if h.left >= 0 {
+		h.left -= int64(n)
+	}
+	return n, err
 }
 
 // counter counts the bytes through an upstream connection; with idle

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -365,5 +366,59 @@ func TestProxyConnectAuditedWhenClientGoneBeforeAnswer(t *testing.T) {
 		}
 	case <-time.After(3 * time.Second):
 		t.Fatal("the proxy connected to late.test but wrote no audit record")
+	}
+}
+
+// A destination (the sandbox may control one it is allowed to reach)
+// that answers a forwarded request with a response head that never ends
+// must not make the agentbox process buffer it without bound: the proxy
+// stops reading after a bounded head and answers 502.
+func TestProxyForwardEndlessResponseHead(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	const limit = 16 << 20
+	accepted := make(chan int64, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		go func() { _, _ = io.Copy(io.Discard, c) }()
+		line := []byte("X-Filler: " + strings.Repeat("a", 8<<10) + "\r\n")
+		var sent int64
+		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\n")
+		for sent < limit {
+			_ = c.SetWriteDeadline(time.Now().Add(2 * time.Second))
+			n, err := c.Write(line)
+			sent += int64(n)
+			if err != nil {
+				break
+			}
+		}
+		accepted <- sent
+	}()
+	e := newProxyEnv(t, envConfig{
+		allow: []string{"heady.test", "127.0.0.2"},
+		names: map[string][][]netip.Addr{"heady.test": {addrs("127.0.0.2")}},
+	})
+	c, br := e.raw()
+	port := ln.Addr().(*net.TCPAddr).Port
+	fmt.Fprintf(c, "GET http://heady.test:%d/ HTTP/1.1\r\nHost: heady.test:%d\r\n\r\n", port, port)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	if resp.StatusCode != http.StatusBadGateway || resp.Header.Get("X-Agentbox-Error") != ReasonDial {
+		t.Fatalf("got %d %q; want 502 %q", resp.StatusCode, resp.Header.Get("X-Agentbox-Error"), ReasonDial)
+	}
+	if sent := <-accepted; sent >= limit {
+		t.Fatalf("the proxy took %d bytes of one response head and kept reading", sent)
+	}
+	if ev := e.event(); ev.Kind != "http" || ev.Reason != ReasonDial || ev.BytesIn <= 0 || ev.BytesIn > 1<<20 {
+		t.Fatalf("audit event %+v", ev)
 	}
 }
