@@ -84,9 +84,12 @@ func (s *Server) forward(ctx context.Context, c Caller, conn net.Conn, br *bufio
 	hl := &headLimit{r: cu}
 	ubr := bufio.NewReader(hl)
 	for {
-		hl.left = MaxResponseHeadBytes
+		// The whole head, not just each read, within the idle timeout:
+		// nothing is written to the client before it is complete, so a
+		// client that left is not noticed while a destination trickles.
+		hl.left, cu.until = MaxResponseHeadBytes, time.Now().Add(s.idle)
 		resp, err := http.ReadResponse(ubr, req)
-		hl.left = -1 // the body is not bounded here
+		hl.left, cu.until = -1, time.Time{} // the body is not bounded here
 		if err != nil {
 			ev.BytesOut, ev.BytesIn = cu.out, cu.in
 			s.refuse(conn, ev, refusef(ReasonDial, "", "no valid response from %s", t.Host))
@@ -151,11 +154,13 @@ func (h *headLimit) Read(p []byte) (int, error) {
 }
 
 // counter counts the bytes through an upstream connection; with idle
-// set, each read and each write waits at most that long.
+// set, each read and each write waits at most that long, and no read
+// waits past until when that is set.
 type counter struct {
 	net.Conn
 	out, in int64
 	idle    time.Duration
+	until   time.Time
 }
 
 func (c *counter) Write(p []byte) (int, error) {
@@ -168,8 +173,12 @@ func (c *counter) Write(p []byte) (int, error) {
 }
 
 func (c *counter) Read(p []byte) (int, error) {
-	if c.idle > 0 {
-		_ = c.Conn.SetReadDeadline(time.Now().Add(c.idle))
+	d := c.until
+	if next := time.Now().Add(c.idle); c.idle > 0 && (d.IsZero() || next.Before(d)) {
+		d = next
+	}
+	if !d.IsZero() {
+		_ = c.Conn.SetReadDeadline(d)
 	}
 	n, err := c.Conn.Read(p)
 	c.in += int64(n)

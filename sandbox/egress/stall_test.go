@@ -422,3 +422,56 @@ func TestProxyForwardEndlessResponseHead(t *testing.T) {
 		t.Fatalf("audit event %+v", ev)
 	}
 }
+
+// A destination that sends a forwarded request's response head one byte
+// at a time, each just within the idle timeout, must not hold the
+// request (and its sockets) for hours once the client has left: the
+// proxy writes nothing to the client until the head is complete, so only
+// a bound on the whole head ends it.
+func TestProxyForwardTricklingResponseHeadAfterClientGone(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	stopped := make(chan struct{})
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		go func() { _, _ = io.Copy(io.Discard, c) }()
+		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nX-Slow: ")
+		for {
+			time.Sleep(100 * time.Millisecond)
+			if _, err := c.Write([]byte("a")); err != nil {
+				close(stopped)
+				return
+			}
+		}
+	}()
+	e := newProxyEnv(t, envConfig{
+		allow:      []string{"trickle.test", "127.0.0.2"},
+		names:      map[string][][]netip.Addr{"trickle.test": {addrs("127.0.0.2")}},
+		serverOpts: []ServerOption{WithTimeouts(time.Second, 400*time.Millisecond)},
+	})
+	c, _ := e.raw()
+	port := ln.Addr().(*net.TCPAddr).Port
+	fmt.Fprintf(c, "GET http://trickle.test:%d/ HTTP/1.1\r\nHost: trickle.test:%d\r\n\r\n", port, port)
+	time.Sleep(200 * time.Millisecond)
+	c.Close()
+	select {
+	case ev := <-e.events:
+		if ev.Kind != "http" || ev.Reason != ReasonDial {
+			t.Fatalf("audit event %+v", ev)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("5 s after the client left, the proxy still reads a response head one byte at a time (no audit record)")
+	}
+	select {
+	case <-stopped:
+	case <-time.After(3 * time.Second):
+		t.Fatal("the proxy still holds the trickling destination's connection")
+	}
+}
