@@ -55,15 +55,19 @@ type Server struct {
 
 	maxConns, maxPerCall int
 	mu                   sync.Mutex
-	open                 int            // connections being served
+	open                 int            // authenticated connections being served
 	perCall              map[string]int // authenticated connections per call
+	unauthenticated      []net.Conn     // accepted, preamble not yet checked; oldest first
 }
 
 // Connection limits: anything in a sandbox can open the socket, so the
 // proxy bounds what it holds (a goroutine, a socket and a 32 KiB buffer
 // per connection) and how long an unauthenticated one may stay.
 const (
-	// DefaultMaxConns bounds the connections one Server serves at once.
+	// DefaultMaxConns bounds the authenticated connections one Server
+	// serves at once, and apart from them those that have not yet sent
+	// their preamble (a new one closes the oldest of those, so that a
+	// flood without a token cannot keep the relay's connections out).
 	DefaultMaxConns = 512
 	// DefaultMaxConnsPerCall bounds one call's connections, so that one
 	// call cannot take them all.
@@ -143,16 +147,34 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			}
 			return fmt.Errorf("egress accept: %w", err)
 		}
-		if !s.take("", false) {
-			s.tooMany(c, Event{Time: time.Now(), Kind: "refused"}, "the proxy")
-			continue
-		}
+		s.admit(c)
 		s.connections.Add(1)
 		go func() {
 			defer s.connections.Done()
-			defer s.release("", false)
+			defer s.authenticated(c)
 			s.ServeConn(ctx, c)
 		}()
+	}
+}
+
+// admit registers c as not yet authenticated; when maxConns are, the
+// oldest is closed (its preamble read fails and it is refused).
+func (s *Server) admit(c net.Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.unauthenticated) >= s.maxConns {
+		s.unauthenticated[0].Close()
+		s.unauthenticated = s.unauthenticated[1:]
+	}
+	s.unauthenticated = append(s.unauthenticated, c)
+}
+
+// authenticated forgets c as unauthenticated (it passed, or it ended).
+func (s *Server) authenticated(c net.Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i := slices.Index(s.unauthenticated, c); i >= 0 {
+		s.unauthenticated = slices.Delete(s.unauthenticated, i, i+1)
 	}
 }
 
@@ -221,6 +243,12 @@ func (s *Server) ServeConn(ctx context.Context, c net.Conn) {
 		s.refuse(c, Event{Time: start, Kind: "refused"}, r)
 		return
 	}
+	s.authenticated(c)
+	if !s.take("", false) {
+		s.tooMany(c, s.event(p.Caller, "refused", start), "the proxy")
+		return
+	}
+	defer s.release("", false)
 	if !s.take(p.Call, true) {
 		s.tooMany(c, s.event(p.Caller, "refused", start), "this call")
 		return

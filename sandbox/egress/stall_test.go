@@ -475,3 +475,22 @@ func TestProxyForwardTricklingResponseHeadAfterClientGone(t *testing.T) {
 		t.Fatal("the proxy still holds the trickling destination's connection")
 	}
 }
+
+// Anything in a sandbox can open the socket without a token. Connections
+// that never send a preamble, opened as fast as they are closed, must not
+// take the places of authenticated callers: another call is still
+// served while a command keeps the proxy full of them.
+func TestProxyUnauthenticatedFloodDoesNotStarveCalls(t *testing.T) {
+	e := newProxyEnv(t, envConfig{allow: []string{"good.test"}, serverOpts: []ServerOption{WithAudit(func(Event) {})}})
+	for range DefaultMaxConns + 10 {
+		dialSocket(t, e, "")
+	}
+	time.Sleep(100 * time.Millisecond) // all accepted, none has sent anything
+	c := dialSocket(t, e, Preamble{Token: e.token, Caller: Caller{Call: "other", Session: "s"}}.String())
+	fmt.Fprint(c, "GET http://good.test:1/ HTTP/1.1\r\nHost: good.test:1\r\n\r\n")
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	b, _ := io.ReadAll(c)
+	if !strings.HasPrefix(string(b), "HTTP/1.1 ") || strings.Contains(string(b), ReasonTooMany) {
+		t.Fatalf("a call with the token was not served while %d connections without one were open: %q", DefaultMaxConns+10, b)
+	}
+}
