@@ -231,90 +231,139 @@ func TestProxyTunnelBytesWhenLingerEnds(t *testing.T) {
 	}
 }
 
-// Stopping the proxy (the executor closes) while a tunnel is mid-splice
-// toward a client that does not read ends the tunnel at once: Serve
-// returns, the tunnel's record comes with the bytes that got through,
-// and its goroutines are gone.
-func TestProxyShutdownMidSplice(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.2:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		c, err := ln.Accept()
+// Stopping the proxy (the executor closes) ends every connection at
+// once, whatever it waits on: Serve returns, each connection that got a
+// target leaves its record, and no goroutine stays.
+func TestProxyShutdownEndsEveryConnection(t *testing.T) {
+	// The destination: "flood" writes without end, "deaf" neither reads
+	// nor writes, "silent" reads and never answers.
+	serveDest := func(t *testing.T, kind string) int {
+		ln, err := net.Listen("tcp", "127.0.0.2:0")
 		if err != nil {
-			return
+			t.Fatal(err)
 		}
-		defer c.Close()
-		chunk := make([]byte, 64<<10)
-		for {
-			if _, err := c.Write(chunk); err != nil {
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			c, err := ln.Accept()
+			if err != nil {
 				return
 			}
+			defer c.Close()
+			switch kind {
+			case "flood":
+				chunk := make([]byte, 64<<10)
+				for {
+					if _, err := c.Write(chunk); err != nil {
+						return
+					}
+				}
+			case "deaf":
+				_, _ = c.Read(make([]byte, 0)) // returns at once; then nothing
+				time.Sleep(10 * time.Second)
+			case "silent":
+				_, _ = io.Copy(io.Discard, c)
+			}
+		}()
+		return ln.Addr().(*net.TCPAddr).Port
+	}
+	connect := func(c net.Conn, br *bufio.Reader, target string) {
+		fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target)
+		resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("CONNECT: %v %v", resp, err)
 		}
-	}()
-	before := runtime.NumGoroutine()
-	p, err := NewPolicy([]string{"127.0.0.2"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	auth, token, err := NewToken()
-	if err != nil {
-		t.Fatal(err)
-	}
-	events := make(chan Event, 4)
-	srv := NewServer(NewGate(p), auth, WithAudit(func(ev Event) { events <- ev }))
-	sln, err := Listen(t.TempDir() + "/egress")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, sln) }()
-
-	c, err := net.Dial("unix", sln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	target := fmt.Sprintf("127.0.0.2:%d", ln.Addr().(*net.TCPAddr).Port)
-	pre := Preamble{Token: token, Caller: Caller{Call: "call-1", Session: "sess-1"}}.String()
-	fmt.Fprintf(c, "%sCONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", pre, target, target)
-	br := bufio.NewReader(c)
-	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("CONNECT: %v %v", resp, err)
-	}
-	if _, err := c.Write(goHello(t, "")); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(300 * time.Millisecond) // every buffer toward the client fills
-	cancel()
-	select {
-	case err := <-served:
-		if err != nil {
-			t.Fatalf("Serve: %v", err)
+		if _, err := c.Write(goHello(t, "")); err != nil {
+			t.Fatal(err)
 		}
-	case <-time.After(3 * time.Second):
-		t.Fatal("Serve did not return: a tunnel stuck writing to a client that does not read outlives the proxy")
 	}
-	select {
-	case ev := <-events:
-		if ev.Kind != "connect" || ev.Decision != "allow" || ev.BytesIn <= 0 {
-			t.Fatalf("audit event %+v", ev)
-		}
-	default:
-		t.Fatal("no audit record for the tunnel the shutdown ended")
-	}
-	deadline := time.Now().Add(2 * time.Second)
-	for runtime.NumGoroutine() > before+2 && time.Now().Before(deadline) { // the destination's goroutine may still be closing
-		time.Sleep(20 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before+2 {
-		t.Fatalf("%d goroutines left after the proxy stopped (%d before)", n, before)
+	for _, tc := range []struct {
+		name   string
+		dest   string
+		record bool // the connection got a target, so it has a record
+		act    func(t *testing.T, c net.Conn, br *bufio.Reader, port int)
+	}{
+		{"tunnel mid-splice to a client that does not read", "flood", true, func(t *testing.T, c net.Conn, br *bufio.Reader, port int) {
+			connect(c, br, fmt.Sprintf("127.0.0.2:%d", port))
+		}},
+		{"tunnel upload stalled on a destination that does not read", "deaf", true, func(t *testing.T, c net.Conn, br *bufio.Reader, port int) {
+			connect(c, br, fmt.Sprintf("127.0.0.2:%d", port))
+			fill(t, c)
+		}},
+		{"forward waiting for a silent destination", "silent", true, func(t *testing.T, c net.Conn, br *bufio.Reader, port int) {
+			fmt.Fprintf(c, "GET http://127.0.0.2:%d/ HTTP/1.1\r\nHost: 127.0.0.2:%d\r\n\r\n", port, port)
+		}},
+		{"waiting for an approval", "silent", true, func(t *testing.T, c net.Conn, br *bufio.Reader, port int) {
+			fmt.Fprintf(c, "CONNECT ask.test:%d HTTP/1.1\r\n\r\n", port)
+		}},
+		{"kept-alive connection between requests", "silent", false, func(t *testing.T, c net.Conn, br *bufio.Reader, port int) {}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			port := serveDest(t, tc.dest)
+			before := runtime.NumGoroutine()
+			p, err := NewPolicy([]string{"127.0.0.2"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			auth, token, err := NewToken()
+			if err != nil {
+				t.Fatal(err)
+			}
+			events := make(chan Event, 4)
+			asked := make(chan struct{}, 1)
+			gate := NewGate(p, WithResolver(&mapResolver{names: map[string][][]netip.Addr{"ask.test": {addrs("127.0.0.2")}}, calls: map[string]int{}}),
+				WithApprover(func(ctx context.Context, q Question) (Verdict, error) {
+					asked <- struct{}{}
+					<-ctx.Done()
+					return Deny, ctx.Err()
+				}, time.Minute))
+			srv := NewServer(gate, auth, WithAudit(func(ev Event) { events <- ev }), WithTimeouts(time.Second, time.Minute))
+			sln, err := Listen(t.TempDir() + "/egress")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			served := make(chan error, 1)
+			go func() { served <- srv.Serve(ctx, sln) }()
+			c, err := net.Dial("unix", sln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			fmt.Fprint(c, Preamble{Token: token, Caller: Caller{Call: "call-1", Session: "sess-1"}}.String())
+			tc.act(t, c, bufio.NewReader(c), port)
+			if tc.name == "waiting for an approval" {
+				<-asked
+			}
+			time.Sleep(200 * time.Millisecond) // whatever it waits on, it waits
+			cancel()
+			select {
+			case err := <-served:
+				if err != nil {
+					t.Fatalf("Serve: %v", err)
+				}
+			case <-time.After(3 * time.Second):
+				t.Fatal("Serve did not return after its context ended")
+			}
+			select {
+			case ev := <-events:
+				if !tc.record {
+					t.Fatalf("unexpected record %+v", ev)
+				}
+			default:
+				if tc.record {
+					t.Fatal("no audit record for the connection the shutdown ended")
+				}
+			}
+			deadline := time.Now().Add(2 * time.Second)
+			for runtime.NumGoroutine() > before+2 && time.Now().Before(deadline) { // the destination's may still be ending
+				time.Sleep(20 * time.Millisecond)
+			}
+			if n := runtime.NumGoroutine(); n > before+2 {
+				t.Fatalf("%d goroutines left after the proxy stopped (%d before)", n, before)
+			}
+		})
 	}
 }
 
