@@ -76,6 +76,12 @@ func (s *Server) forward(ctx context.Context, c Caller, conn net.Conn, br *bufio
 	// the connection forever: every read from it waits at most the idle
 	// timeout.
 	cu := &counter{Conn: up, idle: s.idle}
+	if req.Body != nil && req.Body != http.NoBody {
+		// net/http closes the body when the write fails, and closing a
+		// request body reads the rest of it: up to a length the client
+		// chose, before the client hears anything.
+		req.Body = io.NopCloser(req.Body)
+	}
 	if err := req.Write(cu); err != nil {
 		ev.BytesOut = cu.out
 		s.refuse(conn, ev, refusef(ReasonDial, "", "sending the request failed"))

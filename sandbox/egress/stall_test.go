@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -541,5 +542,61 @@ func TestProxyUnauthenticatedFloodDoesNotStarveCalls(t *testing.T) {
 	b, _ := io.ReadAll(c)
 	if !strings.HasPrefix(string(b), "HTTP/1.1 ") || strings.Contains(string(b), ReasonTooMany) {
 		t.Fatalf("a call with the token was not served while %d connections without one were open: %q", DefaultMaxConns+10, b)
+	}
+}
+
+// When the destination stops taking a forwarded request's body, the
+// client hears 502 then, not after the proxy has read (and thrown away)
+// the rest of a body whose length the client chose.
+func TestProxyForwardStalledBodyIsNotDrained(t *testing.T) {
+	e, s := deafEnv(t, 300*time.Millisecond)
+	c, br := e.raw()
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	const length = 1 << 30
+	fmt.Fprintf(c, "POST http://deaf.test:%d/ HTTP/1.1\r\nHost: deaf.test:%d\r\nContent-Length: %d\r\n\r\n", s.port(), s.port(), length)
+	var sent atomic.Int64
+	go func() {
+		chunk := make([]byte, 64<<10)
+		for sent.Load() < length {
+			n, err := c.Write(chunk)
+			sent.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	}()
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	if at := sent.Load(); resp.StatusCode != http.StatusBadGateway || at >= length {
+		t.Fatalf("got %d %q after the client had sent %d of %d bytes; want 502 as soon as the destination stalls",
+			resp.StatusCode, resp.Header.Get("X-Agentbox-Error"), at, length)
+	}
+	if ev := e.event(); ev.Kind != "http" || ev.Reason != ReasonDial || ev.BytesOut >= length {
+		t.Fatalf("audit event %+v", ev)
+	}
+}
+
+// A forwarded body with a length still goes whole, and the kept-alive
+// connection carries the next request after it.
+func TestProxyForwardBodyThenNextRequest(t *testing.T) {
+	good := serveHTTP(t, "127.0.0.2", 0, "good")
+	e := newProxyEnv(t, envConfig{
+		allow: []string{"good.test", "127.0.0.2"},
+		names: map[string][][]netip.Addr{"good.test": {addrs("127.0.0.2")}},
+	})
+	c, br := e.raw()
+	fmt.Fprintf(c, "POST http://good.test:%d/a HTTP/1.1\r\nHost: good.test:%d\r\nContent-Length: 5\r\n\r\nhello", good.port(), good.port())
+	fmt.Fprintf(c, "GET http://good.test:%d/b HTTP/1.1\r\nHost: good.test:%d\r\n\r\n", good.port(), good.port())
+	for _, want := range []string{"/a body=5", "/b body=0"} {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("waiting for %q: %v", want, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 || !strings.HasSuffix(string(b), want) {
+			t.Fatalf("%d %q; want ... %q", resp.StatusCode, b, want)
+		}
 	}
 }
