@@ -77,9 +77,9 @@ func (s *Server) forward(ctx context.Context, c Caller, conn net.Conn, br *bufio
 	// timeout.
 	cu := &counter{Conn: up, idle: s.idle}
 	if req.Body != nil && req.Body != http.NoBody {
-		// net/http closes the body when the write fails, and closing a
-		// request body reads the rest of it: up to a length the client
-		// chose, before the client hears anything.
+		// net/http closes the body when the write fails, and closing
+		// it reads the rest: up to a length the client chose, before
+		// the client hears anything.
 		req.Body = io.NopCloser(req.Body)
 	}
 	if err := req.Write(cu); err != nil {
@@ -107,6 +107,12 @@ func (s *Server) forward(ctx context.Context, c Caller, conn net.Conn, br *bufio
 		}
 		stripHop(resp.Header)
 		resp.Close = !keep
+		if resp.Body != http.NoBody {
+			// When the client is gone, net/http closes the body, and
+			// closing it reads the rest (a length the destination
+			// chose) to throw it away.
+			resp.Body = io.NopCloser(resp.Body)
+		}
 		err = resp.Write(conn)
 		resp.Body.Close()
 		if err != nil {

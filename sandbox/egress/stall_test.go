@@ -600,3 +600,54 @@ func TestProxyForwardBodyThenNextRequest(t *testing.T) {
 		}
 	}
 }
+
+// A client that leaves in the middle of a forwarded response whose
+// length the destination chose (here a terabyte, sent as fast as it
+// goes) ends the request: the proxy does not read the rest to throw it
+// away.
+func TestProxyForwardResponseNotDrainedAfterClientGone(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var sent atomic.Int64
+	stopped := make(chan struct{})
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		defer close(stopped)
+		go func() { _, _ = io.Copy(io.Discard, c) }()
+		_, _ = fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", int64(1)<<40)
+		chunk := make([]byte, 64<<10)
+		for {
+			n, err := c.Write(chunk)
+			sent.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	}()
+	e := newProxyEnv(t, envConfig{
+		allow: []string{"big.test", "127.0.0.2"},
+		names: map[string][][]netip.Addr{"big.test": {addrs("127.0.0.2")}},
+	})
+	c, br := e.raw()
+	port := ln.Addr().(*net.TCPAddr).Port
+	fmt.Fprintf(c, "GET http://big.test:%d/ HTTP/1.1\r\nHost: big.test:%d\r\n\r\n", port, port)
+	if _, err := http.ReadResponse(br, nil); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	select {
+	case <-stopped:
+	case <-time.After(3 * time.Second):
+		t.Fatalf("3 s after the client left the proxy still reads the response (%d bytes so far)", sent.Load())
+	}
+	if ev := e.event(); ev.Kind != "http" {
+		t.Fatalf("audit event %+v", ev)
+	}
+}
