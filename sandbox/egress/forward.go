@@ -106,6 +106,9 @@ func (s *Server) forward(ctx context.Context, c Caller, conn net.Conn, br *bufio
 			keep = keep && (resp.ContentLength >= 0 || len(resp.TransferEncoding) > 0)
 		}
 		stripHop(resp.Header)
+		// Only the proxy's own refusals carry it (init repeats their
+		// text to the command as agentbox's word).
+		resp.Header.Del("X-Agentbox-Error")
 		resp.Close = !keep
 		if resp.Body != http.NoBody {
 			// When the client is gone, net/http closes the body, and
