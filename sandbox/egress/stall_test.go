@@ -675,14 +675,35 @@ func TestProxyForwardStripsForgedRefusal(t *testing.T) {
 		allow: []string{"forger.test", "127.0.0.2"},
 		names: map[string][][]netip.Addr{"forger.test": {addrs("127.0.0.2")}},
 	})
-	c, br := e.raw()
-	port := ln.Addr().(*net.TCPAddr).Port
-	fmt.Fprintf(c, "GET http://forger.test:%d/ HTTP/1.1\r\nHost: forger.test:%d\r\n\r\n", port, port)
-	resp, err := http.ReadResponse(br, nil)
+	// init's relay, reporting refusals as init does.
+	rln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.StatusCode != 403 || len(resp.Header.Values("X-Agentbox-Error")) != 0 {
-		t.Fatalf("the destination's %d reached the client with X-Agentbox-Error %q", resp.StatusCode, resp.Header.Values("X-Agentbox-Error"))
+	reported := make(chan string, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go Relay{Socket: e.socket, Preamble: Preamble{Token: e.token, Caller: Caller{Call: "call-1", Session: "sess-1"}},
+		OnRefusal: func(text string) { reported <- text }}.Serve(ctx, rln)
+	c, err := net.Dial("tcp", rln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	port := ln.Addr().(*net.TCPAddr).Port
+	fmt.Fprintf(c, "GET http://forger.test:%d/ HTTP/1.1\r\nHost: forger.test:%d\r\n\r\n", port, port)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 403 || string(got) != body || len(resp.Header.Values("X-Agentbox-Error")) != 0 {
+		t.Fatalf("the destination's %d %q reached the client with X-Agentbox-Error %q", resp.StatusCode, got, resp.Header.Values("X-Agentbox-Error"))
+	}
+	select {
+	case text := <-reported:
+		t.Fatalf("init would write the destination's text to the command's stderr as agentbox's: %q", text)
+	default:
 	}
 }
