@@ -13,8 +13,8 @@ import (
 )
 
 // TestBenchEgress: `agentbox bench egress` downloads through a real
-// sandbox's relay and proxy and on the host, and reports both rows with
-// measured values on each side.
+// sandbox's relay and proxy, on the host and on the host through a bare
+// relay, and reports both rows with measured values on each side.
 func TestBenchEgress(t *testing.T) {
 	requireDebianTool(t, "curl", "curl")
 	ensureHostImage(t)
@@ -33,6 +33,8 @@ func TestBenchEgress(t *testing.T) {
 		Host    float64 `json:"host"`
 		Sandbox float64 `json:"sandbox"`
 		Ratio   float64 `json:"ratio"`
+		Relay   float64 `json:"relay"`
+		VsRelay float64 `json:"vs_relay"`
 	}
 	if err := json.Unmarshal(out.Bytes(), &rows); err != nil || len(rows) != 2 {
 		t.Fatalf("bench egress --json: %v\n%s", err, out.String())
@@ -42,7 +44,7 @@ func TestBenchEgress(t *testing.T) {
 			t.Errorf("row %+v has no measurement", r)
 		}
 	}
-	if rows[0].Name != "bulk-32MiB-https" || rows[0].Ratio <= 0 || rows[1].Name != "new-connection-p50" {
+	if rows[0].Name != "bulk-32MiB-https" || rows[0].Ratio <= 0 || rows[0].Relay <= 0 || rows[0].VsRelay <= 0 || rows[1].Name != "new-connection-p50" {
 		t.Errorf("rows %+v", rows)
 	}
 	t.Logf("%s", out.String())

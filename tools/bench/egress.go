@@ -36,10 +36,16 @@ type EgressRow struct {
 	Sandbox float64 `json:"sandbox"`
 	// Ratio is sandbox/host for throughput; Added is sandbox-host for
 	// latency (ms).
-	Ratio  float64 `json:"ratio,omitempty"`
-	Added  float64 `json:"added_ms,omitempty"`
-	Target string  `json:"target"`
-	Met    bool    `json:"met"`
+	Ratio float64 `json:"ratio,omitempty"`
+	// Relay (throughput only) is the host's curl through a bare relay in
+	// this process: no policy, no TLS check, the kernel splicing TCP to
+	// TCP — what any proxy in the path costs on this machine. VsRelay is
+	// sandbox/relay.
+	Relay   float64 `json:"relay,omitempty"`
+	VsRelay float64 `json:"vs_relay,omitempty"`
+	Added   float64 `json:"added_ms,omitempty"`
+	Target  string  `json:"target"`
+	Met     bool    `json:"met"`
 }
 
 // Egress serves a 32 MiB file and a small one over HTTPS (a self-signed
@@ -47,7 +53,9 @@ type EgressRow struct {
 // each fetch on a new connection, on the host and in a sandbox of the
 // host image with network.mode allowlist and exactly 127.0.0.1 allowed,
 // alternating host and sandbox rounds so both see the same load: bulk
-// throughput (median of 3n downloads per side; target sandbox >= 0.8x host)
+// throughput (median of 3n downloads per side; target sandbox >= 0.8x host;
+// also the host's curl through a bare splicing relay, the floor any proxy
+// on this machine starts from)
 // and the p50 time of a small request on a new connection (10n per side;
 // target <= 2 ms added).
 func Egress(ctx context.Context, progress io.Writer, cfg config.Config, n int) ([]EgressRow, error) {
@@ -88,6 +96,11 @@ func Egress(ctx context.Context, progress io.Writer, cfg config.Config, n int) (
 	go srv.Serve(tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}}))
 	defer srv.Close()
 	base := "https://" + ln.Addr().String()
+	relay, err := bareRelay(ctx, ln.Addr().String())
+	if err != nil {
+		return nil, err
+	}
+	defer relay.Close()
 
 	cfg.Workspace = ws
 	cfg.Sandbox.Image = images.Host
@@ -104,6 +117,7 @@ func Egress(ctx context.Context, progress io.Writer, cfg config.Config, n int) (
 	// One curl per line of output: bytes/s for the big file, seconds for
 	// the small one.
 	bigLoop := fmt.Sprintf("for i in 1 2 3; do curl -sS --cacert %s -o /dev/null -w '%%{speed_download}\\n' %s/big || exit 1; done", ca, base)
+	relayLoop := strings.ReplaceAll(bigLoop, "curl ", fmt.Sprintf("curl --connect-to %s:%s ", ln.Addr(), relay.Addr()))
 	smallLoop := fmt.Sprintf("for i in $(seq 10); do curl -sS --cacert %s -o /dev/null -w '%%{time_total}\\n' %s/small || exit 1; done", ca, base)
 	host := func(shell string) ([]float64, error) {
 		out, err := exec.CommandContext(ctx, "sh", "-c", strings.ReplaceAll(shell, "curl ", curl+" ")).Output()
@@ -122,14 +136,14 @@ func Egress(ctx context.Context, progress io.Writer, cfg config.Config, n int) (
 		}
 		return floats(string(res.Stdout))
 	}
-	var bulkH, bulkS, connH, connS []float64
+	var bulkH, bulkS, bulkR, connH, connS []float64
 	for i := range n {
 		fmt.Fprintf(progress, "egress round %d/%d\n", i+1, n)
 		for _, step := range []struct {
 			run   func(string) ([]float64, error)
 			shell string
 			into  *[]float64
-		}{{host, bigLoop, &bulkH}, {inSandbox, bigLoop, &bulkS}, {host, smallLoop, &connH}, {inSandbox, smallLoop, &connS}} {
+		}{{host, bigLoop, &bulkH}, {inSandbox, bigLoop, &bulkS}, {host, relayLoop, &bulkR}, {host, smallLoop, &connH}, {inSandbox, smallLoop, &connS}} {
 			v, err := step.run(step.shell)
 			if err != nil {
 				return nil, err
@@ -137,10 +151,11 @@ func Egress(ctx context.Context, progress io.Writer, cfg config.Config, n int) (
 			*step.into = append(*step.into, v...)
 		}
 	}
-	bh, bs := medianOf(bulkH)/1e6, medianOf(bulkS)/1e6
+	bh, bs, br := medianOf(bulkH)/1e6, medianOf(bulkS)/1e6, medianOf(bulkR)/1e6
 	ch, cs := medianOf(connH)*1000, medianOf(connS)*1000
 	return []EgressRow{
-		{Name: "bulk-32MiB-https", Unit: "MB/s", Host: bh, Sandbox: bs, Ratio: bs / bh, Target: "sandbox >= 0.8x host", Met: bs/bh >= 0.8},
+		{Name: "bulk-32MiB-https", Unit: "MB/s", Host: bh, Sandbox: bs, Ratio: bs / bh,
+			Relay: br, VsRelay: bs / br, Target: "sandbox >= 0.8x host", Met: bs/bh >= 0.8},
 		{Name: "new-connection-p50", Unit: "ms", Host: ch, Sandbox: cs, Added: cs - ch, Target: "<= 2 ms added", Met: cs-ch <= 2},
 	}, nil
 }
@@ -152,6 +167,9 @@ func WriteEgressReport(w io.Writer, rows []EgressRow) error {
 		if r.Unit == "ms" {
 			cmp = fmt.Sprintf("%+.2f ms", r.Added)
 		}
+		if r.Relay > 0 {
+			cmp += fmt.Sprintf("  bare relay %.2f %s (%.2fx host; sandbox %.2fx it)", r.Relay, r.Unit, r.Relay/r.Host, r.VsRelay)
+		}
 		met := "met"
 		if !r.Met {
 			met = "NOT met"
@@ -161,6 +179,38 @@ func WriteEgressReport(w io.Writer, rows []EgressRow) error {
 		}
 	}
 	return nil
+}
+
+// bareRelay listens on host loopback and carries each connection to
+// target and back with io.Copy (the kernel splices TCP to TCP): the least
+// any relay in the path can cost, for comparison with the proxied path.
+func bareRelay(ctx context.Context, target string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				up, err := (&net.Dialer{}).DialContext(ctx, "tcp", target)
+				if err != nil {
+					return
+				}
+				defer up.Close()
+				go func() {
+					_, _ = io.Copy(up, c)
+					_ = up.(*net.TCPConn).CloseWrite()
+				}()
+				_, _ = io.Copy(c, up)
+			}()
+		}
+	}()
+	return ln, nil
 }
 
 func floats(out string) ([]float64, error) {
