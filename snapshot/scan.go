@@ -278,14 +278,10 @@ func (s *Store) walk(ctx context.Context, rootfd int, old *index, racyAt int64, 
 	)
 	worker := func() {
 		sc := &scanner{s: s, rootfd: rootfd, old: old, racyAt: racyAt, buf: make([]byte, 64<<10), changed: &changed}
+		// One directory's entries at a time, moved into result under the
+		// lock taken anyway: a small map that stays in the cache, rather
+		// than a per-worker copy of the tree grown and merged at the end.
 		local := map[string]*ientry{}
-		defer func() {
-			mu.Lock()
-			for p, e := range local {
-				result[p] = e
-			}
-			mu.Unlock()
-		}()
 		for {
 			mu.Lock()
 			for len(queue) == 0 && active > 0 && firstEr == nil {
@@ -308,6 +304,10 @@ func (s *Store) walk(ctx context.Context, rootfd int, old *index, racyAt int64, 
 			if err != nil && firstEr == nil {
 				firstEr = err
 			}
+			for p, e := range local {
+				result[p] = e
+			}
+			clear(local)
 			queue = append(queue, subdirs...)
 			cond.Broadcast()
 			mu.Unlock()
