@@ -308,4 +308,3 @@ func TestUndoAndRollbackReadOnlyLaterEntries(t *testing.T) {
 		t.Fatalf("a.txt = %q after rollback, want it untouched", got)
 	}
 }
-
