@@ -285,3 +285,32 @@ func unreadableChild(t *testing.T, ws, state string) {
 	}
 	w.Chmod("locked", 0o755)
 }
+
+// TestUndoAndRollbackReadOnlyLaterEntries: undo and rollback read the
+// journal from their target on, never the entries before it, so an
+// unreadable old entry neither blocks them nor costs them anything.
+func TestUndoAndRollbackReadOnlyLaterEntries(t *testing.T) {
+	ctx := context.Background()
+	w, st := newWS(t)
+	old := call(t, st, func() { w.Write("a.txt", "a\n", 0o644) })
+	to := call(t, st, func() { w.Write("b.txt", "one\n", 0o644) })
+	last := call(t, st, func() { w.Write("b.txt", "two\n", 0o644) })
+	if err := os.WriteFile(filepath.Join(st.Dir(), "journal", old.ID+".json"), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Undo(ctx, last.ID, false, snapshot.CallInfo{}); err != nil {
+		t.Fatalf("undo %s with an unreadable older entry: %v", last.ID, err)
+	}
+	if got := readFile(t, w.Dir, "b.txt"); got != "one\n" {
+		t.Fatalf("after undo b.txt = %q, want %q", got, "one\n")
+	}
+	if _, err := st.Rollback(ctx, to.ID, snapshot.CallInfo{}); err != nil {
+		t.Fatalf("rollback to %s with an unreadable older entry: %v", to.ID, err)
+	}
+	if _, err := os.Lstat(filepath.Join(w.Dir, "b.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("after rollback to just before %s, b.txt: %v, want absent", to.ID, err)
+	}
+	if got := readFile(t, w.Dir, "a.txt"); got != "a\n" {
+		t.Fatalf("a.txt = %q after rollback, want it untouched", got)
+	}
+}

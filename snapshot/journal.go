@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -363,15 +364,22 @@ func (s *Store) List(ctx context.Context, limit int) ([]Entry, error) {
 	if err != nil {
 		return nil, err
 	}
+	slices.Reverse(ids)
+	return s.readEntries(ctx, ids, limit)
+}
+
+// readEntries reads the entries ids in that order, at most limit of them
+// (0: all); entries a concurrent gc removed meanwhile are left out.
+func (s *Store) readEntries(ctx context.Context, ids []string, limit int) ([]Entry, error) {
 	var out []Entry
-	for i := len(ids) - 1; i >= 0; i-- {
+	for _, id := range ids {
 		if limit > 0 && len(out) >= limit {
 			break
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		e, err := s.readEntry(ids[i])
+		e, err := s.readEntry(id)
 		if errors.Is(err, ErrNotFound) {
 			continue // removed by a concurrent gc
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path"
 	"strings"
@@ -137,6 +136,8 @@ type scanner struct {
 	old    *index
 	racyAt int64 // mtimes at or after this (unix ns) are racy
 	buf    []byte
+	// dirents is scanDir's buffer for directory entries (buf is fill's).
+	dirents []byte
 	// changed is set when any entry differs from old.
 	changed *atomic.Bool
 }
@@ -278,14 +279,10 @@ func (s *Store) walk(ctx context.Context, rootfd int, old *index, racyAt int64, 
 	)
 	worker := func() {
 		sc := &scanner{s: s, rootfd: rootfd, old: old, racyAt: racyAt, buf: make([]byte, 64<<10), changed: &changed}
+		// One directory's entries at a time, moved into result under the
+		// lock taken anyway: a small map that stays in the cache, rather
+		// than a per-worker copy of the tree grown and merged at the end.
 		local := map[string]*ientry{}
-		defer func() {
-			mu.Lock()
-			for p, e := range local {
-				result[p] = e
-			}
-			mu.Unlock()
-		}()
 		for {
 			mu.Lock()
 			for len(queue) == 0 && active > 0 && firstEr == nil {
@@ -308,6 +305,10 @@ func (s *Store) walk(ctx context.Context, rootfd int, old *index, racyAt int64, 
 			if err != nil && firstEr == nil {
 				firstEr = err
 			}
+			for p, e := range local {
+				result[p] = e
+			}
+			clear(local)
 			queue = append(queue, subdirs...)
 			cond.Broadcast()
 			mu.Unlock()
@@ -343,11 +344,26 @@ func (sc *scanner) scanDir(ctx context.Context, dir string, out map[string]*ient
 		}
 		return nil, fmt.Errorf("snapshot: cannot read directory %s: %w", quotePath(dirLabel(dir)), err)
 	}
-	f := os.NewFile(uintptr(fd), dir)
-	defer f.Close()
-	var subdirs []string
+	defer unix.Close(fd)
+	if sc.dirents == nil {
+		sc.dirents = make([]byte, 32<<10)
+	}
+	var subdirs, names []string
 	for {
-		names, err := f.Readdirnames(1024)
+		n, err := unix.Getdents(fd, sc.dirents)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if errors.Is(err, unix.ENOENT) {
+			break // removed while read
+		}
+		if err != nil {
+			return nil, fmt.Errorf("snapshot: reading directory %s: %w", quotePath(dirLabel(dir)), err)
+		}
+		if n <= 0 {
+			break
+		}
+		_, _, names = unix.ParseDirent(sc.dirents[:n], -1, names[:0])
 		for _, name := range names {
 			rel := joinRel(dir, name)
 			if sc.s.excluded(rel) {
@@ -377,15 +393,6 @@ func (sc *scanner) scanDir(ctx context.Context, dir string, out map[string]*ient
 			if e.Type == TypeDir {
 				subdirs = append(subdirs, rel)
 			}
-		}
-		if err == io.EOF || len(names) == 0 {
-			break
-		}
-		if err != nil {
-			if errors.Is(err, unix.ENOENT) {
-				break
-			}
-			return nil, fmt.Errorf("snapshot: reading directory %s: %w", quotePath(dirLabel(dir)), err)
 		}
 	}
 	return subdirs, nil

@@ -212,20 +212,20 @@ func (s *Store) Undoable(ctx context.Context, session string, max int) ([]Entry,
 	return out, nil
 }
 
-// entriesAfter returns the entries newer than id, oldest first.
+// entriesAfter returns the entries newer than id, oldest first. It reads
+// only those: a rollback or undo near the end of a long journal costs
+// what it restores, not the journal's length.
 func (s *Store) entriesAfter(ctx context.Context, id string) ([]Entry, error) {
-	all, err := s.List(ctx, 0)
+	ids, err := s.ids("journal")
 	if err != nil {
 		return nil, err
 	}
-	var out []Entry
 	n, _ := parseID(id)
-	for i := len(all) - 1; i >= 0; i-- {
-		if m, _ := parseID(all[i].ID); m > n {
-			out = append(out, all[i])
-		}
-	}
-	return out, nil
+	first := sort.Search(len(ids), func(i int) bool {
+		m, _ := parseID(ids[i])
+		return m > n
+	})
+	return s.readEntries(ctx, ids[first:], 0)
 }
 
 // Rollback restores every path changed by entry toID and the entries after

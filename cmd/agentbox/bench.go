@@ -283,7 +283,9 @@ the same run, agentbox's snapshot store against a shadow git repository
 (GIT_DIR outside the tree): first snapshot (checkpoint vs git add -A &&
 git commit), no-change snapshot, one-file-change snapshot, a whole
 journaled call (scan before and after), whole-tree restore after deleting
-everything (rollback vs git checkout -- .), a file-scoped call (a Write:
+everything (rollback vs git checkout -- .; and the floor under both: the
+same tree copied from the source by plain create and write, no modes,
+times, owners or verification), a file-scoped call (a Write:
 pre-image, write, post-image, manifest update; vs git add of that file
 and git commit), and store size against the tree size. Times are
 medians; ratios are ours / git.

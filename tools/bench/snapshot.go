@@ -55,7 +55,8 @@ type SnapshotReport struct {
 // Snapshot copies Src twice and measures, in the same run, agentbox's
 // snapshot store against a shadow git repository (GIT_DIR outside the
 // tree): first snapshot, no-change and one-file-change snapshots, a whole
-// journaled call, a file-scoped call, whole-tree restore and store size
+// journaled call, a file-scoped call, whole-tree restore (with the floor
+// under it: the tree copied by plain create and write) and store size
 // (medians; ratios are ours / git). Then change capture: a call appending
 // to one file, on a copy of the tree and on a generated tree of Big files,
 // with the fanotify watcher (needs root) against full scans.
@@ -149,7 +150,7 @@ func benchSnapshot(ctx context.Context, src string, reps int, keep bool, logw io
 	} else {
 		fmt.Fprintln(logw, "keeping", tmp)
 	}
-	ours, theirs := filepath.Join(tmp, "ours"), filepath.Join(tmp, "git")
+	ours, theirs, floor := filepath.Join(tmp, "ours"), filepath.Join(tmp, "git"), filepath.Join(tmp, "floor")
 	gitDir, stateDir := filepath.Join(tmp, "gitdir"), filepath.Join(tmp, "state")
 	for _, d := range []string{ours, theirs} {
 		if out, err := exec.CommandContext(ctx, "cp", "-a", src, d).CombinedOutput(); err != nil {
@@ -338,7 +339,10 @@ func benchSnapshot(ctx context.Context, src string, reps int, keep bool, logw io
 
 	// Whole-tree restore after deleting everything (the deletion is a
 	// journaled call; the rollback to just before it is timed).
-	var or, gr []time.Duration
+	var or, gr, fr []time.Duration
+	if err := os.Mkdir(floor, 0o755); err != nil {
+		return nil, info, err
+	}
 	for i := 0; i < reps; i++ {
 		before, err := snapMeasureTree(ours)
 		if err != nil {
@@ -376,18 +380,27 @@ func benchSnapshot(ctx context.Context, src string, reps int, keep bool, logw io
 			gr = append(gr, d)
 			return err
 		}
-		first, second := restoreOurs, restoreGit
-		if i%2 == 1 { // alternate who goes first: load drifts
-			first, second = second, first
+		restoreFloor := func() error {
+			if err := snapClearDir(floor); err != nil {
+				return err
+			}
+			settle()
+			start := time.Now()
+			if err := plainCopy(src, floor); err != nil {
+				return err
+			}
+			fr = append(fr, time.Since(start))
+			return nil
 		}
-		if err := first(); err != nil {
-			return nil, info, err
-		}
-		if err := second(); err != nil {
-			return nil, info, err
+		order := []func() error{restoreOurs, restoreGit, restoreFloor}
+		for k := range order { // rotate who goes first: load drifts
+			if err := order[(i+k)%len(order)](); err != nil {
+				return nil, info, err
+			}
 		}
 	}
 	add("whole-tree restore", median(or), median(gr), 1)
+	add("restore floor (plain copy)", median(fr), median(gr), 0)
 	_ = cp
 
 	// Sizes.
@@ -402,6 +415,49 @@ func benchSnapshot(ctx context.Context, src string, reps int, keep bool, logw io
 	rows = append(rows, SnapshotRow{Name: "store size / tree size", Ours: float64(storeBytes) / 1e6, Git: float64(gitBytes) / 1e6, Unit: "MB",
 		Ratio: float64(storeBytes) / float64(info.Bytes), Target: 1.05, Met: float64(storeBytes) <= 1.05*float64(info.Bytes)})
 	return rows, info, nil
+}
+
+// plainCopy copies the tree src into the empty directory dst the plainest
+// way: directories made, each file read whole and written to a new file
+// (O_EXCL), symlinks made; no modes, times or owners, no verification,
+// nothing synced. It is the floor under any whole-tree restore on this
+// file system: the creation of every file.
+func plainCopy(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil || rel == "." {
+			return err
+		}
+		to := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.Mkdir(to, 0o755)
+		case d.Type()&fs.ModeSymlink != 0:
+			link, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(link, to)
+		case d.Type().IsRegular():
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			f, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+			if err != nil {
+				return err
+			}
+			_, err = f.Write(data)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			return err
+		}
+		return nil
+	})
 }
 
 // snapClearDir removes everything inside dir.
