@@ -11,6 +11,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"math"
 	"math/big"
 	"net"
 	"net/http"
@@ -143,7 +144,13 @@ func Egress(ctx context.Context, progress io.Writer, cfg config.Config, n int) (
 			run   func(string) ([]float64, error)
 			shell string
 			into  *[]float64
-		}{{host, bigLoop, &bulkH}, {inSandbox, bigLoop, &bulkS}, {host, relayLoop, &bulkR}, {host, smallLoop, &connH}, {inSandbox, smallLoop, &connS}} {
+		}{{host, bigLoop, &bulkH}, {inSandbox, bigLoop, &bulkS}, {host, smallLoop, &connH}, {inSandbox, smallLoop, &connS}, {host, relayLoop, &bulkR}} {
+			// Each step starts on a quiet engine: the pool replaces
+			// the container a sandbox step used, and a host step run
+			// meanwhile would be measured against that work.
+			if err := r.WaitWarm(ctx, math.MaxInt); err != nil {
+				return nil, err
+			}
 			v, err := step.run(step.shell)
 			if err != nil {
 				return nil, err
