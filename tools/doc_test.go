@@ -28,13 +28,26 @@ func TestDocListsStages(t *testing.T) {
 	}
 }
 
-// parsePackage parses the package's non-test files into its
+// parsePackage parses this package's non-test files into its
 // documentation; pipeline is pipeline.go's syntax tree.
 func parsePackage(t *testing.T) (pkg *doc.Package, pipeline *ast.File) {
 	t.Helper()
+	pkg, files := parseDir(t, ".", "github.com/agentbox/agentbox/tools")
+	pipeline = files["pipeline.go"]
+	if pipeline == nil {
+		t.Fatal("no pipeline.go")
+	}
+	return pkg, pipeline
+}
+
+// parseDir parses the non-test files of the package in dir (import path
+// path) into its documentation and returns the syntax trees by file name.
+func parseDir(t *testing.T, dir, path string) (*doc.Package, map[string]*ast.File) {
+	t.Helper()
 	fset := token.NewFileSet()
 	var files []*ast.File
-	names, err := filepath.Glob("*.go")
+	byName := map[string]*ast.File{}
+	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,18 +64,16 @@ func parsePackage(t *testing.T) (pkg *doc.Package, pipeline *ast.File) {
 			t.Fatal(err)
 		}
 		files = append(files, f)
-		if name == "pipeline.go" {
-			pipeline = f
-		}
+		byName[filepath.Base(name)] = f
 	}
-	if pipeline == nil {
-		t.Fatal("no pipeline.go")
+	if len(files) == 0 {
+		t.Fatalf("no Go files in %s", dir)
 	}
-	pkg, err = doc.NewFromFiles(fset, files, "github.com/agentbox/agentbox/tools", doc.PreserveAST)
+	pkg, err := doc.NewFromFiles(fset, files, path, doc.PreserveAST)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pkg, pipeline
+	return pkg, byName
 }
 
 // docStages returns the symbols the list after the "Stages" heading of
@@ -225,23 +236,62 @@ func exprString(e ast.Expr) string {
 	return "?"
 }
 
-// TestDocLinksResolve: every doc link in the package's documentation
+// docLinked are the packages whose documentation uses doc links, relative
+// to this one: those a reader of a call's path goes through.
+var docLinked = []string{".", "builtin", "workspace", "../sandbox", "../sandbox/docker", "../sandbox/initproc", "../sandbox/egress", "../snapshot"}
+
+// TestDocLinksResolve: every doc link in those packages' documentation
 // resolves, so go doc renders it as a link and not as bracketed text: a
-// [Name] or [Recv.Name] names an exported symbol of this package, a
+// [Name] or [Recv.Name] names an exported symbol of the package, a
 // [pkg.Name] an imported package (go/doc checks no further). It fails
 // when a linked name is renamed, removed or unexported without its
 // mentions.
 func TestDocLinksResolve(t *testing.T) {
-	pkg, _ := parsePackage(t)
+	for _, dir := range docLinked {
+		t.Run(dir, func(t *testing.T) {
+			path := "github.com/agentbox/agentbox/" + filepath.ToSlash(filepath.Clean(filepath.Join("tools", dir)))
+			pkg, _ := parseDir(t, dir, path)
+			checkDocLinks(t, pkg)
+		})
+	}
+}
+
+// checkDocLinks reports each doc link in pkg's documentation that names
+// nothing.
+func checkDocLinks(t *testing.T, pkg *doc.Package) {
+	t.Helper()
 	real := pkg.Parser()
-	// Anything shaped like a doc link is one to this parser.
+	// Anything shaped like a doc link to an exported name is one to
+	// this parser.
 	loose := &comment.Parser{
 		LookupPackage: func(name string) (string, bool) { return "", token.IsIdentifier(name) },
-		LookupSym:     func(string, string) bool { return true },
+		// Only exported names can be links; "[user]" in prose is text.
+		LookupSym: func(recv, name string) bool {
+			return token.IsExported(name) && (recv == "" || token.IsExported(recv))
+		},
 	}
 	check := func(where, text string) {
-		want, got := docLinks(loose.Parse(text)), docLinks(real.Parse(text))
+		parsed := real.Parse(text)
+		want, got := docLinks(loose.Parse(text)), docLinks(parsed)
+		// go/doc checks only that [pkg.Name]'s package is imported; for
+		// this module's packages, check the name too.
+		for _, l := range docLinkNodes(parsed) {
+			rel, ok := strings.CutPrefix(l.ImportPath, "github.com/agentbox/agentbox/")
+			if !ok || l.Name == "" {
+				continue
+			}
+			name := l.Name
+			if l.Recv != "" {
+				name = l.Recv + "." + l.Name
+			}
+			if !exportedNames(t, rel)[name] {
+				t.Errorf("%s: the doc link [%s] names nothing in %s", where, plainText(l.Text), l.ImportPath)
+			}
+		}
 		for _, l := range want {
+			if !strings.Contains(l, ".") && !token.IsExported(l) {
+				continue // "[user]": prose, or a package link, which go/doc checks
+			}
 			if !slices.Contains(got, l) {
 				t.Errorf("%s: the doc link [%s] names nothing that exists", where, l)
 			}
@@ -270,15 +320,69 @@ func TestDocLinksResolve(t *testing.T) {
 	}
 }
 
+var exported = map[string]map[string]bool{}
+
+// exportedNames are the symbols of the module's package at rel ("config",
+// "sandbox/egress"): "Name" and "Type.Method".
+func exportedNames(t *testing.T, rel string) map[string]bool {
+	t.Helper()
+	if names, ok := exported[rel]; ok {
+		return names
+	}
+	pkg, _ := parseDir(t, filepath.Join("..", filepath.FromSlash(rel)), "github.com/agentbox/agentbox/"+rel)
+	names := map[string]bool{}
+	values := func(vs []*doc.Value) {
+		for _, v := range vs {
+			for _, n := range v.Names {
+				names[n] = true
+			}
+		}
+	}
+	values(pkg.Consts)
+	values(pkg.Vars)
+	for _, f := range pkg.Funcs {
+		names[f.Name] = true
+	}
+	for _, ty := range pkg.Types {
+		names[ty.Name] = true
+		values(ty.Consts)
+		values(ty.Vars)
+		for _, f := range ty.Funcs {
+			names[f.Name] = true
+		}
+		for _, m := range ty.Methods {
+			names[ty.Name+"."+m.Name] = true
+		}
+		if st, ok := ty.Decl.Specs[0].(*ast.TypeSpec).Type.(*ast.StructType); ok {
+			for _, f := range st.Fields.List {
+				for _, n := range f.Names {
+					names[ty.Name+"."+n.Name] = true // a field: go doc links it too
+				}
+			}
+		}
+	}
+	exported[rel] = names
+	return names
+}
+
 // docLinks returns the text of every doc link in d.
 func docLinks(d *comment.Doc) []string {
 	var out []string
+	for _, l := range docLinkNodes(d) {
+		out = append(out, plainText(l.Text))
+	}
+	return out
+}
+
+// docLinkNodes returns every doc link in d.
+func docLinkNodes(d *comment.Doc) []*comment.DocLink {
+	var out []*comment.DocLink
 	var text func([]comment.Text)
 	text = func(ts []comment.Text) {
 		for _, x := range ts {
 			switch x := x.(type) {
 			case *comment.DocLink:
-				out = append(out, plainText(x.Text))
+				out = append(out, x)
 			case *comment.Link:
 				text(x.Text)
 			}
