@@ -213,14 +213,8 @@ func (s *Store) noteUnsynced(name string) {
 	s.syncMu.Unlock()
 }
 
-func fsyncPath(name string) error {
-	f, err := os.Open(name)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
-}
+// fsyncPath fsyncs a file written earlier without fsync.
+func fsyncPath(name string) error { return atomicfile.Sync(name) }
 
 // writeFileAtomic writes data to name via a temporary file that is fsynced
 // and renamed; the directory is fsynced too.

@@ -147,11 +147,15 @@ func (f *File) Close() error {
 }
 
 // SyncDir fsyncs a directory, making renames and creations in it durable.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
+func SyncDir(dir string) error { return Sync(dir) }
+
+// Sync fsyncs the file or directory at name (opened read-only), for
+// content written earlier without fsync.
+func Sync(name string) error {
+	f, err := os.Open(name)
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	return d.Sync()
+	defer f.Close()
+	return f.Sync()
 }
