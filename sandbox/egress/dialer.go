@@ -156,6 +156,10 @@ func (g *Gate) ask(ctx context.Context, c Caller, h string, port uint16) Decisio
 		by = "approver"
 	}
 	switch {
+	case errors.Is(context.Cause(actx), ErrClientGone):
+		// Whatever the answer, nobody is left to connect for.
+		return Decision{Verdict: Deny, By: "proxy", Refusal: refusef(ReasonClientGone, "",
+			"%s: the client left before the connection was approved", dest)}
 	case err == nil && v == Allow:
 		return Decision{Verdict: Allow, By: by}
 	case err != nil && errors.Is(context.Cause(actx), errApprovalTimeout):
@@ -167,6 +171,11 @@ func (g *Gate) ask(ctx context.Context, c Caller, h string, port uint16) Decisio
 }
 
 var errApprovalTimeout = errors.New("approval timed out")
+
+// ErrClientGone is the cause of a context the proxy cancels when the
+// client hangs up while its connection waits for a decision: the
+// approver's question is withdrawn and nothing is dialled.
+var ErrClientGone = errors.New("the client left")
 
 // Resolve looks an allowed target up once and judges every answer: one
 // refused address refuses the whole name (an attacker controls which

@@ -58,6 +58,8 @@ func (s *Server) forward(ctx context.Context, c Caller, conn net.Conn, br *bufio
 		s.refuse(conn, ev, refusef(ReasonBadRequest, "", "%v", err))
 		return false
 	}
+	// Not watched for the client leaving (as a tunnel is): a client may
+	// half-close after its request and still read the answer.
 	up, t, err := s.gate.Connect(ctx, c, host, port)
 	ev.target(host, port, t, err)
 	if err != nil {

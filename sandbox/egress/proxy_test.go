@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -543,5 +545,60 @@ func TestRelayWithoutProxyFailsClosed(t *testing.T) {
 	}
 	if resp.StatusCode != 502 || resp.Header.Get("X-Agentbox-Error") != "proxy-unavailable" {
 		t.Fatalf("%d %q", resp.StatusCode, resp.Header.Get("X-Agentbox-Error"))
+	}
+}
+
+// A CONNECT client that hangs up while its tunnel waits for an approval
+// withdraws the question (the approver's context ends with ErrClientGone),
+// nothing is dialled, and the audit record says why.
+func TestProxyApprovalWithdrawnWhenClientLeaves(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var dialled atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			dialled.Add(1)
+			c.Close()
+		}
+	}()
+	asked := make(chan struct{})
+	cause := make(chan error, 1)
+	e := newProxyEnv(t, envConfig{allow: []string{"127.0.0.2"},
+		names: map[string][][]netip.Addr{"ask.test": {addrs("127.0.0.2")}},
+		approver: func(ctx context.Context, q Question) (Verdict, error) {
+			close(asked)
+			<-ctx.Done()
+			cause <- context.Cause(ctx)
+			return Allow, nil // too late: the question was withdrawn
+		}, timeout: time.Minute})
+	c, _ := e.raw()
+	fmt.Fprintf(c, "CONNECT ask.test:%d HTTP/1.1\r\nHost: ask.test:%d\r\n\r\n", ln.Addr().(*net.TCPAddr).Port, ln.Addr().(*net.TCPAddr).Port)
+	select {
+	case <-asked:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the approver was never asked")
+	}
+	c.Close()
+	select {
+	case err := <-cause:
+		if !errors.Is(err, ErrClientGone) {
+			t.Fatalf("the approver's context ended with %v, want ErrClientGone", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the question stayed open after the client left")
+	}
+	ev := e.event()
+	if ev.Kind != "connect" || ev.Decision != "deny" || ev.Reason != ReasonClientGone {
+		t.Fatalf("audit event %+v, want a connect denied with %s", ev, ReasonClientGone)
+	}
+	if n := dialled.Load(); n != 0 {
+		t.Fatalf("the destination was dialled %d times after the client left", n)
 	}
 }

@@ -363,7 +363,9 @@ func (s *Server) connect(ctx context.Context, c Caller, conn net.Conn, br *bufio
 		s.refuse(conn, ev, refusef(ReasonHostMismatch, "", "Host header %q differs from the CONNECT target %q", hv, rh.target))
 		return
 	}
-	up, t, err := s.gate.Connect(ctx, c, host, port)
+	gctx, stopWatch := watchGone(ctx, conn, br)
+	up, t, err := s.gate.Connect(gctx, c, host, port)
+	stopWatch()
 	ev.target(host, port, t, err)
 	if err != nil {
 		s.refuse(conn, ev, AsRefusal(err))
@@ -400,6 +402,29 @@ func (s *Server) connect(ctx context.Context, c Caller, conn net.Conn, br *bufio
 	}
 	ev.BytesOut = cu.out
 	s.finish(ev)
+}
+
+// watchGone returns a context that ends with cause ErrClientGone when the
+// client of a CONNECT hangs up, or half-closes, while its tunnel waits for
+// a decision (perhaps an approval): a client that will speak TLS after
+// the 200 has nothing to say before it. stop ends the watch and waits for it; br keeps
+// any bytes that arrived meanwhile.
+func watchGone(ctx context.Context, conn net.Conn, br *bufio.Reader) (context.Context, func()) {
+	gctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var ne net.Error
+		if _, err := br.Peek(1); err != nil && !(errors.As(err, &ne) && ne.Timeout()) {
+			cancel(ErrClientGone)
+		}
+	}()
+	return gctx, func() {
+		_ = conn.SetReadDeadline(time.Unix(1, 0))
+		<-done
+		_ = conn.SetReadDeadline(time.Time{})
+		cancel(nil)
+	}
 }
 
 // checkHello applies the TLS rules to a CONNECT tunnel: TLS, a server
