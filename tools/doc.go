@@ -17,12 +17,15 @@
 //   - [Recover]: a panic anywhere below becomes an internal error; the
 //     stack goes to the log.
 //   - [Truncate]: on the way back, caps the result's Content (head and
-//     tail kept, the omitted count said).
+//     tail kept, the omitted count said; when its cut removes the note of
+//     the sandbox's own output cap, its note counts both).
 //   - [Lookup]: finds the tool by name or alias.
 //   - [DecodeStage]: decodes the input strictly into the tool's params,
-//     coercing slips ("10" → 10); bounds the input's size.
-//   - [Backfill]: makes path fields absolute (~, the session's cwd) and
-//     refuses paths outside the workspace.
+//     coercing slips ("10" → 10); bounds the input's size; sets
+//     [Call].Command for a tool with a command field.
+//   - [Backfill]: makes path fields absolute (~, the session's cwd),
+//     refuses paths outside the workspace and sets [Call].Paths. Later
+//     stages read these two facts from the call, never from the params.
 //   - [ValidateStage]: checks the params against the schema and their own
 //     Validate.
 //   - [ClassifyStage]: judges the command field and puts the [Verdict] on
