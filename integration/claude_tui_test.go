@@ -243,11 +243,10 @@ func startClaudeTUI(t *testing.T, commands ...string) *claudeTUI {
 		exec.Command(tmux, "-S", sock, "kill-server").Run()
 		// Claude Code writes its files under HOME until it has exited:
 		// wait for that before the temporary directories go.
-		for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
-			if _, err := os.Stat("/proc/" + pid); err != nil {
-				break
-			}
-		}
+		eventually(20*time.Second, 200*time.Millisecond, func() bool {
+			_, err := os.Stat("/proc/" + pid)
+			return err != nil
+		})
 	})
 	return tui
 }
@@ -402,13 +401,8 @@ func (c *claudeTUI) ask(text string) {
 		c.tmuxRun("send-keys", "Enter")
 		// Asked before agentbox was connected, the model answers that
 		// it is not: ask again a little later.
-		for wait := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
-			if n, _ := c.model.counts(); n > mainBefore {
-				break
-			}
-			if time.Now().After(wait) {
-				c.t.Fatalf("the prompt reached no model")
-			}
+		if !eventually(2*time.Minute, 100*time.Millisecond, func() bool { n, _ := c.model.counts(); return n > mainBefore }) {
+			c.t.Fatalf("the prompt reached no model")
 		}
 		if _, n := c.model.counts(); n == before {
 			return

@@ -132,13 +132,11 @@ func TestAutoAllowContained(t *testing.T) {
 		t.Fatalf("a contained background job did not start unasked: %s", text)
 	}
 	var jid []string
-	for i := 0; i < 60 && jid == nil; i++ {
+	eventually(30*time.Second, 500*time.Millisecond, func() bool {
 		_, text = call("BashOutput", map[string]any{"bash_id": id[1]})
 		jid = regexp.MustCompile(`recorded as call ([0-9a-z]+)`).FindStringSubmatch(text)
-		if jid == nil {
-			time.Sleep(500 * time.Millisecond)
-		}
-	}
+		return jid != nil
+	})
 	if _, err := os.Stat(filepath.Join(e.ws, "g")); err != nil {
 		t.Fatalf("the job did not run: %v (%s)", err, text)
 	}
