@@ -243,5 +243,12 @@ func (g *Gate) Connect(ctx context.Context, c Caller, host string, port uint16) 
 	}
 	conn, ap, err := g.Dial(ctx, t)
 	t.Addr = ap
+	if r := AsRefusal(err); err != nil && (r.Reason == ReasonDial || r.Reason == ReasonResolve) &&
+		errors.Is(context.Cause(ctx), ErrClientGone) {
+		// The look-up or dial ended because the client left: the
+		// destination is not to blame.
+		err = refusef(ReasonClientGone, "", "%s: the client left before the connection was made",
+			net.JoinHostPort(t.Host, strconv.Itoa(int(t.Port))))
+	}
 	return conn, t, err
 }

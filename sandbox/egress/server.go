@@ -345,8 +345,11 @@ func (ev *Event) target(host string, port uint16, t Target, err error) {
 	if err != nil && t.Decision.Verdict == Allow {
 		// The policy allowed the name; what failed came after it.
 		ev.By = "address check"
-		if r := AsRefusal(err); r.Reason == ReasonDial || r.Reason == ReasonResolve {
+		switch AsRefusal(err).Reason {
+		case ReasonDial, ReasonResolve:
 			ev.By = "dial"
+		case ReasonClientGone:
+			ev.By = "proxy"
 		}
 	}
 }
