@@ -190,7 +190,7 @@ type envConfig struct {
 	timeout     time.Duration
 	maxPending  int
 	serverOpts  []ServerOption
-	unreachable string // dials to addresses with this prefix fail without touching the network
+	unreachable string                                                               // dials to addresses with this prefix fail without touching the network
 	dial        func(ctx context.Context, network, address string) (net.Conn, error) // replaces the real dial when set
 }
 
