@@ -1,9 +1,12 @@
 package egress
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"net/netip"
 	"testing"
 	"time"
@@ -32,5 +35,117 @@ func TestProxyClientGoneWhileDialling(t *testing.T) {
 	ev := e.event()
 	if ev.Kind != "connect" || ev.Decision != "deny" || ev.Reason != ReasonClientGone || ev.By != "proxy" {
 		t.Fatalf("audit event %+v, want a connect denied by the proxy with %s", ev, ReasonClientGone)
+	}
+}
+
+// echoOnce listens on 127.0.0.2 and, for each connection, reads want
+// bytes, reports them, and answers "pong".
+func echoOnce(t *testing.T, want int) (int, <-chan []byte) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	got := make(chan []byte, 10)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+				b := make([]byte, want)
+				n, _ := io.ReadFull(c, b)
+				got <- b[:n]
+				if n == want {
+					_, _ = c.Write([]byte("pong"))
+				}
+			}()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port, got
+}
+
+// While a tunnel's approval is pending the watch for a hang-up reads the
+// client: whatever the client sends meanwhile (its ClientHello before the
+// 200, part of it, or bytes that land as the watch stops) reaches the
+// destination whole and in order, still passes the SNI check, and the
+// read deadline the watch used does not stay on the tunnel.
+func TestProxyBytesDuringApproval(t *testing.T) {
+	hello := goHello(t, "ask.test")
+	cases := []struct {
+		name string
+		// before is sent right after the CONNECT head (during the
+		// approval), after once the 200 is read.
+		before, after []byte
+		sni           string
+		wantReason    string
+	}{
+		{name: "whole hello before the 200", before: hello},
+		{name: "half the hello before the 200", before: hello[:len(hello)/2], after: hello[len(hello)/2:]},
+		{name: "one byte before the 200", before: hello[:1], after: hello[1:]},
+		{name: "hello after the 200", after: hello},
+		{name: "wrong server name before the 200", sni: "evil.test", wantReason: ReasonSNIMismatch},
+		{name: "not TLS before the 200", before: []byte("GET / HTTP/1.1\r\nHost: ask.test\r\n\r\n"), wantReason: ReasonNotTLS},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.sni != "" {
+				tc.before = goHello(t, tc.sni)
+			}
+			want := append(append([]byte{}, tc.before...), tc.after...)
+			port, got := echoOnce(t, len(want))
+			release := make(chan struct{})
+			e := newProxyEnv(t, envConfig{allow: []string{"127.0.0.2"},
+				names: map[string][][]netip.Addr{"ask.test": {addrs("127.0.0.2")}},
+				approver: func(ctx context.Context, q Question) (Verdict, error) {
+					select {
+					case <-release:
+						return Allow, nil
+					case <-ctx.Done():
+						return Deny, ctx.Err()
+					}
+				}, timeout: time.Minute})
+			c, br := e.raw()
+			fmt.Fprintf(c, "CONNECT ask.test:%d HTTP/1.1\r\nHost: ask.test:%d\r\n\r\n%s", port, port, tc.before)
+			time.Sleep(50 * time.Millisecond) // the watch is reading the client now
+			close(release)
+			resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+			if err != nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("CONNECT: %v %v", resp, err)
+			}
+			time.Sleep(50 * time.Millisecond) // a stuck past read deadline would cut the tunnel
+			if _, err := c.Write(tc.after); err != nil {
+				t.Fatal(err)
+			}
+			if tc.wantReason != "" {
+				ev := e.event()
+				if ev.Decision != "deny" || ev.Reason != tc.wantReason {
+					t.Fatalf("audit event %+v, want deny %s", ev, tc.wantReason)
+				}
+				select {
+				case b := <-got:
+					if len(b) > 0 {
+						t.Fatalf("the destination received %d bytes of a refused tunnel", len(b))
+					}
+				case <-time.After(200 * time.Millisecond):
+				}
+				return
+			}
+			pong := make([]byte, 4)
+			if _, err := io.ReadFull(br, pong); err != nil || string(pong) != "pong" {
+				t.Fatalf("answer %q %v", pong, err)
+			}
+			if b := <-got; !bytes.Equal(b, want) {
+				t.Fatalf("the destination received %d bytes that differ from the %d sent", len(b), len(want))
+			}
+			c.Close()
+			if ev := e.event(); ev.Decision != "allow" || ev.BytesOut != int64(len(want)) || ev.BytesIn != 4 {
+				t.Fatalf("audit event %+v, want allow with %d bytes out and 4 in", ev, len(want))
+			}
+		})
 	}
 }
