@@ -3,6 +3,7 @@ package egress
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -145,6 +146,45 @@ func TestProxyBytesDuringApproval(t *testing.T) {
 			c.Close()
 			if ev := e.event(); ev.Decision != "allow" || ev.BytesOut != int64(len(want)) || ev.BytesIn != 4 {
 				t.Fatalf("audit event %+v, want allow with %d bytes out and 4 in", ev, len(want))
+			}
+		})
+	}
+}
+
+// A client that sends part of its ClientHello before the 200 and then
+// hangs up has left all the same: the question is withdrawn.
+func TestProxyClientGoneAfterEarlyBytes(t *testing.T) {
+	hello := goHello(t, "ask.test")
+	for _, early := range [][]byte{hello[:1], hello[:len(hello)/2], hello} {
+		t.Run(fmt.Sprintf("%d bytes", len(early)), func(t *testing.T) {
+			asked := make(chan struct{})
+			cause := make(chan error, 1)
+			e := newProxyEnv(t, envConfig{allow: []string{"127.0.0.2"},
+				names: map[string][][]netip.Addr{"ask.test": {addrs("127.0.0.2")}},
+				approver: func(ctx context.Context, q Question) (Verdict, error) {
+					close(asked)
+					<-ctx.Done()
+					cause <- context.Cause(ctx)
+					return Allow, nil
+				}, timeout: time.Minute})
+			c, _ := e.raw()
+			fmt.Fprintf(c, "CONNECT ask.test:443 HTTP/1.1\r\nHost: ask.test:443\r\n\r\n%s", early)
+			select {
+			case <-asked:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the approver was never asked")
+			}
+			c.Close()
+			select {
+			case err := <-cause:
+				if !errors.Is(err, ErrClientGone) {
+					t.Fatalf("the approver's context ended with %v, want ErrClientGone", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the question stayed open after the client left")
+			}
+			if ev := e.event(); ev.Decision != "deny" || ev.Reason != ReasonClientGone || e.dials.Load() != 0 {
+				t.Fatalf("audit event %+v after %d dials, want deny %s and no dial", ev, e.dials.Load(), ReasonClientGone)
 			}
 		})
 	}
