@@ -189,3 +189,53 @@ func TestProxyClientGoneAfterEarlyBytes(t *testing.T) {
 		})
 	}
 }
+
+// The ClientHello lands while the approver answers, so while the watch
+// is being stopped (its read cut by a past deadline): no byte is lost
+// or reordered, whichever of the two comes first.
+func TestProxyHelloRacesApprovalAnswer(t *testing.T) {
+	hello := goHello(t, "ask.test")
+	port, got := echoOnce(t, len(hello))
+	asked := make(chan chan struct{})
+	e := newProxyEnv(t, envConfig{allow: []string{"127.0.0.2"},
+		names: map[string][][]netip.Addr{"ask.test": {addrs("127.0.0.2")}},
+		approver: func(ctx context.Context, q Question) (Verdict, error) {
+			release := make(chan struct{})
+			asked <- release
+			<-release
+			return Allow, nil
+		}, timeout: time.Minute})
+	for i := range 30 {
+		c, br := e.raw()
+		fmt.Fprintf(c, "CONNECT ask.test:%d HTTP/1.1\r\nHost: ask.test:%d\r\n\r\n", port, port)
+		release := <-asked
+		time.Sleep(time.Duration(i%3) * time.Millisecond)
+		wrote := make(chan error, 1)
+		go func() {
+			_, err := c.Write(hello[:i*len(hello)/30])
+			wrote <- err
+		}()
+		close(release)
+		if err := <-wrote; err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("round %d: CONNECT: %v %v", i, resp, err)
+		}
+		if _, err := c.Write(hello[i*len(hello)/30:]); err != nil {
+			t.Fatal(err)
+		}
+		pong := make([]byte, 4)
+		if _, err := io.ReadFull(br, pong); err != nil || string(pong) != "pong" {
+			t.Fatalf("round %d: answer %q %v", i, pong, err)
+		}
+		if b := <-got; !bytes.Equal(b, hello) {
+			t.Fatalf("round %d: the destination received bytes that differ from the ClientHello", i)
+		}
+		c.Close()
+		if ev := e.event(); ev.Decision != "allow" || ev.BytesOut != int64(len(hello)) {
+			t.Fatalf("round %d: audit event %+v", i, ev)
+		}
+	}
+}
