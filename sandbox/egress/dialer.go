@@ -174,7 +174,7 @@ var errApprovalTimeout = errors.New("approval timed out")
 
 // ErrClientGone is the cause of a context the proxy cancels when the
 // client hangs up while its connection waits for a decision: the
-// approver's question is withdrawn and nothing is dialled.
+// approver's question is withdrawn, or the look-up or dial abandoned.
 var ErrClientGone = errors.New("the client left")
 
 // Resolve looks an allowed target up once and judges every answer: one
