@@ -239,3 +239,30 @@ func TestProxyHelloRacesApprovalAnswer(t *testing.T) {
 		}
 	}
 }
+
+// A client that sends more before the 200 than the proxy buffers is not
+// taken for gone (the watch stops when its buffer is full): the tunnel is
+// judged on what it sent, here not TLS.
+func TestProxyEarlyBytesFillBuffer(t *testing.T) {
+	port, _ := echoOnce(t, 1)
+	e := newProxyEnv(t, envConfig{allow: []string{"127.0.0.2"},
+		names: map[string][][]netip.Addr{"ask.test": {addrs("127.0.0.2")}},
+		approver: func(ctx context.Context, q Question) (Verdict, error) {
+			select {
+			case <-time.After(200 * time.Millisecond):
+				return Allow, nil
+			case <-ctx.Done():
+				return Deny, ctx.Err()
+			}
+		}, timeout: time.Minute})
+	c, br := e.raw()
+	fmt.Fprintf(c, "CONNECT ask.test:%d HTTP/1.1\r\nHost: ask.test:%d\r\n\r\n", port, port)
+	go func() { _, _ = c.Write(bytes.Repeat([]byte("x"), MaxHeaderBytes+4096)) }()
+	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("CONNECT: %v %v", resp, err)
+	}
+	if ev := e.event(); ev.Decision != "deny" || ev.Reason != ReasonNotTLS {
+		t.Fatalf("audit event %+v, want deny %s", ev, ReasonNotTLS)
+	}
+}
