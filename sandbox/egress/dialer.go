@@ -174,7 +174,7 @@ var errApprovalTimeout = errors.New("approval timed out")
 
 // ErrClientGone is the cause of a context the proxy cancels when the
 // client hangs up while its connection waits for a decision: the
-// approver's question is withdrawn and nothing is dialled.
+// approver's question is withdrawn, or the look-up or dial abandoned.
 var ErrClientGone = errors.New("the client left")
 
 // Resolve looks an allowed target up once and judges every answer: one
@@ -243,5 +243,12 @@ func (g *Gate) Connect(ctx context.Context, c Caller, host string, port uint16) 
 	}
 	conn, ap, err := g.Dial(ctx, t)
 	t.Addr = ap
+	if r := AsRefusal(err); err != nil && (r.Reason == ReasonDial || r.Reason == ReasonResolve) &&
+		errors.Is(context.Cause(ctx), ErrClientGone) {
+		// The look-up or dial ended because the client left: the
+		// destination is not to blame.
+		err = refusef(ReasonClientGone, "", "%s: the client left before the connection was made",
+			net.JoinHostPort(t.Host, strconv.Itoa(int(t.Port))))
+	}
 	return conn, t, err
 }

@@ -190,7 +190,8 @@ type envConfig struct {
 	timeout     time.Duration
 	maxPending  int
 	serverOpts  []ServerOption
-	unreachable string // dials to addresses with this prefix fail without touching the network
+	unreachable string                                                               // dials to addresses with this prefix fail without touching the network
+	dial        func(ctx context.Context, network, address string) (net.Conn, error) // replaces the real dial when set
 }
 
 func newProxyEnv(t testing.TB, cfg envConfig) *proxyEnv {
@@ -209,6 +210,9 @@ func newProxyEnv(t testing.TB, cfg envConfig) *proxyEnv {
 			e.dials.Add(1)
 			if cfg.unreachable != "" && strings.HasPrefix(address, cfg.unreachable) {
 				return nil, &net.OpError{Op: "dial", Net: network, Err: fmt.Errorf("unreachable in this test")}
+			}
+			if cfg.dial != nil {
+				return cfg.dial(ctx, network, address)
 			}
 			return nd.DialContext(ctx, network, address)
 		})}

@@ -18,7 +18,7 @@ const (
 	ReasonDial            = "connect-failed"       // the checked address did not answer
 	ReasonApprovalDenied  = "approval-denied"      // a person said no
 	ReasonApprovalTimeout = "approval-timeout"     // nobody answered in time
-	ReasonClientGone      = "client-gone"          // the client left while its connection waited for an approval
+	ReasonClientGone      = "client-gone"          // the client left while its tunnel waited for an approval or its dial
 	ReasonPending         = "too-many-pending"     // too many connections of one call wait for approval
 	ReasonTooMany         = "too-many-connections" // the proxy, or this call, has too many connections open
 	ReasonSNIMismatch     = "sni-mismatch"         // TLS server name differs from the CONNECT host

@@ -345,8 +345,11 @@ func (ev *Event) target(host string, port uint16, t Target, err error) {
 	if err != nil && t.Decision.Verdict == Allow {
 		// The policy allowed the name; what failed came after it.
 		ev.By = "address check"
-		if r := AsRefusal(err); r.Reason == ReasonDial || r.Reason == ReasonResolve {
+		switch AsRefusal(err).Reason {
+		case ReasonDial, ReasonResolve:
 			ev.By = "dial"
+		case ReasonClientGone:
+			ev.By = "proxy"
 		}
 	}
 }
@@ -406,17 +409,25 @@ func (s *Server) connect(ctx context.Context, c Caller, conn net.Conn, br *bufio
 
 // watchGone returns a context that ends with cause ErrClientGone when the
 // client of a CONNECT hangs up, or half-closes, while its tunnel waits for
-// a decision (perhaps an approval): a client that will speak TLS after
-// the 200 has nothing to say before it. stop ends the watch and waits for it; br keeps
-// any bytes that arrived meanwhile.
+// a decision (perhaps an approval), even after it sent early bytes (a
+// ClientHello before the 200) as long as they fit in br. stop ends the
+// watch and waits for it; br keeps every byte that arrived meanwhile.
 func watchGone(ctx context.Context, conn net.Conn, br *bufio.Reader) (context.Context, func()) {
 	gctx, cancel := context.WithCancelCause(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		var ne net.Error
-		if _, err := br.Peek(1); err != nil && !(errors.As(err, &ne) && ne.Timeout()) {
-			cancel(ErrClientGone)
+		// Peeking one byte more each time keeps every byte in br and
+		// still sees a hang-up after early bytes (a ClientHello sent
+		// before the 200), until br is full.
+		for n := 1; n <= br.Size(); n = br.Buffered() + 1 {
+			var ne net.Error
+			if _, err := br.Peek(n); err != nil {
+				if !(errors.As(err, &ne) && ne.Timeout()) {
+					cancel(ErrClientGone)
+				}
+				return
+			}
 		}
 	}()
 	return gctx, func() {
