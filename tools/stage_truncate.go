@@ -3,7 +3,8 @@ package tools
 import (
 	"context"
 	"fmt"
-	"strings"
+	"regexp"
+	"strconv"
 	"unicode/utf8"
 )
 
@@ -37,14 +38,29 @@ func earlierCut(res Result) int64 {
 	return 0
 }
 
-// cutNote is how an earlier cut marks its place in the text
-// (sandbox.Capture's "[... N bytes omitted ...]").
-const cutNote = " bytes omitted ...]"
+// cutNote is how an earlier cut marks its place in the text, with its
+// size (sandbox.Capture's "[... N bytes omitted ...]").
+var cutNote = regexp.MustCompile(`\[\.\.\. ([0-9]+) bytes omitted \.\.\.\]`)
+
+// cutInside is how many of the earlier cuts' bytes the notes in s count
+// (Bash output has one note per stream the sandbox cut), at most earlier:
+// the command's own output may hold text that looks like a note.
+func cutInside(s string, earlier int64) int64 {
+	var n int64
+	for _, m := range cutNote.FindAllStringSubmatch(s, -1) {
+		v, err := strconv.ParseInt(m[1], 10, 64)
+		if err != nil || v > earlier-n {
+			return earlier
+		}
+		n += v
+	}
+	return n
+}
 
 // truncateText keeps the first and last parts of s within max bytes
 // (cutting at UTF-8 boundaries) and returns how many bytes it dropped.
-// earlier is the size of a cut made before; when the dropped middle holds
-// that cut's note, the new note counts it.
+// earlier is the size of the cuts made before; the new note counts those
+// whose notes are in the dropped middle.
 func truncateText(s string, max int, earlier int64) (string, int) {
 	if max <= 0 || len(s) <= max {
 		return s, 0
@@ -71,8 +87,9 @@ func truncateText(s string, max int, earlier int64) (string, int) {
 		start++
 	}
 	dropped := start - head
-	if !strings.Contains(s[head:start], cutNote) {
-		earlier = 0 // the earlier cut's own note is still in the text
+	if earlier > 0 {
+		// A note still in the text keeps counting its own cut.
+		earlier = cutInside(s[head:start], earlier)
 	}
 	return s[:head] + marker(dropped, earlier) + s[start:], dropped
 }

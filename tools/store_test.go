@@ -2,8 +2,10 @@ package tools
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -112,5 +114,40 @@ func TestTruncateText(t *testing.T) {
 			_ = r
 			j += size
 		}
+	}
+}
+
+// The note of a cut counts the sandbox's cuts whose notes it replaces,
+// and only those: a note still in the text keeps counting its own.
+func TestTruncateTextCountsEarlierCuts(t *testing.T) {
+	x := func(n int) string { return strings.Repeat("x", n) }
+	const out5k, err7k = "\n[... 5000 bytes omitted ...]\n", "\n[... 7000 bytes omitted ...]\n"
+	// max 400 keeps about 125 bytes at each end.
+	tests := []struct {
+		name string
+		in   string
+		want int64 // the earlier bytes the new note counts
+	}{
+		// Both streams cut; the dropped middle holds stdout's note only.
+		{"one of two notes dropped", x(200) + out5k + x(1000) + err7k + x(20), 5000},
+		{"both notes dropped", x(200) + out5k + x(200) + err7k + x(200), 12000},
+		{"no note dropped", x(20) + out5k + x(1000) + err7k + x(20), 0},
+		// Output that imitates a note counts no more than the sandbox cut.
+		{"imitated note", x(200) + "[... 99999 bytes omitted ...]" + out5k + x(200) + err7k + x(200), 12000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, n := truncateText(tt.in, 400, 12000)
+			if n == 0 {
+				t.Fatalf("not cut: %q", out)
+			}
+			want := fmt.Sprintf("[... %d bytes omitted (%d of them by the sandbox's output cap);", int64(n)+tt.want, tt.want)
+			if tt.want == 0 {
+				want = fmt.Sprintf("[... %d bytes omitted;", n)
+			}
+			if !strings.Contains(out, want) {
+				t.Errorf("note does not say %q:\n%s", want, out)
+			}
+		})
 	}
 }
