@@ -199,10 +199,7 @@ func (f *entryFeed) take() (map[string]bool, string) {
 	if w.fd < 0 {
 		return nil, "watcher closed"
 	}
-	w.drainLocked()
-	if p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(w.rootfd)); err != nil || p != w.ws {
-		w.markLost("the workspace moved")
-	}
+	w.drainPlacedLocked()
 	paths, lost := f.paths, f.lost
 	f.paths, f.lost = map[string]bool{}, ""
 	return paths, lost
@@ -244,11 +241,7 @@ func (w *watcher) take() (dirty map[string]bool, lost string) {
 	if w.fd < 0 {
 		return nil, "watcher closed"
 	}
-	w.drainLocked()
-	// The workspace must still be where the paths say it is.
-	if p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(w.rootfd)); err != nil || p != w.ws {
-		w.markLost("the workspace moved")
-	}
+	w.drainPlacedLocked()
 	dirty, lost = w.dirty, w.lost
 	w.dirty, w.lost = map[string]bool{}, ""
 	return dirty, lost
@@ -275,6 +268,15 @@ func (w *watcher) pathsOf(ino uint64) []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return append([]string(nil), w.inodes[ino]...)
+}
+
+// drainPlacedLocked reads the queued events and marks everything lost
+// when the workspace is no longer where the paths say it is.
+func (w *watcher) drainPlacedLocked() {
+	w.drainLocked()
+	if p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(w.rootfd)); err != nil || p != w.ws {
+		w.markLost("the workspace moved")
+	}
 }
 
 // drainLocked reads events until the queue is empty.
@@ -383,7 +385,7 @@ func (w *watcher) event(mask uint64, info []byte) {
 					w.feedEntry(joinRel(rel, dir.name), isDir)
 				}
 				// A directory's own mtime and ctime change with its entries.
-				if rel != "" && mask&(unix.FAN_CREATE|unix.FAN_DELETE|unix.FAN_MOVED_FROM|unix.FAN_MOVED_TO) != 0 {
+				if rel != "" && mask&entryMask != 0 {
 					w.mark(rel, false)
 				}
 			}
