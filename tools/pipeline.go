@@ -477,9 +477,13 @@ func (p *Pipeline) resolve(path string) (string, error) {
 	return real, nil
 }
 
+// maxGlobNames bounds the names readDir lists.
+const maxGlobNames = 10000
+
 // readDir is permission.Context.ReadDir: the names in a directory beneath
 // the workspace, read through the workspace root (never following a
-// symlink out of it); at most 10000.
+// symlink out of it). A directory with more than maxGlobNames names is an
+// error (the glob is not judged by part of what it expands to: it asks).
 func (p *Pipeline) readDir(dir string) ([]string, error) {
 	if p.opts.Root == nil {
 		return nil, errors.New("no workspace root")
@@ -493,7 +497,14 @@ func (p *Pipeline) readDir(dir string) ([]string, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return f.Readdirnames(10000)
+	names, err := f.Readdirnames(maxGlobNames + 1)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	if len(names) > maxGlobNames {
+		return nil, fmt.Errorf("%s holds more than %d names", dir, maxGlobNames)
+	}
+	return names, nil
 }
 
 // hidden is Env.Hidden for a call: deny rules with a path specifier that

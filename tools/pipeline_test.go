@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -591,5 +592,33 @@ func TestApprovalShowsWholeCommand(t *testing.T) {
 	h.run("Bash", string(in))
 	if got.Summary != "Bash: "+cmd {
 		t.Fatalf("the approval summary is not the whole command:\n%q", got.Summary)
+	}
+}
+
+// TestReadDirFailsClosed: a glob is judged by every name it expands to or
+// not at all (an error asks): a directory with more names than readDir
+// lists is an error, never a partial list; an empty one is no error.
+func TestReadDirFailsClosed(t *testing.T) {
+	ws := t.TempDir()
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	p := &Pipeline{opts: Options{Workspace: ws, Root: root}}
+	big := filepath.Join(ws, "big")
+	must(t, os.Mkdir(big, 0o755))
+	for i := 0; i <= maxGlobNames; i++ {
+		must(t, os.WriteFile(filepath.Join(big, fmt.Sprintf("f%05d", i)), nil, 0o644))
+	}
+	if names, err := p.readDir(big); err == nil {
+		t.Errorf("%d names listed of %d, want an error", len(names), maxGlobNames+1)
+	}
+	must(t, os.Mkdir(filepath.Join(ws, "empty"), 0o755))
+	if names, err := p.readDir(filepath.Join(ws, "empty")); err != nil || len(names) != 0 {
+		t.Errorf("empty directory: %v %v, want no names and no error", names, err)
+	}
+	if names, err := p.readDir(ws); err != nil || len(names) != 2 {
+		t.Errorf("workspace: %v %v, want big and empty", names, err)
 	}
 }
