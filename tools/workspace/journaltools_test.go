@@ -41,7 +41,8 @@ func TestHistoryAndUndo(t *testing.T) {
 	}
 	env := &tools.Env{Workspace: ws, Session: tools.NewSession("s1", ws)}
 
-	j := &Snapshots{store: st}
+	j := &Snapshots{}
+	j.opened.Store(st)
 	hist := mcp.HistoryTool(j)
 	res, err := hist.Run(ctx, env, &mcp.HistoryParams{})
 	if err != nil || res.IsError() {
@@ -145,7 +146,8 @@ func TestUndoIsSessionScoped(t *testing.T) {
 	}
 	mine := write("s1", "mine.txt")
 	write("s2", "theirs.txt")
-	j := &Snapshots{store: st}
+	j := &Snapshots{}
+	j.opened.Store(st)
 	undo := mcp.UndoTool(j)
 	env := &tools.Env{Workspace: ws, Session: tools.NewSession("s1", ws)}
 	res, err := undo.Run(ctx, env, &mcp.UndoParams{})

@@ -19,12 +19,11 @@ import (
 // (List, Undo), and `agentbox exec` journals its command here (Journal).
 // Safe for concurrent use.
 type Snapshots struct {
-	cfg   *config.Config
-	log   *slog.Logger
-	mu    sync.Mutex
-	store *snapshot.Store
+	cfg *config.Config
+	log *slog.Logger
+	mu  sync.Mutex // held while the store opens
 
-	// opened is store once open, read without mu (which an opening holds).
+	// opened is the store once open, read without mu.
 	opened  atomic.Pointer[snapshot.Store]
 	feed    subscription // the sandbox's entry changes (entryChanges)
 	cfeed   subscription // the closure cache's (closureChanges)
@@ -139,19 +138,22 @@ func (l *Snapshots) Undo(ctx context.Context, id string, info tools.SnapshotInfo
 
 // get opens the store with every snapshot setting of the config.
 func (l *Snapshots) get(ctx context.Context) (*snapshot.Store, error) {
+	if st := l.opened.Load(); st != nil {
+		return st, nil
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.store == nil {
-		st, err := snapshot.OpenConfig(ctx, l.cfg, snapshot.WithLogger(l.log),
-			snapshot.WithProtection(snapshot.ProtectClosure(l.closure.Get)),
-			snapshot.WithContentProtection(snapshot.ContentClosure(l.closure.Get)))
-		if err != nil {
-			return nil, err
-		}
-		l.store = st
-		l.opened.Store(st)
+	if st := l.opened.Load(); st != nil {
+		return st, nil
 	}
-	return l.store, nil
+	st, err := snapshot.OpenConfig(ctx, l.cfg, snapshot.WithLogger(l.log),
+		snapshot.WithProtection(snapshot.ProtectClosure(l.closure.Get)),
+		snapshot.WithContentProtection(snapshot.ContentClosure(l.closure.Get)))
+	if err != nil {
+		return nil, err
+	}
+	l.opened.Store(st)
+	return st, nil
 }
 
 // entryChanges is the sandbox's entry-change feed
@@ -199,8 +201,8 @@ func (l *Snapshots) Close() error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.store != nil {
-		return l.store.Close()
+	if st := l.opened.Load(); st != nil {
+		return st.Close()
 	}
 	return nil
 }
