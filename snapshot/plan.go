@@ -33,7 +33,7 @@ func (s *Store) PlanUndo(ctx context.Context, id string) (Plan, error) {
 		return Plan{}, err
 	}
 	defer unlock()
-	target, plan, conflicts, err := s.planUndo(ctx, id)
+	target, plan, conflicts, err := s.planUndo(ctx, id, "")
 	if err != nil {
 		return Plan{}, err
 	}

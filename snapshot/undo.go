@@ -13,7 +13,8 @@ import (
 // ([Kind] "undo"). With id "" it reverts the newest entry that changed
 // something and has not been undone (empty entries, checkpoints, and undo
 // entries together with the entries they reverted are skipped), so repeated
-// calls walk back through history. If a path was changed since by a later
+// calls walk back through history; when info names a session, the newest
+// such entry of that session, chosen under the store lock (see [Undoable]). If a path was changed since by a later
 // call or by anyone else, it returns a *[ConflictError] (wrapping
 // [ErrConflict]) and changes nothing, unless force is set.
 func (s *Store) Undo(ctx context.Context, id string, force bool, info CallInfo) (Entry, error) {
@@ -24,12 +25,12 @@ func (s *Store) Undo(ctx context.Context, id string, force bool, info CallInfo) 
 	defer unlock()
 	done, _ := s.startBudget(true, true) // the current state, for redo: over a limit is Unstored
 	defer done()
-	target, plan, conflicts, err := s.planUndo(ctx, id)
+	target, plan, conflicts, err := s.planUndo(ctx, id, info.Session)
 	if err != nil {
 		return Entry{}, err
 	}
 	if s.guardTakeover(ctx, "undo-"+target.ID, planPaths(plan)) {
-		if target, plan, conflicts, err = s.planUndo(ctx, id); err != nil {
+		if target, plan, conflicts, err = s.planUndo(ctx, id, info.Session); err != nil {
 			return Entry{}, err
 		}
 		if err := s.takeoverStale(planStates(plan)); err != nil {
@@ -55,11 +56,11 @@ func (s *Store) Undo(ctx context.Context, id string, force bool, info CallInfo) 
 }
 
 // planUndo works out, under the lock and changing nothing, what undoing
-// entry id (or the editor-style target for "") would restore: the entry,
-// the plan (Old: the path now, New: its state before the entry) and the
-// conflicts.
-func (s *Store) planUndo(ctx context.Context, id string) (Entry, []diskChange, []Conflict, error) {
-	target, err := s.undoTarget(ctx, id)
+// entry id (or the editor-style target for "", of session when set) would
+// restore: the entry, the plan (Old: the path now, New: its state before
+// the entry) and the conflicts.
+func (s *Store) planUndo(ctx context.Context, id, session string) (Entry, []diskChange, []Conflict, error) {
+	target, err := s.undoTarget(ctx, id, session)
 	if err != nil {
 		return Entry{}, nil, nil, err
 	}
@@ -167,13 +168,16 @@ func describeDrift(want, got *Node) string {
 }
 
 // undoTarget resolves id, or finds the editor-style target when id is "".
-func (s *Store) undoTarget(ctx context.Context, id string) (Entry, error) {
+func (s *Store) undoTarget(ctx context.Context, id, session string) (Entry, error) {
 	if id != "" {
 		return s.Get(ctx, id)
 	}
-	es, err := s.Undoable(ctx, "", 1)
+	es, err := s.Undoable(ctx, session, 1)
 	if err != nil {
 		return Entry{}, err
+	}
+	if len(es) == 0 && session != "" {
+		return Entry{}, fmt.Errorf("snapshot: nothing to undo: session %s has no call left to undo: %w", session, ErrNotFound)
 	}
 	if len(es) == 0 {
 		return Entry{}, fmt.Errorf("snapshot: nothing to undo: %w", ErrNotFound)

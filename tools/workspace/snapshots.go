@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -119,17 +120,12 @@ func (l *Snapshots) Undo(ctx context.Context, id string, info tools.SnapshotInfo
 	if err != nil {
 		return tools.JournalEntry{}, err
 	}
-	if id == "" && info.Session != "" {
-		es, err := st.Undoable(ctx, info.Session, 1)
-		if err != nil {
-			return tools.JournalEntry{}, undoError(err)
-		}
-		if len(es) == 0 {
-			return tools.JournalEntry{}, fmt.Errorf("%w: this session has no call left to undo (calls of other sessions are undone by their id)", tools.ErrNothingToUndo)
-		}
-		id = es[0].ID
-	}
+	// The store picks the session's newest call under its lock: no other
+	// undo can take it between the choice and the undo.
 	e, err := st.Undo(ctx, id, false, snapshot.CallInfo{Session: info.Session, Tool: info.Tool, Summary: info.Summary})
+	if id == "" && info.Session != "" && errors.Is(err, snapshot.ErrNotFound) {
+		return tools.JournalEntry{}, fmt.Errorf("%w: this session has no call left to undo (calls of other sessions are undone by their id)", tools.ErrNothingToUndo)
+	}
 	if err != nil {
 		return tools.JournalEntry{}, undoError(err)
 	}
