@@ -14,7 +14,7 @@ import (
 // something and has not been undone (empty entries, checkpoints, and undo
 // entries together with the entries they reverted are skipped), so repeated
 // calls walk back through history; when info names a session, the newest
-// such entry of that session, chosen under the store lock (see [Undoable]). If a path was changed since by a later
+// such entry of that session, chosen under the store lock (see [Store.Undoable]). If a path was changed since by a later
 // call or by anyone else, it returns a *[ConflictError] (wrapping
 // [ErrConflict]) and changes nothing, unless force is set.
 func (s *Store) Undo(ctx context.Context, id string, force bool, info CallInfo) (Entry, error) {
