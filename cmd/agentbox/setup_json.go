@@ -204,23 +204,34 @@ func addStrings(o *jsonObject, path []string, items []string) error {
 	return nil
 }
 
-// removeStrings drops items from the list of strings at path, when the
-// list exists.
-func removeStrings(o *jsonObject, path []string, items []string) error {
+// existingObjectAt returns the object at path below o, or nil when a
+// part of the path is missing (nothing is created); it fails when
+// something else is in the way.
+func existingObjectAt(o *jsonObject, path ...string) (*jsonObject, error) {
 	cur := o
-	for i, k := range path[:len(path)-1] {
+	for i, k := range path {
 		v, ok := cur.get(k)
 		if !ok || v == nil {
-			return nil
+			return nil, nil
 		}
 		next, ok := v.(*jsonObject)
 		if !ok {
-			return fmt.Errorf("%s is not a JSON object", strings.Join(path[:i+1], "."))
+			return nil, fmt.Errorf("%s is not a JSON object", strings.Join(path[:i+1], "."))
 		}
 		cur = next
 	}
+	return cur, nil
+}
+
+// removeStrings drops items from the list of strings at path, when the
+// list exists.
+func removeStrings(o *jsonObject, path []string, items []string) error {
+	parent, err := existingObjectAt(o, path[:len(path)-1]...)
+	if parent == nil || err != nil {
+		return err
+	}
 	key := path[len(path)-1]
-	v, ok := cur.get(key)
+	v, ok := parent.get(key)
 	if !ok || v == nil {
 		return nil
 	}
@@ -230,7 +241,7 @@ func removeStrings(o *jsonObject, path []string, items []string) error {
 	}
 	kept := slices.DeleteFunc(slices.Clone(list), func(e any) bool { s, ok := e.(string); return ok && slices.Contains(items, s) })
 	if len(kept) != len(list) {
-		cur.set(key, kept)
+		parent.set(key, kept)
 	}
 	return nil
 }
@@ -239,42 +250,23 @@ func removeStrings(o *jsonObject, path []string, items []string) error {
 // tools.exclude still makes Gemini CLI warn that the key is deprecated),
 // and then its parent object when that is left empty.
 func dropEmptyList(o *jsonObject, path []string) error {
-	parent := o
-	for _, k := range path[:len(path)-1] {
-		v, ok := parent.get(k)
-		if !ok {
-			return nil
-		}
-		next, ok := v.(*jsonObject)
-		if !ok {
-			return nil
-		}
-		parent = next
+	at, key := path[:len(path)-1], path[len(path)-1]
+	parent, err := existingObjectAt(o, at...)
+	if parent == nil || err != nil {
+		return err
 	}
-	key := path[len(path)-1]
-	if v, ok := parent.get(key); ok {
+	if v, _ := parent.get(key); v != nil {
 		if l, isList := v.([]any); isList && len(l) == 0 {
 			parent.del(key)
 		}
 	}
-	if len(path) > 1 && len(parent.keys) == 0 {
-		return dropEmptyObject(o, path[:len(path)-1])
-	}
-	return nil
-}
-
-// dropEmptyObject removes the empty object at path.
-func dropEmptyObject(o *jsonObject, path []string) error {
-	parent := o
-	for _, k := range path[:len(path)-1] {
-		v, _ := parent.get(k)
-		next, ok := v.(*jsonObject)
-		if !ok {
-			return nil
+	if len(at) > 0 && len(parent.keys) == 0 {
+		grand, err := existingObjectAt(o, at[:len(at)-1]...)
+		if grand == nil || err != nil {
+			return err
 		}
-		parent = next
+		grand.del(at[len(at)-1])
 	}
-	parent.del(path[len(path)-1])
 	return nil
 }
 

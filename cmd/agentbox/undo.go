@@ -103,8 +103,12 @@ func lastUndoable(ctx context.Context, st *snapshot.Store, session string) (stri
 		if last.Time.Sub(e.Time) > lastCallWindow {
 			break
 		}
-		return "", fmt.Errorf("the latest calls come from two sessions, so \"the last call\" is unclear and nothing was undone:\n  %s\n  %s\nName the call (`agentbox undo %s`) or the session (`agentbox undo --session %s`)",
-			describeEntry(last), describeEntry(e), last.ID, termtext.Line(sessionName(last.Session)))
+		how := fmt.Sprintf("Name the call (`agentbox undo %s`)", last.ID)
+		if last.Session != "" { // --session "" means every session
+			how += fmt.Sprintf(" or the session (`agentbox undo --session %s`)", termtext.Line(shellQuote(last.Session)))
+		}
+		return "", fmt.Errorf("the latest calls come from two sessions, so \"the last call\" is unclear and nothing was undone:\n  %s\n  %s\n%s",
+			describeEntry(last), describeEntry(e), how)
 	}
 	return last.ID, nil
 }

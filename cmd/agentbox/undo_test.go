@@ -109,3 +109,21 @@ func TestUndoLastAcrossSessions(t *testing.T) {
 		t.Fatalf("undo: %v\n%s", err, out)
 	}
 }
+
+// The command `undo` suggests when two sessions are at work can be run as
+// printed: the session is quoted for the shell, and a call of no session
+// (which --session cannot select) is suggested by its id alone.
+func TestUndoLastSuggestsRunnableCommand(t *testing.T) {
+	ws, st := snapshotFixture(t)
+	journalWrite(t, st, ws, "mcp-a", "Write", "Write a.txt", "a.txt", "a\n")
+	journalWrite(t, st, ws, "my session;true", "Write", "Write b.txt", "b.txt", "b\n")
+	_, _, err := runCLI(t, "--workspace", ws, "undo")
+	if err == nil || !strings.Contains(err.Error(), "`agentbox undo --session 'my session;true'`") {
+		t.Fatalf("undo with two sessions at work: %v", err)
+	}
+	journalWrite(t, st, ws, "", "Write", "Write c.txt", "c.txt", "c\n")
+	_, _, err = runCLI(t, "--workspace", ws, "undo")
+	if err == nil || !strings.Contains(err.Error(), "two sessions") || strings.Contains(err.Error(), "--session") {
+		t.Fatalf("undo with a call of no session last: %v", err)
+	}
+}

@@ -297,7 +297,13 @@ func private(path, what string, uid, mode, forbidden uint32) error {
 		return fmt.Errorf("frontdoor: %s %s is owned by uid %d, not by uid %d (this process): %w", what, path, uid, me, ErrInsecure)
 	}
 	if mode&forbidden != 0 {
-		return fmt.Errorf("frontdoor: %s %s has mode %#o, open to group or others: %w; a token in it may have leaked, so replace it rather than chmod it", what, path, mode&0o7777, ErrInsecure)
+		next := "a token in it may have leaked, so replace it rather than chmod it"
+		if mode&unix.S_IFMT == unix.S_IFDIR {
+			// What is in it keeps its own mode (a token file is checked
+			// on its own): closing the directory is enough.
+			next = "close it (chmod 700 " + path + ") if it is yours to use, or choose another place"
+		}
+		return fmt.Errorf("frontdoor: %s %s has mode %#o, open to group or others: %w; %s", what, path, mode&0o7777, ErrInsecure, next)
 	}
 	return nil
 }

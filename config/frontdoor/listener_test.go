@@ -133,8 +133,13 @@ func TestListenUnixRefusesUnsafePlaces(t *testing.T) {
 		dir := filepath.Join(shortDir(t), "open")
 		must(t, os.Mkdir(dir, 0o755))
 		must(t, os.Chmod(dir, 0o755))
-		if _, err := ListenUnix(filepath.Join(dir, "s.sock")); !errors.Is(err, ErrInsecure) {
+		_, err := ListenUnix(filepath.Join(dir, "s.sock"))
+		if !errors.Is(err, ErrInsecure) {
 			t.Errorf("err = %v, want ErrInsecure", err)
+		}
+		// The advice fits a directory holding no token: close it.
+		if err == nil || !strings.Contains(err.Error(), "chmod 700 "+dir) || strings.Contains(err.Error(), "token") {
+			t.Errorf("err = %v, want the advice to close the directory", err)
 		}
 	})
 	t.Run("directory is a symlink", func(t *testing.T) {

@@ -65,10 +65,8 @@ func Require(v Verifier, next http.Handler, opts ...Option) http.Handler {
 		}
 		if reason == "" {
 			ctx, cancel := context.WithCancel(r.Context())
-			defer cancel()
-			stop := make(chan struct{})
-			defer close(stop)
-			go recheck(ctx, cancel, stop, v, tok, r, o.log)
+			defer cancel() // also ends recheck
+			go recheck(ctx, cancel, v, tok, r, o.log)
 			r = r.Clone(ctx)
 			r.Header.Del("Authorization")
 			next.ServeHTTP(w, r)
@@ -106,14 +104,12 @@ var recheckEvery = time.Second
 // recheck ends a request that stays open (an event stream, a long call's
 // streamed answer) once the token it was admitted with no longer opens
 // the door (rotated, or its file opened to others): cancel ends the
-// request's context. It returns when stop is closed.
-func recheck(ctx context.Context, cancel context.CancelFunc, stop <-chan struct{}, v Verifier, tok string, r *http.Request, log *slog.Logger) {
+// request's context. It returns when ctx is done (the request ended).
+func recheck(ctx context.Context, cancel context.CancelFunc, v Verifier, tok string, r *http.Request, log *slog.Logger) {
 	t := time.NewTicker(recheckEvery)
 	defer t.Stop()
 	for {
 		select {
-		case <-stop:
-			return
 		case <-ctx.Done():
 			return
 		case <-t.C:

@@ -57,6 +57,11 @@ type bindSource struct {
 	dir    bool
 	dev    uint64
 	ino    uint64
+	// over identifies what a socket mask covers (the socket's device and
+	// inode): a socket removed and made again at a masked path detaches
+	// the mask in a waiting container, so the hand-over fingerprint must
+	// tell the new socket from the old.
+	over string
 }
 
 // pins is the set of pinned sources of one container start.

@@ -382,7 +382,7 @@ func (r *Runner) ensureGitPlaceholders(git int) {
 func fingerprintOf(srcs []bindSource) string {
 	var b strings.Builder
 	for _, s := range srcs {
-		fmt.Fprintf(&b, "%s:%d:%d:%t;", s.target, s.dev, s.ino, s.ro)
+		fmt.Fprintf(&b, "%s:%d:%d:%t%s;", s.target, s.dev, s.ino, s.ro, s.over)
 	}
 	return b.String()
 }

@@ -29,7 +29,9 @@ import (
 // connect there finds a regular file and fails (ECONNREFUSED). The masks
 // are part of the expected mount table that init verifies, and of the
 // hand-over fingerprint, so a pooled container made before a socket
-// appeared is discarded rather than used. The set is kept current from
+// appeared, or before a masked socket was removed and made again (which
+// detaches the mask over it inside the waiting container), is discarded
+// rather than used. The set is kept current from
 // the workspace's entry changes when the caller wires a feed in
 // (WithEntryChanges: tools/workspace gives the snapshot watcher's), and
 // found by a walk at a hand-over whenever the feed cannot vouch
@@ -310,7 +312,7 @@ func (r *Runner) maskSources(ws int) ([]bindSource, error) {
 			return nil, fmt.Errorf("%w: socket mask: %w", sandbox.ErrUnavailable, err)
 		}
 		target := filepath.Join(r.workspace, filepath.FromSlash(rel))
-		b := bindSource{target: target, fd: f, path: r.inert, ro: true}
+		b := bindSource{target: target, fd: f, path: r.inert, ro: true, over: socketID(ws, rel)}
 		if err := b.describe(); err != nil {
 			f.Close()
 			closeSources(out)
@@ -319,6 +321,23 @@ func (r *Runner) maskSources(ws int) ([]bindSource, error) {
 		out = append(out, b)
 	}
 	return out, nil
+}
+
+// socketID identifies the socket at rel beneath ws for the hand-over
+// fingerprint: its device, inode and change time (an inode number freed
+// by the old socket may be reused by the new one; its change time is the
+// new one's making), or ":gone" when it cannot be opened now.
+func socketID(ws int, rel string) string {
+	f, err := openBeneath(ws, rel)
+	if err != nil {
+		return ":gone"
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return ":gone"
+	}
+	return fmt.Sprintf(":%d:%d:%d.%d", st.Dev, st.Ino, st.Ctim.Sec, st.Ctim.Nsec)
 }
 
 // inertName is the empty read-only file mounted over workspace sockets,

@@ -144,3 +144,34 @@ func TestSocketWalkFeed(t *testing.T) {
 		t.Fatalf("%d updates from the feed, want 4", sw.updates)
 	}
 }
+
+// A socket removed and made again at a masked path (a host server
+// restarting) detaches the mask in a container waiting in the pool: the
+// hand-over fingerprint changes, so that container is not used.
+func TestMaskFingerprintFollowsSocket(t *testing.T) {
+	ws := t.TempDir()
+	r := testRunner(t, ws)
+	inert, err := inertFile(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.inert = inert
+	sock := filepath.Join(ws, "app.sock")
+	listen(t, sock)
+	before, err := r.fingerprint(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := r.fingerprint(false); err != nil || again != before {
+		t.Fatalf("fingerprint changed with nothing changed: %q, then %q (%v)", before, again, err)
+	}
+	must(t, os.Remove(sock))
+	listen(t, sock)
+	after, err := r.fingerprint(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after == before {
+		t.Errorf("a socket made again at a masked path left the fingerprint as it was: %q", after)
+	}
+}
