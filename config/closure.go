@@ -144,8 +144,10 @@ func (c *Closure) Match(rel string) (string, bool) {
 		return why, true
 	}
 	rel = strings.TrimPrefix(path.Clean("/"+rel), "/")
-	for p, why := range c.paths {
-		if rel == p || strings.HasPrefix(rel, p+"/") {
+	// rel and each directory above it, deepest first: a lookup per
+	// component, not a scan of the closure per changed path.
+	for p := rel; p != "" && p != "." && p != "/"; p = path.Dir(p) {
+		if why, ok := c.paths[p]; ok {
 			return fmt.Sprintf("%s is protected: %s", rel, why), true
 		}
 	}
