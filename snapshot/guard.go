@@ -118,11 +118,7 @@ func (s *Store) guardRound(ctx context.Context, id string, changes []Change, kee
 		return changes, nil, nil
 	}
 	var hits []Protected
-	protect := s.opts.protect()
-	var content ContentFunc
-	if s.opts.content != nil {
-		content = s.opts.content()
-	}
+	protect, content := s.opts.protect(), s.contentFunc()
 	rootfd := -1
 	defer func() {
 		if rootfd >= 0 {
