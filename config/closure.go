@@ -59,6 +59,9 @@ type Closure struct {
 	walk        walkState
 	racy, blind bool
 	ws          string
+	// global are the owner's git config files outside the workspace
+	// that were read (ClosureOptions.GlobalGitConfig), as stat'ed then.
+	global []ownerObservation
 	// shadowDirs are the targets of symlinked PATH directories of
 	// installed dependencies (node_modules/.bin -> x): judged like them.
 	shadowDirs map[string]bool
@@ -100,7 +103,11 @@ func (p Protection) Closure(root *os.Root, opts ClosureOptions) *Closure {
 		c.blind = true
 		return c
 	}
-	b := closureBuilder{c: c, root: &obsRoot{r: root, start: time.Now()}, ws: opts.Workspace, global: globalHooksPaths(opts.GlobalGitConfig)}
+	b := closureBuilder{c: c, root: &obsRoot{r: root, start: time.Now()}, ws: opts.Workspace}
+	// Stat'ed before they are read: a change after that moves what
+	// ClosureCache compares (globalStill).
+	c.global = b.root.observeOwner(opts.GlobalGitConfig)
+	b.global = globalHooksPaths(opts.GlobalGitConfig)
 	if opts.IsGitDir != nil {
 		// The build's own git-directory test records what it looked at;
 		// the answer is the caller's test's.
@@ -144,8 +151,10 @@ func (c *Closure) Match(rel string) (string, bool) {
 		return why, true
 	}
 	rel = strings.TrimPrefix(path.Clean("/"+rel), "/")
-	for p, why := range c.paths {
-		if rel == p || strings.HasPrefix(rel, p+"/") {
+	// rel and each directory above it, deepest first: a lookup per
+	// component, not a scan of the closure per changed path.
+	for p := rel; p != "" && p != "." && p != "/"; p = path.Dir(p) {
+		if why, ok := c.paths[p]; ok {
 			return fmt.Sprintf("%s is protected: %s", rel, why), true
 		}
 	}

@@ -22,7 +22,9 @@ type ChangeFeed func() (paths map[string]bool, ok bool)
 //   - every observation the last build recorded (trigger files read —
 //     their device, inode, size, mtime and ctime —, types and absences
 //     looked up, directories listed, symlink targets) is made again, O(the
-//     number of triggers), and must come out the same;
+//     number of triggers), and must come out the same, and so must the
+//     owner's git config files outside the workspace it read (stat'ed by
+//     path: no feed covers them);
 //   - the feed's changed entries since the last Get must not touch what
 //     the whole-tree walk acts on (an .envrc, a nested .git, a symlink
 //     with a protected name, at that path or beneath a directory that
@@ -92,7 +94,7 @@ func (k *ClosureCache) valid(changed map[string]bool) bool {
 		return false
 	}
 	defer root.Close()
-	return !k.last.walkAffected(root, changed) && still(root, k.last.obs)
+	return ownerStill(k.last.global) && !k.last.walkAffected(root, changed) && still(root, k.last.obs)
 }
 
 // reusable reports whether c's recorded observations can vouch for it

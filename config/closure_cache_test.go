@@ -234,3 +234,30 @@ func TestClosureCacheRunGlob(t *testing.T) {
 		}
 	}
 }
+
+// TestClosureCacheOwnerConfig: the owner's git config outside the
+// workspace is read by every build but no change feed covers it; a new
+// core.hooksPath there must not be missed by a kept closure.
+func TestClosureCacheOwnerConfig(t *testing.T) {
+	ws, root := plant(t, map[string]string{".git/config": "[core]\n\tbare = false\n", "owner-hooks/pre-commit": "true\n"})
+	global := filepath.Join(t.TempDir(), "gitconfig")
+	if err := os.WriteFile(global, []byte("[user]\n\tname = x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prot := defaultProtection()
+	feed := &scriptedFeed{paths: map[string]bool{}}
+	k := &ClosureCache{ws: ws, feed: feed.take, build: func() *Closure {
+		return prot.Closure(root, ClosureOptions{Workspace: ws, IsGitDir: GitDirTest(ws), GlobalGitConfig: []string{global}})
+	}}
+	time.Sleep(racyWindow + 50*time.Millisecond)
+	k.Get() // subscribes
+	if _, ok := k.Get().Match("owner-hooks/pre-commit"); ok {
+		t.Fatal("owner-hooks/pre-commit protected before any hooksPath names it")
+	}
+	if err := os.WriteFile(global, []byte("[core]\n\thooksPath = "+ws+"/owner-hooks\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := k.Get().Match("owner-hooks/pre-commit"); !ok {
+		t.Fatal("a hooksPath set in the owner's git config is missed by the kept closure")
+	}
+}

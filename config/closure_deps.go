@@ -156,6 +156,38 @@ func (o *obsRoot) open(rel string, list bool) (*os.File, fs.FileInfo, error) {
 	return f, fi, nil
 }
 
+// ownerObservation is one of the owner's files outside the workspace
+// (a global git config) as stat'ed by path when a closure was built.
+type ownerObservation struct {
+	path string
+	id   fileID
+}
+
+// observeOwner stats the owner's files outside the workspace that the
+// build reads; one changed too recently makes the build racy.
+func (o *obsRoot) observeOwner(files []string) []ownerObservation {
+	out := make([]ownerObservation, 0, len(files))
+	for _, f := range files {
+		id := fullID(os.Stat(f))
+		if id.err == "" && (id.ctime == 0 || id.ctime > o.start.Add(-racyWindow).UnixNano() || id.mtime > o.start.Add(-racyWindow).UnixNano()) {
+			o.racy = true
+		}
+		out = append(out, ownerObservation{f, id})
+	}
+	return out
+}
+
+// ownerStill reports whether the owner's files a closure read are as
+// they were (no change feed covers them: they lie outside the workspace).
+func ownerStill(obs []ownerObservation) bool {
+	for _, o := range obs {
+		if fullID(os.Stat(o.path)) != o.id {
+			return false
+		}
+	}
+	return true
+}
+
 // still reports whether every observation comes out the same now (the
 // same question asked through r).
 func still(r *os.Root, obs []observation) bool {

@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	gitconfig "github.com/go-git/go-git/v5/plumbing/format/config"
 )
@@ -260,12 +262,14 @@ func ownerGitConfigs() []string {
 
 // globalHooksPaths reads core.hooksPath from the owner's git config files
 // (the last one set wins in git; all are judged here). A file that cannot
-// be read is skipped: it is the owner's, not the agent's.
+// be read as a regular file is skipped: it is the owner's, not the
+// agent's — unless the workspace is the home directory, where the agent
+// may have put a FIFO or a link to /dev/zero there (readOwnerFile).
 func globalHooksPaths(files []string) []string {
 	var out []string
 	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil || len(data) > maxTriggerBytes {
+		data, err := readOwnerFile(f)
+		if err != nil {
 			continue
 		}
 		cfg := gitconfig.New()
@@ -279,4 +283,23 @@ func globalHooksPaths(files []string) []string {
 		}
 	}
 	return out
+}
+
+// readOwnerFile reads the regular file p, at most maxTriggerBytes, opened
+// non-blocking: a FIFO or a device found there (a link the agent made
+// when the workspace holds p) neither hangs nor floods the read.
+func readOwnerFile(p string) ([]byte, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", p)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxTriggerBytes+1))
+	if err == nil && len(data) > maxTriggerBytes {
+		err = fmt.Errorf("%s is larger than %d bytes", p, maxTriggerBytes)
+	}
+	return data, err
 }

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bytes"
 	"io/fs"
 	"path"
 	"slices"
@@ -17,13 +16,15 @@ import (
 // merely works on (`eslint src/*.js`) are not listed. A script that does
 // not parse lists nothing (callers fail closed on the parse error).
 func runGlobs(src []byte) []string {
-	if bytes.IndexByte(src, 0) >= 0 {
-		return nil
-	}
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(bytes.NewReader(src), "")
+	f, err := parseShell(src)
 	if err != nil {
 		return nil
 	}
+	return scriptGlobs(f)
+}
+
+// scriptGlobs is runGlobs of a parsed script.
+func scriptGlobs(f *syntax.File) []string {
 	var out []string
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch n := n.(type) {

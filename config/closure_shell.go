@@ -47,17 +47,28 @@ func (c ShellCall) argPWD(i int) (string, bool) {
 	return c.pwd[i].v, true
 }
 
-// parseShellCalls parses a shell script (bash syntax, what direnv and git
-// hooks run) into its simple commands, at any nesting (functions,
-// substitutions, conditionals).
-func parseShellCalls(src []byte) ([]ShellCall, error) {
+// parseShell parses a shell script (bash syntax, what direnv and git
+// hooks run), once for shellCalls and scriptGlobs.
+func parseShell(src []byte) (*syntax.File, error) {
 	if bytes.IndexByte(src, 0) >= 0 {
 		return nil, errors.New("the script holds a NUL byte")
 	}
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(bytes.NewReader(src), "")
+	return syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(bytes.NewReader(src), "")
+}
+
+// parseShellCalls parses a shell script into its simple commands
+// (shellCalls).
+func parseShellCalls(src []byte) ([]ShellCall, error) {
+	f, err := parseShell(src)
 	if err != nil {
 		return nil, err
 	}
+	return shellCalls(f), nil
+}
+
+// shellCalls lists the simple commands of a parsed script, at any nesting
+// (functions, substitutions, conditionals).
+func shellCalls(f *syntax.File) []ShellCall {
 	var calls []ShellCall
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch n := n.(type) {
@@ -85,7 +96,7 @@ func parseShellCalls(src []byte) ([]ShellCall, error) {
 		}
 		return true
 	})
-	return calls, nil
+	return calls
 }
 
 // pathAssign records the entries an assignment to PATH adds.
@@ -189,12 +200,12 @@ func wordLiteral(w *syntax.Word) (string, bool) {
 // runs, and stay unprotected. A script that cannot be parsed fails closed:
 // the note says so (the script itself is protected as a trigger).
 func (b *closureBuilder) shellNames(file string, src []byte, dir, why string) {
-	calls, err := parseShellCalls(src)
+	f, err := parseShell(src)
 	if err != nil {
 		b.failClosed("%s could not be parsed as a shell script (%v): the files it runs are unknown", file, err)
 		return
 	}
-	for _, c := range calls {
+	for _, c := range shellCalls(f) {
 		for i, a := range c.Args {
 			if !c.Literal[i] {
 				continue
@@ -216,7 +227,7 @@ func (b *closureBuilder) shellNames(file string, src []byte, dir, why string) {
 		b.taskFiles(dir, c, why)
 		b.packageRunner(file, c)
 	}
-	b.globs(dir, runGlobs(src), why)
+	b.globs(dir, scriptGlobs(f), why)
 }
 
 // fileRunners run or source the file their first argument names.
@@ -347,13 +358,14 @@ func (b *closureBuilder) direnvAt(rel string) {
 	why := func(what string) string {
 		return fmt.Sprintf("%s %s it, and direnv runs that when a shell enters %s", rel, what, dir)
 	}
-	calls, err := parseShellCalls(data)
+	f, err := parseShell(data)
 	if err != nil {
 		b.failClosed("%s could not be parsed (%v): every .env* and .envrc* beside it is protected", rel, err)
 		b.direnvConservative(dir)
 		return
 	}
-	b.globs(dir, runGlobs(data), why("runs or sources what this glob matches in"))
+	calls := shellCalls(f)
+	b.globs(dir, scriptGlobs(f), why("runs or sources what this glob matches in"))
 	for _, c := range calls {
 		for _, v := range c.Values {
 			b.addFile(dir, v, why("names"))

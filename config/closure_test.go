@@ -417,6 +417,25 @@ func BenchmarkClosure(b *testing.B) {
 	}
 }
 
+// BenchmarkClosureMatch: one changed path judged against the name rules
+// and a closure with hooks, scripts and an .envrc's files — what the
+// snapshot guard pays for every path a call changed (an npm install
+// changes tens of thousands).
+func BenchmarkClosureMatch(b *testing.B) {
+	ws, root := plant(b, map[string]string{
+		".git/config":       "[core]\n\thooksPath = .husky/_\n",
+		".husky/pre-commit": "sh scripts/a.sh && sh scripts/b.sh\nnpm test\n",
+		".envrc":            "source_env_if_exists .envrc.local\ndotenv\n",
+		"scripts/a.sh":      "", "scripts/b.sh": "",
+		"package.json": `{"scripts":{"test":"true"}}`,
+	})
+	c := defaultProtection().Closure(root, ClosureOptions{Workspace: ws})
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		c.Match("node_modules/@scope/pkg/lib/internal/deep/file.js")
+	}
+}
+
 // FuzzHookConfigs: whatever a hook manager's config holds, computing the
 // closure terminates, and every path it protects lies in the workspace.
 func FuzzHookConfigs(f *testing.F) {

@@ -159,20 +159,21 @@ func (p Protection) Match(rel string, isGitDir func(dir string) bool) (string, b
 	if why, ok := matchGit(rel, isGitDir); ok {
 		return why, true
 	}
+	parts := strings.Split(rel, "/") // once: Match runs for every changed path of a call
 	for _, pat := range p.patterns {
-		if matchPattern(pat, rel) {
+		if matchPattern(pat, rel, parts) {
 			return fmt.Sprintf("%s is protected (sandbox.protected_paths: %s): a host program may run what it says", rel, pat), true
 		}
 	}
 	return "", false
 }
 
-// matchPattern applies one protected_paths pattern to rel.
-func matchPattern(pat, rel string) bool {
+// matchPattern applies one protected_paths pattern to rel, whose
+// components are parts.
+func matchPattern(pat, rel string, parts []string) bool {
 	pat = strings.TrimSuffix(pat, "/")
 	anchored := strings.Contains(strings.TrimPrefix(pat, "/"), "/") || strings.HasPrefix(pat, "/")
 	pat = strings.TrimPrefix(pat, "/")
-	parts := strings.Split(rel, "/")
 	if anchored {
 		n := strings.Count(pat, "/") + 1
 		if strings.Contains(pat, "**") {
@@ -189,6 +190,10 @@ func matchPattern(pat, rel string) bool {
 		}
 		ok, _ := doublestar.Match(pat, strings.Join(parts[:n], "/"))
 		return ok
+	}
+	if !strings.ContainsAny(pat, `*?[\`) {
+		// A plain name (most of them): path.Match would compare it.
+		return slices.Contains(parts, pat)
 	}
 	for _, part := range parts {
 		if ok, _ := path.Match(pat, part); ok {

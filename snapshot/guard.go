@@ -97,15 +97,17 @@ func (d *Detached) SetKeep(fn KeepFunc) {
 //
 // The protection depends on what the workspace holds (the host-run
 // closure: a hook directory, an .envrc naming a file), and reverting a
-// change can bring a trigger back: so when the first round reverted
-// something, a second round judges the rest against the restored state.
+// change can bring a trigger back, whose restored content can name more
+// (.git/config's hooksPath, then the hook's script): so rounds judge the
+// rest against the restored state until one reverts nothing. Each round
+// that goes on reverted at least one change, so there are at most as
+// many rounds as changes.
 func (s *Store) guard(ctx context.Context, id string, changes []Change, keep KeepFunc, post *index) ([]Change, []Protected, error) {
 	journal, reverted, err := s.guardRound(ctx, id, changes, keep, post)
-	if err != nil || len(reverted) == 0 || len(journal) == 0 {
-		return journal, reverted, err
+	for round, more := 2, reverted; err == nil && len(more) > 0 && len(journal) > 0; round++ {
+		journal, more, err = s.guardRound(ctx, fmt.Sprintf("%s-%d", id, round), journal, keep, post)
+		reverted = append(reverted, more...)
 	}
-	journal, more, err := s.guardRound(ctx, id+"-2", journal, keep, post)
-	reverted = append(reverted, more...)
 	sort.Slice(reverted, func(i, j int) bool { return reverted[i].Path < reverted[j].Path })
 	return journal, reverted, err
 }
@@ -116,11 +118,7 @@ func (s *Store) guardRound(ctx context.Context, id string, changes []Change, kee
 		return changes, nil, nil
 	}
 	var hits []Protected
-	protect := s.opts.protect()
-	var content ContentFunc
-	if s.opts.content != nil {
-		content = s.opts.content()
-	}
+	protect, content := s.opts.protect(), s.contentFunc()
 	rootfd := -1
 	defer func() {
 		if rootfd >= 0 {

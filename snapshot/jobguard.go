@@ -166,20 +166,11 @@ func (s *Store) liveRelevant(recent map[string]bool) bool {
 	if len(recent) == 0 {
 		return false
 	}
-	protect := s.opts.protect()
-	var content ContentFunc
-	if s.opts.content != nil {
-		content = s.opts.content()
-	}
+	protect, content := s.opts.protect(), s.contentFunc()
 	for p, whole := range recent {
-		if whole {
+		// A path judged by content counts too: the sweep reads it.
+		if whole || guarded(protect, content, p) {
 			return true
-		}
-		if _, ok := protect(p); ok {
-			return true
-		}
-		if content != nil && content(p) != nil {
-			return true // judged by content: the sweep reads it
 		}
 	}
 	return false

@@ -1,9 +1,6 @@
 package builtin
 
 import (
-	"bytes"
-	"strings"
-
 	"github.com/agentbox/agentbox/tools"
 )
 
@@ -16,39 +13,31 @@ var (
 // NewContent implements tools.ContentPreview: a Write leaves its content.
 func (p *WriteParams) NewContent(old []byte) ([]byte, bool) { return []byte(p.Content), true }
 
-// NewContent implements tools.ContentPreview: the edit applied exactly
-// (an old_string found once, or every time with replace_all; plain
-// newlines count as CRLF in a CRLF file). A match the tool would find
-// only with whitespace ignored is not known here.
+// NewContent implements tools.ContentPreview: what the Edit tool would
+// write given old (nil: absent), computed by the same applyEdits.
 func (p *EditParams) NewContent(old []byte) ([]byte, bool) {
-	return applyExact(old, []EditOp{{OldString: p.OldString, NewString: p.NewString, ReplaceAll: p.ReplaceAll}})
+	return previewEdits(old, []editSpec{{p.OldString, p.NewString, p.ReplaceAll}})
 }
 
 // NewContent implements tools.ContentPreview for every edit in order.
-func (p *MultiEditParams) NewContent(old []byte) ([]byte, bool) { return applyExact(old, p.Edits) }
+func (p *MultiEditParams) NewContent(old []byte) ([]byte, bool) {
+	specs := make([]editSpec, len(p.Edits))
+	for i, e := range p.Edits {
+		specs[i] = editSpec{e.OldString, e.NewString, e.ReplaceAll}
+	}
+	return previewEdits(old, specs)
+}
 
-func applyExact(old []byte, edits []EditOp) ([]byte, bool) {
-	if old == nil {
+// previewEdits is editFile's in-memory step: an absent file takes only an
+// edit whose first old_string is empty (it creates the file); false when
+// the tool would fail.
+func previewEdits(old []byte, edits []editSpec) ([]byte, bool) {
+	if old == nil && (len(edits) == 0 || edits[0].Old != "") {
 		return nil, false
 	}
-	s := string(old)
-	crlf := bytes.Contains(old, []byte("\r\n"))
-	for _, e := range edits {
-		from, to := e.OldString, e.NewString
-		if crlf && !strings.Contains(from, "\r\n") {
-			from = strings.ReplaceAll(from, "\n", "\r\n")
-			to = strings.ReplaceAll(to, "\n", "\r\n")
-		}
-		switch n := strings.Count(s, from); {
-		case from == "" || n == 0:
-			return nil, false
-		case e.ReplaceAll:
-			s = strings.ReplaceAll(s, from, to)
-		case n == 1:
-			s = strings.Replace(s, from, to, 1)
-		default:
-			return nil, false
-		}
+	content, _, err := applyEdits(string(old), edits)
+	if err != nil {
+		return nil, false
 	}
-	return []byte(s), true
+	return []byte(content), true
 }
