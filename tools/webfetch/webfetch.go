@@ -295,12 +295,12 @@ func (f *Fetcher) get(ctx context.Context, cl *http.Client, u *url.URL) (page, *
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		loc, err := resp.Location()
 		if err != nil {
-			return page{}, nil, tools.Errorf(tools.ErrExecution, "%s answered %s without a usable Location", u.Redacted(), resp.Status)
+			return page{}, nil, tools.Errorf(tools.ErrExecution, "%s answered %s without a usable Location", u.Redacted(), status(resp))
 		}
 		return page{status: resp.StatusCode}, loc, nil
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return page{}, nil, tools.Errorf(tools.ErrExecution, "%s answered %s", u.Redacted(), resp.Status)
+		return page{}, nil, tools.Errorf(tools.ErrExecution, "%s answered %s", u.Redacted(), status(resp))
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, f.maxBytes+1))
 	if err != nil {
@@ -329,6 +329,12 @@ func (f *Fetcher) get(ctx context.Context, cl *http.Client, u *url.URL) (page, *
 		p.body = strings.ToValidUTF8(p.body, "\uFFFD")
 	}
 	return p, nil, nil
+}
+
+// status names resp's status by its code only: the reason phrase is the
+// server's text, and an error is shown outside the untrusted block.
+func status(resp *http.Response) string {
+	return strings.TrimSpace(fmt.Sprintf("%d %s", resp.StatusCode, http.StatusText(resp.StatusCode)))
 }
 
 func looksHTML(b []byte) bool {
