@@ -221,9 +221,7 @@ func (f *Fetcher) fetch(ctx context.Context, caller egress.Caller, raw string) (
 			return page{}, err
 		}
 		if next == nil {
-			f.mu.Lock()
-			f.cache[key] = cached{at: f.now(), page: p}
-			f.mu.Unlock()
+			f.store(key, p)
 			return p, nil
 		}
 		if next.Scheme == "http" {
@@ -242,6 +240,20 @@ func (f *Fetcher) fetch(ctx context.Context, caller egress.Caller, raw string) (
 		}
 		u = next
 	}
+}
+
+// store caches p under key and drops the pages that expired, so that the
+// cache holds at most what one CacheTTL fetched.
+func (f *Fetcher) store(key string, p page) {
+	now := f.now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for k, c := range f.cache {
+		if now.Sub(c.at) >= CacheTTL {
+			delete(f.cache, k)
+		}
+	}
+	f.cache[key] = cached{at: now, page: p}
 }
 
 // decide runs the gate's policy and approval for caller and u's host,

@@ -326,3 +326,27 @@ func TestWebFetchStatusReasonIsNotShown(t *testing.T) {
 		}
 	}
 }
+
+// Expired pages leave the cache: a long session that fetches many pages
+// does not keep every one of them.
+func TestWebFetchCacheDropsExpired(t *testing.T) {
+	s := newSite(t)
+	s.serve("docs.test", "/a", "text/plain", strings.Repeat("a", 1000))
+	s.serve("docs.test", "/b", "text/plain", "b")
+	f := newFetcher(t, s, 1<<20)
+	now := time.Now()
+	f.now = func() time.Time { return now }
+	if r := run(t, f, s.url("docs.test", "/a"), ""); r.Err != nil {
+		t.Fatal(r.Content)
+	}
+	now = now.Add(CacheTTL + time.Second)
+	if r := run(t, f, s.url("docs.test", "/b"), ""); r.Err != nil {
+		t.Fatal(r.Content)
+	}
+	f.mu.Lock()
+	n := len(f.cache)
+	f.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("%d pages cached; want only the one not expired", n)
+	}
+}
