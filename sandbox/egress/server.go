@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -111,18 +112,16 @@ func NewServer(g *Gate, auth frontdoor.Verifier, opts ...ServerOption) *Server {
 // SocketName is the proxy socket's name in its directory.
 const SocketName = "egress.sock"
 
-// Listen creates dir (mode 0700; it must not exist with other owners or
-// wider permissions) and listens on dir/SocketName.
+// Listen creates dir (mode 0700) when it is missing and listens on
+// dir/SocketName. An existing dir must be a real directory of this uid
+// closed to group and others, below directories no other user can swap
+// (frontdoor.CheckPrivateDir); it is never chmod'ed into shape.
 func Listen(dir string) (net.Listener, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("egress socket dir: %w", err)
 	}
-	if err := os.Chmod(dir, 0o700); err != nil {
+	if err := frontdoor.CheckPrivateDir(dir); err != nil {
 		return nil, fmt.Errorf("egress socket dir: %w", err)
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("egress socket dir %s: not a directory", dir)
 	}
 	path := filepath.Join(dir, SocketName)
 	_ = os.Remove(path)
