@@ -126,10 +126,10 @@ func (g *Gate) Decide(ctx context.Context, c Caller, host string, port uint16) (
 }
 
 func (g *Gate) ask(ctx context.Context, c Caller, h string, port uint16) Decision {
-	setting := fmt.Sprintf("add %q to network.allow, or approve it when asked", h)
+	setting := allowSetting(h) + ", or approve it when asked"
 	dest := net.JoinHostPort(h, strconv.Itoa(int(port)))
 	if g.approver == nil {
-		return Decision{Verdict: Deny, By: "default", Refusal: refusef(ReasonNotAllowed, fmt.Sprintf("add %q to network.allow", h),
+		return Decision{Verdict: Deny, By: "default", Refusal: refusef(ReasonNotAllowed, allowSetting(h),
 			"%s is not in network.allow", dest)}
 	}
 	g.mu.Lock()
@@ -166,7 +166,7 @@ func (g *Gate) ask(ctx context.Context, c Caller, h string, port uint16) Decisio
 		return Decision{Verdict: Deny, By: by, Refusal: refusef(ReasonApprovalTimeout, setting,
 			"%s: nobody approved the connection within %s", dest, g.timeout)}
 	}
-	return Decision{Verdict: Deny, By: by, Refusal: refusef(ReasonApprovalDenied, fmt.Sprintf("add %q to network.allow", h),
+	return Decision{Verdict: Deny, By: by, Refusal: refusef(ReasonApprovalDenied, allowSetting(h),
 		"%s: the connection was not approved", dest)}
 }
 
