@@ -193,6 +193,8 @@ func (g *Gate) Resolve(ctx context.Context, t Target) ([]netip.AddrPort, error) 
 		}
 	}
 	out := make([]netip.AddrPort, 0, len(addrs))
+	var local []netip.Addr // the host's addresses, looked up once when needed
+	looked := false
 	for _, a := range addrs {
 		a = a.WithZone("").Unmap()
 		if r, ok := g.policy.addrDenied(a, t.Port); ok {
@@ -200,7 +202,10 @@ func (g *Gate) Resolve(ctx context.Context, t Target) ([]netip.AddrPort, error) 
 				"%s resolves to an address network.deny lists", t.Host)
 		}
 		if _, ok := g.policy.addrAllowed(a, t.Port); !ok {
-			if class := g.classify.Class(a); class != "" {
+			if !looked {
+				local, looked = g.classify.locals(), true
+			}
+			if class := g.classify.class(a, local); class != "" {
 				return nil, refusef(ReasonAddress, "an operator may add that exact address to network.allow",
 					"%s resolves to a %s address", t.Host, class)
 			}
