@@ -332,8 +332,10 @@ func (s *Server) finish(ev Event) {
 	s.audit(ev)
 }
 
-// target copies a gate outcome into the event.
-func (ev *Event) target(host string, port uint16, t Target, err error) {
+// SetTarget copies the outcome of Gate.Connect(host, port) into the
+// event: the destination, the address dialed, and who decided (the rule,
+// or the address check or dial that failed after the rule allowed it).
+func (ev *Event) SetTarget(host string, port uint16, t Target, err error) {
 	ev.Host, ev.Port, ev.By = t.Host, port, t.Decision.By
 	if ev.Host == "" {
 		ev.Host = host
@@ -368,7 +370,7 @@ func (s *Server) connect(ctx context.Context, c Caller, conn net.Conn, br *bufio
 	gctx, stopWatch := watchGone(ctx, conn, br)
 	up, t, err := s.gate.Connect(gctx, c, host, port)
 	stopWatch()
-	ev.target(host, port, t, err)
+	ev.SetTarget(host, port, t, err)
 	if err != nil {
 		s.refuse(conn, ev, AsRefusal(err))
 		return

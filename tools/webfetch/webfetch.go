@@ -124,14 +124,8 @@ func (f *Fetcher) client() *http.Client {
 			start := time.Now()
 			conn, t, err := f.gate.Connect(ctx, c, host, uint16(port))
 			if f.audit != nil {
-				ev := egress.Event{Time: start, Call: c.Call, Session: c.Session, Kind: "fetch", Host: t.Host, Port: uint16(port),
-					By: t.Decision.By, Decision: "allow", Duration: time.Since(start)}
-				if ev.Host == "" {
-					ev.Host = host
-				}
-				if t.Addr.IsValid() {
-					ev.Addr = t.Addr.String()
-				}
+				ev := egress.Event{Time: start, Call: c.Call, Session: c.Session, Kind: "fetch", Decision: "allow", Duration: time.Since(start)}
+				ev.SetTarget(host, uint16(port), t, err)
 				if err != nil {
 					ev.Decision, ev.Reason = "deny", egress.AsRefusal(err).Reason
 				}

@@ -350,3 +350,18 @@ func TestWebFetchCacheDropsExpired(t *testing.T) {
 		t.Fatalf("%d pages cached; want only the one not expired", n)
 	}
 }
+
+// A fetch refused after the policy allowed the name is audited as the
+// proxy audits it: decided by the address check, not by the allow rule.
+func TestWebFetchAuditNamesAddressCheck(t *testing.T) {
+	s := newSite(t)
+	f := newFetcher(t, s, 1<<20)
+	var evs []egress.Event
+	f.audit = func(ev egress.Event) { evs = append(evs, ev) }
+	if r := run(t, f, s.url("loop.test", "/"), ""); r.Err == nil {
+		t.Fatalf("fetched a name that resolves to loopback: %s", r.Content)
+	}
+	if len(evs) != 1 || evs[0].Decision != "deny" || evs[0].Reason != egress.ReasonAddress || evs[0].By != "address check" || evs[0].Host != "loop.test" {
+		t.Fatalf("audit %+v", evs)
+	}
+}
