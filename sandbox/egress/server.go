@@ -177,31 +177,26 @@ func (s *Server) authenticated(c net.Conn) {
 	}
 }
 
-// take counts a connection against the Server's cap (perCall false) or
-// against call's; it reports false when the cap is reached.
-func (s *Server) take(call string, perCall bool) bool {
+// take counts a connection against the Server's cap and call's; when
+// one is reached it counts nothing and names who has too many.
+func (s *Server) take(call string) (full string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n, limit := &s.open, s.maxConns
-	if perCall {
-		c := s.perCall[call]
-		n, limit = &c, s.maxPerCall
-		defer func() { s.perCall[call] = c }()
+	switch {
+	case s.open >= s.maxConns:
+		return "the proxy"
+	case s.perCall[call] >= s.maxPerCall:
+		return "this call"
 	}
-	if *n >= limit {
-		return false
-	}
-	*n++
-	return true
+	s.open++
+	s.perCall[call]++
+	return ""
 }
 
-func (s *Server) release(call string, perCall bool) {
+func (s *Server) release(call string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !perCall {
-		s.open--
-		return
-	}
+	s.open--
 	if s.perCall[call]--; s.perCall[call] <= 0 {
 		delete(s.perCall, call)
 	}
@@ -243,16 +238,11 @@ func (s *Server) ServeConn(ctx context.Context, c net.Conn) {
 		return
 	}
 	s.authenticated(c)
-	if !s.take("", false) {
-		s.tooMany(c, s.event(p.Caller, "refused", start), "the proxy")
+	if who := s.take(p.Call); who != "" {
+		s.tooMany(c, s.event(p.Caller, "refused", start), who)
 		return
 	}
-	defer s.release("", false)
-	if !s.take(p.Call, true) {
-		s.tooMany(c, s.event(p.Caller, "refused", start), "this call")
-		return
-	}
-	defer s.release(p.Call, true)
+	defer s.release(p.Call)
 	for {
 		_ = c.SetReadDeadline(time.Now().Add(s.idle))
 		head, err := peekHead(br)
