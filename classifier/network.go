@@ -27,23 +27,18 @@ var credentialPrinters = [][]string{
 }
 
 // printsCredential reports whether c prints a credential: a known
-// credential printer, or gh auth status with --show-token / -t.
+// credential printer, or gh auth status with --show-token / -t. It runs
+// on every simple command of a pipeline, so it compares c's words in
+// place.
 func printsCredential(c *call) bool {
-	argv := make([]string, 0, len(c.args))
-	for _, f := range c.args {
-		argv = append(argv, f.val)
-	}
-	if len(argv) > 0 {
-		argv[0] = baseName(argv[0])
-	}
 	for _, p := range credentialPrinters {
-		if hasPrefix(argv, p) {
+		if c.hasPrefix(p) {
 			return true
 		}
 	}
-	if hasPrefix(argv, []string{"gh", "auth", "status"}) {
-		for _, w := range argv[3:] {
-			if w == "-t" || w == "--show-token" {
+	if c.hasPrefix([]string{"gh", "auth", "status"}) {
+		for _, f := range c.args[3:] {
+			if f.val == "-t" || f.val == "--show-token" {
 				return true
 			}
 		}
@@ -51,12 +46,14 @@ func printsCredential(c *call) bool {
 	return false
 }
 
-func hasPrefix(argv, p []string) bool {
-	if len(argv) < len(p) {
+// hasPrefix reports whether c's words start with p, the program compared
+// by its base name.
+func (c *call) hasPrefix(p []string) bool {
+	if len(c.args) < len(p) || len(p) == 0 || baseName(c.args[0].val) != p[0] {
 		return false
 	}
-	for i, w := range p {
-		if argv[i] != w {
+	for i, w := range p[1:] {
+		if c.args[i+1].val != w {
 			return false
 		}
 	}

@@ -80,7 +80,19 @@ func hostAddrs() []netip.Addr {
 // Class returns why a is refused, or "" when it is a public address.
 // IPv4 carried in IPv6 (v4-mapped, v4-compatible, NAT64 64:ff9b::/96,
 // 6to4) is judged as the IPv4 it carries.
-func (c *Classifier) Class(a netip.Addr) string {
+func (c *Classifier) Class(a netip.Addr) string { return c.class(a, c.locals()) }
+
+// locals returns the addresses of the host and of the engine's bridge.
+func (c *Classifier) locals() []netip.Addr {
+	if c.Local == nil {
+		return hostAddrs()
+	}
+	return c.Local()
+}
+
+// class is Class against the given host addresses (one look-up serves
+// every answer of a name).
+func (c *Classifier) class(a netip.Addr, local []netip.Addr) string {
 	if !a.IsValid() {
 		return ClassUnspecified
 	}
@@ -89,9 +101,9 @@ func (c *Classifier) Class(a netip.Addr) string {
 		b := a.As16()
 		switch {
 		case nat64.Contains(a) || (v4compat.Contains(a) && a != netip.IPv6Unspecified() && a != netip.IPv6Loopback()):
-			return c.Class(netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}))
+			return c.class(netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}), local)
 		case sixToFour.Contains(a):
-			return c.Class(netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}))
+			return c.class(netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}), local)
 		}
 	}
 	for _, r := range refusedPrefixes {
@@ -99,11 +111,7 @@ func (c *Classifier) Class(a netip.Addr) string {
 			return r.class
 		}
 	}
-	local := c.Local
-	if local == nil {
-		local = hostAddrs
-	}
-	for _, l := range local() {
+	for _, l := range local {
 		if l.Unmap() == a {
 			return ClassHost
 		}

@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"context"
 	"net/netip"
 	"testing"
 )
@@ -45,4 +46,27 @@ func TestHostAddrsIncludesInterfaces(t *testing.T) {
 			t.Errorf("own address %s not refused by the default classifier", a)
 		}
 	}
+}
+
+// The host's addresses are looked up once per name, not once per answer.
+func TestResolveLooksUpLocalOnce(t *testing.T) {
+	var n int
+	c := &Classifier{Local: func() []netip.Addr { n++; return nil }}
+	p, err := NewPolicy([]string{"many.test"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := NewGate(p, WithClassifier(c), WithResolver(multiResolver{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2"), netip.MustParseAddr("2001:db8::1")}))
+	if _, err := g.Resolve(context.Background(), Target{Host: "many.test", Port: 443}); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Fatalf("host addresses looked up %d times for 3 answers", n)
+	}
+}
+
+type multiResolver []netip.Addr
+
+func (m multiResolver) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
+	return m, nil
 }

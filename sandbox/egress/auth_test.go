@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -36,4 +37,38 @@ func TestReadPreambleKeepsCause(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Listen refuses a socket directory others can enter or that is a
+// symlink, instead of chmod'ing whatever is at the path.
+func TestListenRefusesOpenOrLinkedDir(t *testing.T) {
+	base := t.TempDir()
+	open := filepath.Join(base, "open")
+	if err := os.Mkdir(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if ln, err := Listen(open); err == nil {
+		ln.Close()
+		t.Fatal("listened in a directory others can enter")
+	}
+	target := filepath.Join(base, "target")
+	if err := os.Mkdir(target, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(base, "link")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if ln, err := Listen(link); err == nil {
+		ln.Close()
+		t.Fatal("listened through a symlink")
+	}
+	ln, err := Listen(filepath.Join(base, "new"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.Close()
 }

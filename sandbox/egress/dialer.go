@@ -126,10 +126,10 @@ func (g *Gate) Decide(ctx context.Context, c Caller, host string, port uint16) (
 }
 
 func (g *Gate) ask(ctx context.Context, c Caller, h string, port uint16) Decision {
-	setting := fmt.Sprintf("add %q to network.allow, or approve it when asked", h)
+	setting := allowSetting(h) + ", or approve it when asked"
 	dest := net.JoinHostPort(h, strconv.Itoa(int(port)))
 	if g.approver == nil {
-		return Decision{Verdict: Deny, By: "default", Refusal: refusef(ReasonNotAllowed, fmt.Sprintf("add %q to network.allow", h),
+		return Decision{Verdict: Deny, By: "default", Refusal: refusef(ReasonNotAllowed, allowSetting(h),
 			"%s is not in network.allow", dest)}
 	}
 	g.mu.Lock()
@@ -166,7 +166,7 @@ func (g *Gate) ask(ctx context.Context, c Caller, h string, port uint16) Decisio
 		return Decision{Verdict: Deny, By: by, Refusal: refusef(ReasonApprovalTimeout, setting,
 			"%s: nobody approved the connection within %s", dest, g.timeout)}
 	}
-	return Decision{Verdict: Deny, By: by, Refusal: refusef(ReasonApprovalDenied, fmt.Sprintf("add %q to network.allow", h),
+	return Decision{Verdict: Deny, By: by, Refusal: refusef(ReasonApprovalDenied, allowSetting(h),
 		"%s: the connection was not approved", dest)}
 }
 
@@ -193,6 +193,8 @@ func (g *Gate) Resolve(ctx context.Context, t Target) ([]netip.AddrPort, error) 
 		}
 	}
 	out := make([]netip.AddrPort, 0, len(addrs))
+	var local []netip.Addr // the host's addresses, looked up once when needed
+	looked := false
 	for _, a := range addrs {
 		a = a.WithZone("").Unmap()
 		if r, ok := g.policy.addrDenied(a, t.Port); ok {
@@ -200,7 +202,10 @@ func (g *Gate) Resolve(ctx context.Context, t Target) ([]netip.AddrPort, error) 
 				"%s resolves to an address network.deny lists", t.Host)
 		}
 		if _, ok := g.policy.addrAllowed(a, t.Port); !ok {
-			if class := g.classify.Class(a); class != "" {
+			if !looked {
+				local, looked = g.classify.locals(), true
+			}
+			if class := g.classify.class(a, local); class != "" {
 				return nil, refusef(ReasonAddress, "an operator may add that exact address to network.allow",
 					"%s resolves to a %s address", t.Host, class)
 			}

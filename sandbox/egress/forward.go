@@ -61,7 +61,7 @@ func (s *Server) forward(ctx context.Context, c Caller, conn net.Conn, br *bufio
 	// Not watched for the client leaving (as a tunnel is): a client may
 	// half-close after its request and still read the answer.
 	up, t, err := s.gate.Connect(ctx, c, host, port)
-	ev.target(host, port, t, err)
+	ev.SetTarget(host, port, t, err)
 	if err != nil {
 		s.refuse(conn, ev, AsRefusal(err))
 		return false

@@ -251,7 +251,7 @@ func (p *Policy) decide(h string, addr netip.Addr, port uint16) Decision {
 	if p.denyAll {
 		return Decision{Verdict: Deny, By: `network.deny "*"`, Refusal: &Refusal{Reason: ReasonNotAllowed,
 			Detail:  fmt.Sprintf("%s is not in network.allow and network.deny has \"*\"", dest),
-			Setting: fmt.Sprintf("add %q to network.allow", h)}}
+			Setting: allowSetting(h)}}
 	}
 	return Decision{Verdict: Unknown, By: "default"}
 }

@@ -326,7 +326,7 @@ func TestProxyAttacks(t *testing.T) {
 		{"plain HTTP to an unknown host", func(t *testing.T) {
 			resp, body := a.get(t, httpURL("unknown.test"))
 			wantRefusal(t, resp, body, 403, ReasonNotAllowed)
-			if !strings.Contains(body, `"unknown.test" to network.allow`) {
+			if !strings.Contains(body, `"unknown.test" to network.allow in the user config`) {
 				t.Fatalf("body does not name the setting: %q", body)
 			}
 		}, ReasonNotAllowed},

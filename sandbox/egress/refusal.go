@@ -60,6 +60,13 @@ func refusef(reason, setting, format string, args ...any) *Refusal {
 	return &Refusal{Reason: reason, Setting: setting, Detail: fmt.Sprintf(format, args...)}
 }
 
+// allowSetting is the setting that allows host: only the user config can
+// add to network.allow, so a model told to "add it" does not edit a
+// project config that cannot.
+func allowSetting(host string) string {
+	return fmt.Sprintf("add %q to network.allow in the user config (a project config can only remove entries)", host)
+}
+
 // AsRefusal returns err's *Refusal, or a generic one for any other error.
 func AsRefusal(err error) *Refusal {
 	var r *Refusal

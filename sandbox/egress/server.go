@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -111,18 +112,16 @@ func NewServer(g *Gate, auth frontdoor.Verifier, opts ...ServerOption) *Server {
 // SocketName is the proxy socket's name in its directory.
 const SocketName = "egress.sock"
 
-// Listen creates dir (mode 0700; it must not exist with other owners or
-// wider permissions) and listens on dir/SocketName.
+// Listen creates dir (mode 0700) when it is missing and listens on
+// dir/SocketName. An existing dir must be a real directory of this uid
+// closed to group and others, below directories no other user can swap
+// (frontdoor.CheckPrivateDir); it is never chmod'ed into shape.
 func Listen(dir string) (net.Listener, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("egress socket dir: %w", err)
 	}
-	if err := os.Chmod(dir, 0o700); err != nil {
+	if err := frontdoor.CheckPrivateDir(dir); err != nil {
 		return nil, fmt.Errorf("egress socket dir: %w", err)
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("egress socket dir %s: not a directory", dir)
 	}
 	path := filepath.Join(dir, SocketName)
 	_ = os.Remove(path)
@@ -178,31 +177,26 @@ func (s *Server) authenticated(c net.Conn) {
 	}
 }
 
-// take counts a connection against the Server's cap (perCall false) or
-// against call's; it reports false when the cap is reached.
-func (s *Server) take(call string, perCall bool) bool {
+// take counts a connection against the Server's cap and call's; when
+// one is reached it counts nothing and names who has too many.
+func (s *Server) take(call string) (full string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n, limit := &s.open, s.maxConns
-	if perCall {
-		c := s.perCall[call]
-		n, limit = &c, s.maxPerCall
-		defer func() { s.perCall[call] = c }()
+	switch {
+	case s.open >= s.maxConns:
+		return "the proxy"
+	case s.perCall[call] >= s.maxPerCall:
+		return "this call"
 	}
-	if *n >= limit {
-		return false
-	}
-	*n++
-	return true
+	s.open++
+	s.perCall[call]++
+	return ""
 }
 
-func (s *Server) release(call string, perCall bool) {
+func (s *Server) release(call string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !perCall {
-		s.open--
-		return
-	}
+	s.open--
 	if s.perCall[call]--; s.perCall[call] <= 0 {
 		delete(s.perCall, call)
 	}
@@ -244,16 +238,11 @@ func (s *Server) ServeConn(ctx context.Context, c net.Conn) {
 		return
 	}
 	s.authenticated(c)
-	if !s.take("", false) {
-		s.tooMany(c, s.event(p.Caller, "refused", start), "the proxy")
+	if who := s.take(p.Call); who != "" {
+		s.tooMany(c, s.event(p.Caller, "refused", start), who)
 		return
 	}
-	defer s.release("", false)
-	if !s.take(p.Call, true) {
-		s.tooMany(c, s.event(p.Caller, "refused", start), "this call")
-		return
-	}
-	defer s.release(p.Call, true)
+	defer s.release(p.Call)
 	for {
 		_ = c.SetReadDeadline(time.Now().Add(s.idle))
 		head, err := peekHead(br)
@@ -333,8 +322,10 @@ func (s *Server) finish(ev Event) {
 	s.audit(ev)
 }
 
-// target copies a gate outcome into the event.
-func (ev *Event) target(host string, port uint16, t Target, err error) {
+// SetTarget copies the outcome of Gate.Connect(host, port) into the
+// event: the destination, the address dialed, and who decided (the rule,
+// or the address check or dial that failed after the rule allowed it).
+func (ev *Event) SetTarget(host string, port uint16, t Target, err error) {
 	ev.Host, ev.Port, ev.By = t.Host, port, t.Decision.By
 	if ev.Host == "" {
 		ev.Host = host
@@ -369,7 +360,7 @@ func (s *Server) connect(ctx context.Context, c Caller, conn net.Conn, br *bufio
 	gctx, stopWatch := watchGone(ctx, conn, br)
 	up, t, err := s.gate.Connect(gctx, c, host, port)
 	stopWatch()
-	ev.target(host, port, t, err)
+	ev.SetTarget(host, port, t, err)
 	if err != nil {
 		s.refuse(conn, ev, AsRefusal(err))
 		return

@@ -124,14 +124,8 @@ func (f *Fetcher) client() *http.Client {
 			start := time.Now()
 			conn, t, err := f.gate.Connect(ctx, c, host, uint16(port))
 			if f.audit != nil {
-				ev := egress.Event{Time: start, Call: c.Call, Session: c.Session, Kind: "fetch", Host: t.Host, Port: uint16(port),
-					By: t.Decision.By, Decision: "allow", Duration: time.Since(start)}
-				if ev.Host == "" {
-					ev.Host = host
-				}
-				if t.Addr.IsValid() {
-					ev.Addr = t.Addr.String()
-				}
+				ev := egress.Event{Time: start, Call: c.Call, Session: c.Session, Kind: "fetch", Decision: "allow", Duration: time.Since(start)}
+				ev.SetTarget(host, uint16(port), t, err)
 				if err != nil {
 					ev.Decision, ev.Reason = "deny", egress.AsRefusal(err).Reason
 				}
@@ -221,9 +215,7 @@ func (f *Fetcher) fetch(ctx context.Context, caller egress.Caller, raw string) (
 			return page{}, err
 		}
 		if next == nil {
-			f.mu.Lock()
-			f.cache[key] = cached{at: f.now(), page: p}
-			f.mu.Unlock()
+			f.store(key, p)
 			return p, nil
 		}
 		if next.Scheme == "http" {
@@ -242,6 +234,20 @@ func (f *Fetcher) fetch(ctx context.Context, caller egress.Caller, raw string) (
 		}
 		u = next
 	}
+}
+
+// store caches p under key and drops the pages that expired, so that the
+// cache holds at most what one CacheTTL fetched.
+func (f *Fetcher) store(key string, p page) {
+	now := f.now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for k, c := range f.cache {
+		if now.Sub(c.at) >= CacheTTL {
+			delete(f.cache, k)
+		}
+	}
+	f.cache[key] = cached{at: now, page: p}
 }
 
 // decide runs the gate's policy and approval for caller and u's host,
@@ -295,12 +301,12 @@ func (f *Fetcher) get(ctx context.Context, cl *http.Client, u *url.URL) (page, *
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		loc, err := resp.Location()
 		if err != nil {
-			return page{}, nil, tools.Errorf(tools.ErrExecution, "%s answered %s without a usable Location", u.Redacted(), resp.Status)
+			return page{}, nil, tools.Errorf(tools.ErrExecution, "%s answered %s without a usable Location", u.Redacted(), status(resp))
 		}
 		return page{status: resp.StatusCode}, loc, nil
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return page{}, nil, tools.Errorf(tools.ErrExecution, "%s answered %s", u.Redacted(), resp.Status)
+		return page{}, nil, tools.Errorf(tools.ErrExecution, "%s answered %s", u.Redacted(), status(resp))
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, f.maxBytes+1))
 	if err != nil {
@@ -329,6 +335,12 @@ func (f *Fetcher) get(ctx context.Context, cl *http.Client, u *url.URL) (page, *
 		p.body = strings.ToValidUTF8(p.body, "\uFFFD")
 	}
 	return p, nil, nil
+}
+
+// status names resp's status by its code only: the reason phrase is the
+// server's text, and an error is shown outside the untrusted block.
+func status(resp *http.Response) string {
+	return strings.TrimSpace(fmt.Sprintf("%d %s", resp.StatusCode, http.StatusText(resp.StatusCode)))
 }
 
 func looksHTML(b []byte) bool {

@@ -35,8 +35,32 @@ type netTracker struct {
 const maxTrackedCalls = 256
 
 type callNet struct {
-	contacted []string
-	refused   []string
+	contacted, refused dests
+}
+
+// dests is a list of distinct destinations, at most maxSummaryDests of
+// them named; more counts the others.
+type dests struct {
+	names []string
+	more  int
+}
+
+func (d *dests) add(s string) {
+	switch {
+	case slices.Contains(d.names, s):
+	case len(d.names) < maxSummaryDests:
+		d.names = append(d.names, s)
+	default:
+		d.more++ // may count one twice: it is a hint that the list is cut
+	}
+}
+
+func (d dests) String() string {
+	s := strings.Join(d.names, ", ")
+	if d.more > 0 {
+		s += fmt.Sprintf(" and %d more (see the audit log)", d.more)
+	}
+	return s
 }
 
 func newNetTracker(log *audit.Log, running *tools.RunningCalls) *netTracker {
@@ -49,10 +73,20 @@ func (t *netTracker) hooks() sandbox.Network {
 	return sandbox.Network{Audit: t.record, Approver: t.approver()}
 }
 
+// maxSummaryDests bounds the destinations a call's summary names in each
+// list; the audit log has every one.
+const maxSummaryDests = 20
+
 func (t *netTracker) record(ev egress.Event) {
-	dest := ev.Host
+	host := ev.Host
+	if h, _, err := egress.NormalizeHost(host); err != nil || h != host {
+		// A refused request's host as the sandboxed command wrote it:
+		// the summary is agentbox's words, so it is quoted.
+		host = strconv.Quote(host)
+	}
+	dest := host
 	if ev.Port != 0 {
-		dest = net.JoinHostPort(ev.Host, strconv.Itoa(int(ev.Port)))
+		dest = net.JoinHostPort(host, strconv.Itoa(int(ev.Port)))
 	}
 	if ev.Call != "" && dest != "" && ev.Kind != "fetch" { // WebFetch's own result names its page
 		t.mu.Lock()
@@ -65,11 +99,9 @@ func (t *netTracker) record(ev egress.Event) {
 			// Too many calls never taken (background jobs): the audit
 			// log still has every connection.
 		} else if ev.Decision == "allow" {
-			if !slices.Contains(c.contacted, dest) {
-				c.contacted = append(c.contacted, dest)
-			}
-		} else if r := dest + " (" + ev.Reason + ")"; !slices.Contains(c.refused, r) {
-			c.refused = append(c.refused, r)
+			c.contacted.add(dest)
+		} else {
+			c.refused.add(dest + " (" + ev.Reason + ")")
 		}
 		t.mu.Unlock()
 	}
@@ -136,11 +168,11 @@ func (t *netTracker) take(call string) string {
 		return ""
 	}
 	var parts []string
-	if len(c.contacted) > 0 {
-		parts = append(parts, "contacted "+strings.Join(c.contacted, ", "))
+	if len(c.contacted.names) > 0 {
+		parts = append(parts, "contacted "+c.contacted.String())
 	}
-	if len(c.refused) > 0 {
-		parts = append(parts, "refused "+strings.Join(c.refused, ", "))
+	if len(c.refused.names) > 0 {
+		parts = append(parts, "refused "+c.refused.String())
 	}
 	return fmt.Sprintf("Network: %s.", strings.Join(parts, "; "))
 }
