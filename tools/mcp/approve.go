@@ -134,8 +134,9 @@ const autoAnswerWindow = 300 * time.Millisecond
 // answeredByClient reports whether an elicitation was answered by the
 // client rather than a person: declined or cancelled with no content
 // within autoAnswerWindow. Headless clients (`claude -p`, `codex exec`)
-// do that with every request. It only changes how a refusal is explained
-// (and lets the approval terminal ask): either way the call is refused.
+// do that with every request. Such an answer is treated as no answer: the
+// approval terminal asks, or the non-interactive decision applies (deny
+// unless mcp.non_interactive is allow).
 func answeredByClient(res *sdk.ElicitResult, took time.Duration) bool {
 	return res.Action != "accept" && len(res.Content) == 0 && took < autoAnswerWindow
 }
